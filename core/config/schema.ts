@@ -1,0 +1,121 @@
+import { Type, type Static } from "@sinclair/typebox";
+
+// The configuration, with every default in one place. Durations are Go-style strings ("30s") or
+// seconds as numbers; they are converted to milliseconds by load.ts.
+const Duration = (def: string) =>
+  Type.Union([Type.String({ minLength: 1 }), Type.Number({ minimum: 0 })], { default: def });
+
+export const ServerConfig = Type.Object(
+  {
+    host: Type.String({ default: "0.0.0.0" }),
+    port: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
+    mode: Type.Union([Type.Literal("debug"), Type.Literal("release"), Type.Literal("test")], {
+      default: "release",
+    }),
+    read_timeout: Duration("30s"),
+    write_timeout: Duration("30s"),
+    api_keys: Type.Array(Type.String(), { default: [] }),
+    docs_path: Type.String({ pattern: "^/[A-Za-z0-9/_-]*$", default: "/docs" }),
+    sse_heartbeat: Duration("15s"),
+    shutdown_timeout: Duration("25s"),
+    trust_proxy: Type.Boolean({ default: false }),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+export const RedisConfig = Type.Object(
+  {
+    // Unset: `media-service start` runs a redis-server of its own; the other commands need it.
+    url: Type.Optional(Type.String({ minLength: 1 })),
+    key_prefix: Type.String({ pattern: "^[A-Za-z0-9_.-]+$", default: "media" }),
+    connect_timeout: Duration("5s"),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+export const StorageConfig = Type.Object(
+  {
+    // Unset: `media-service start` runs the embedded S3-protocol store.
+    endpoint: Type.Optional(Type.String({ minLength: 1 })),
+    region: Type.String({ default: "us-east-1" }),
+    access_key_id: Type.Optional(Type.String()),
+    secret_access_key: Type.Optional(Type.String()),
+    force_path_style: Type.Boolean({ default: true }),
+    public_base_url: Type.Optional(Type.String({ minLength: 1 })),
+    // Bucket probed by the readiness check; unset: ListBuckets.
+    health_bucket: Type.Optional(Type.String({ minLength: 1 })),
+    embedded_port: Type.Integer({ minimum: 0, maximum: 65535, default: 9000 }),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+export const ExecutorConfig = Type.Object(
+  {
+    kind: Type.Union([Type.Literal("local"), Type.Literal("kubernetes")], { default: "local" }),
+    // 0 = one per CPU.
+    local_concurrency: Type.Integer({ minimum: 0, default: 0 }),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+export const KubernetesConfig = Type.Object(
+  {
+    namespace: Type.Optional(Type.String()),
+  },
+  { additionalProperties: true, default: {} },
+);
+
+export const WebhooksConfig = Type.Object(
+  {
+    signing_secret: Type.Optional(Type.String()),
+    allow_private: Type.Boolean({ default: false }),
+    allowed_hosts: Type.Array(Type.String(), { default: [] }),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+export const AiConfig = Type.Object(
+  {
+    base_url: Type.Optional(Type.String()),
+    api_key: Type.Optional(Type.String()),
+    model: Type.Optional(Type.String()),
+  },
+  { additionalProperties: true, default: {} },
+);
+
+export const LimitsConfig = Type.Object(
+  {
+    // Largest accepted request body. A full batch of 100 jobs is well under 256 KiB.
+    max_body_bytes: Type.Integer({ minimum: 1024, default: 1_048_576 }),
+    // How long finished jobs and batches are kept before they are pruned.
+    retention: Duration("7d"),
+    // How often finished jobs past their retention are pruned.
+    prune_interval: Duration("60s"),
+    // Entries kept in the events stream (approximate trim).
+    events_max_len: Type.Integer({ minimum: 1000, default: 100_000 }),
+    // Per-job override maximums (resources, timeout_seconds).
+    max_timeout_seconds: Type.Integer({ minimum: 1, default: 3600 }),
+    // Time allowed for one dependency probe of /health and /health/ready.
+    health_check_timeout: Duration("2s"),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+export const ConfigFile = Type.Object(
+  {
+    server: ServerConfig,
+    redis: RedisConfig,
+    storage: StorageConfig,
+    executor: ExecutorConfig,
+    kubernetes: KubernetesConfig,
+    webhooks: WebhooksConfig,
+    ai: AiConfig,
+    limits: LimitsConfig,
+    data_dir: Type.String({ minLength: 1, default: ".data" }),
+    log_level: Type.Optional(
+      Type.Union(["fatal", "error", "warn", "info", "debug", "trace", "silent"].map((l) => Type.Literal(l))),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ConfigFile = Static<typeof ConfigFile>;

@@ -1,0 +1,233 @@
+import { Type, type Static, type TSchema } from "@sinclair/typebox";
+import { BATCH_STATUSES, JOB_STATUSES, JOB_TYPES } from "./types.js";
+
+const Enum = <T extends string>(values: readonly T[], options: Record<string, unknown> = {}) =>
+  Type.Union(
+    values.map((v) => Type.Literal(v)),
+    options,
+  );
+
+export const JobTypeSchema = Enum(JOB_TYPES, { description: "Job type; also the name of its queue" });
+export const JobStatusSchema = Enum(JOB_STATUSES);
+export const BatchStatusSchema = Enum(BATCH_STATUSES);
+const Timestamp = (description: string) => Type.String({ format: "date-time", description });
+
+export const BUCKET_PATTERN = "^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$";
+export const Bucket = (description: string) => Type.String({ pattern: BUCKET_PATTERN, description });
+export const Key = (description: string) => Type.String({ minLength: 1, maxLength: 1024, description });
+
+export const SourceFields = {
+  source_bucket: Bucket("Bucket holding the source file"),
+  source_key: Key("Key of the source file"),
+};
+export const DestinationFields = {
+  dest_bucket: Bucket("Bucket for the output file"),
+  dest_key: Key("Key for the output file"),
+};
+
+// Kubernetes quantities such as 500m, 2, 512Mi, 1G.
+const CPU_QUANTITY = "^(?:\\d+(?:\\.\\d+)?m?)$";
+const MEMORY_QUANTITY = "^(?:\\d+(?:\\.\\d+)?(?:[KMGTPE]i?|k|e\\d+)?)$";
+
+/** Optional fields accepted on every job submission, single or batch entry. */
+export const SubmissionOptionFields = {
+  webhook_url: Type.Optional(
+    Type.String({
+      maxLength: 2048,
+      pattern: "^[Hh][Tt][Tt][Pp][Ss]?://",
+      description: "Receives a job-completion notification (http or https)",
+    }),
+  ),
+  webhook_style: Type.Optional(
+    Enum(["default", "chat", "slack"], {
+      description: "Payload style: default, or chat (a Slack-compatible message; `slack` is an alias)",
+    }),
+  ),
+  request_id: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 200, description: "Caller-chosen identifier for tracing" }),
+  ),
+  resources: Type.Optional(
+    Type.Object(
+      {
+        cpu: Type.Optional(Type.String({ pattern: CPU_QUANTITY, description: "CPU for this job, e.g. 500m or 2" })),
+        memory: Type.Optional(
+          Type.String({ pattern: MEMORY_QUANTITY, description: "Memory for this job, e.g. 512Mi or 2Gi" }),
+        ),
+      },
+      { additionalProperties: false, description: "Per-job resources, bounded by the configured maximums" },
+    ),
+  ),
+  timeout_seconds: Type.Optional(
+    Type.Integer({ minimum: 1, description: "Processing time limit, bounded by limits.max_timeout_seconds" }),
+  ),
+};
+
+export const SubmitResponse = Type.Object(
+  {
+    job_id: Type.String({ description: "New job identifier" }),
+    status: Type.Literal("pending"),
+    message: Type.String(),
+    queue_position: Type.Optional(
+      Type.Integer({ minimum: 1, description: "Place in the job type's queue when it was accepted" }),
+    ),
+  },
+  { $id: "SubmitResponse" },
+);
+
+const Dimensions = {
+  width: Type.Integer(),
+  height: Type.Integer(),
+};
+
+export const ImageOutputResult = Type.Object(
+  {
+    output_url: Type.String(),
+    file_size: Type.Integer(),
+    duration: Type.Number({ description: "Processing time in seconds" }),
+    metadata: Type.Object({ ...Dimensions, format: Type.String() }),
+  },
+  { description: "image_resize, image_optimize, image_watermark" },
+);
+export const ColorsResult = Type.Object(
+  { colors: Type.Array(Type.String()), percentages: Type.Array(Type.Number()) },
+  { description: "image_colors" },
+);
+export const KeywordsResult = Type.Object(
+  { keywords: Type.Array(Type.String()), confidence_scores: Type.Array(Type.Number({ minimum: 0, maximum: 1 })) },
+  { description: "image_ai_keywords" },
+);
+export const ThumbnailResult = Type.Object(
+  {
+    output_url: Type.String(),
+    file_size: Type.Integer(),
+    timestamp: Type.String(),
+    metadata: Type.Object(Dimensions),
+  },
+  { description: "video_thumbnail" },
+);
+export const AudioResult = Type.Object(
+  {
+    output_url: Type.String(),
+    file_size: Type.Integer(),
+    duration: Type.Number({ description: "Seconds of audio" }),
+    metadata: Type.Object({
+      format: Type.String(),
+      codec: Type.String(),
+      bitrate: Type.Optional(Type.Integer()),
+      sample_rate: Type.Integer(),
+      channels: Type.Integer(),
+    }),
+  },
+  { description: "audio_convert" },
+);
+export const AnalyzeResult = Type.Object(
+  {
+    provider: Type.String(),
+    model: Type.String(),
+    text: Type.String(),
+    tags: Type.Optional(Type.Array(Type.String())),
+    transcript: Type.Optional(Type.String()),
+  },
+  { description: "analyze" },
+);
+/** Named in the OpenAPI document so readers see every result shape. */
+export const RESULT_SCHEMAS: Record<string, TSchema> = {
+  ImageOutputResult,
+  ColorsResult,
+  KeywordsResult,
+  ThumbnailResult,
+  AudioResult,
+  AnalyzeResult,
+};
+
+export const Job = Type.Object(
+  {
+    id: Type.String({ description: "Job identifier (UUID)" }),
+    type: JobTypeSchema,
+    status: JobStatusSchema,
+    source_bucket: Type.String(),
+    source_key: Type.String(),
+    dest_bucket: Type.Optional(Type.String()),
+    dest_key: Type.Optional(Type.String()),
+    parameters: Type.Object({}, { additionalProperties: true, description: "As submitted, defaults applied" }),
+    result: Type.Optional(
+      Type.Object(
+        {},
+        {
+          additionalProperties: true,
+          description:
+            "Present when completed; its shape depends on the job type (ImageOutputResult, ColorsResult, KeywordsResult, ThumbnailResult, AudioResult, AnalyzeResult)",
+        },
+      ),
+    ),
+    error: Type.Optional(Type.String({ description: "Present when failed" })),
+    progress: Type.Optional(Type.Number({ minimum: 0, maximum: 100, description: "Percent, while processing" })),
+    batch_id: Type.Optional(Type.String()),
+    request_id: Type.Optional(Type.String()),
+    webhook_url: Type.Optional(Type.String()),
+    webhook_style: Type.Optional(Type.String()),
+    resources: Type.Optional(
+      Type.Object({ cpu: Type.Optional(Type.String()), memory: Type.Optional(Type.String()) }),
+    ),
+    timeout_seconds: Type.Optional(Type.Integer()),
+    attempts: Type.Optional(Type.Integer({ description: "Times the job was started" })),
+    created_at: Timestamp("When the job was accepted"),
+    updated_at: Timestamp("Last change"),
+    started_at: Type.Optional(Timestamp("When processing started")),
+    completed_at: Type.Optional(Timestamp("When the job finished")),
+    duration_seconds: Type.Optional(Type.Number({ description: "Processing time in seconds" })),
+  },
+  { $id: "Job" },
+);
+export type Job = Static<typeof Job>;
+
+export const JobSummary = Type.Object(
+  { id: Type.String(), type: JobTypeSchema, status: JobStatusSchema, created_at: Type.String() },
+  { $id: "JobSummary" },
+);
+export type JobSummary = Static<typeof JobSummary>;
+
+export const Batch = Type.Object(
+  {
+    id: Type.String(),
+    status: BatchStatusSchema,
+    total_jobs: Type.Integer(),
+    pending: Type.Integer({ description: "Jobs waiting to start" }),
+    processing: Type.Integer({ description: "Jobs running now" }),
+    completed: Type.Integer(),
+    failed: Type.Integer(),
+    fail_fast: Type.Boolean(),
+    webhook_url: Type.Optional(Type.String()),
+    stopped_by: Type.Optional(Type.String({ description: "With fail_fast: the job whose failure stopped the batch" })),
+    created_at: Type.String({ format: "date-time" }),
+    updated_at: Type.String({ format: "date-time" }),
+    completed_at: Type.Optional(Type.String({ format: "date-time" })),
+  },
+  { $id: "Batch" },
+);
+export type Batch = Static<typeof Batch>;
+
+export const QueueEntry = Type.Object({
+  name: Type.String(),
+  pending: Type.Integer(),
+  processing: Type.Integer(),
+  completed: Type.Integer(),
+  failed: Type.Integer(),
+});
+export const QueueStats = Type.Object(
+  {
+    total_jobs: Type.Integer(),
+    total_pending: Type.Integer(),
+    total_processing: Type.Integer(),
+    total_completed: Type.Integer(),
+    total_failed: Type.Integer(),
+    queues: Type.Record(Type.String(), QueueEntry),
+  },
+  { $id: "QueueStats" },
+);
+export type QueueStats = Static<typeof QueueStats>;
+
+export const ErrorBody = Type.Object(
+  { error: Type.String({ description: "Human-readable message" }) },
+  { $id: "Error", additionalProperties: false },
+);

@@ -1,0 +1,85 @@
+import type { TObject } from "@sinclair/typebox";
+import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
+import { Value } from "@sinclair/typebox/value";
+import { checkParameterRules, PARAMETER_SCHEMAS } from "./parameters.js";
+import { JOB_TYPES, WRITES_OUTPUT, type JobType } from "./types.js";
+
+/** A job as it is submitted: what the store records. */
+export interface JobSpec {
+  type: JobType;
+  source_bucket: string;
+  source_key: string;
+  dest_bucket?: string;
+  dest_key?: string;
+  parameters: Record<string, unknown>;
+  webhook_url?: string;
+  webhook_style?: "default" | "chat";
+  request_id?: string;
+  resources?: { cpu?: string; memory?: string };
+  timeout_seconds?: number;
+}
+
+/** A submission the interface refuses: becomes a 400 with this message. */
+export class InvalidJobError extends Error {
+  override name = "InvalidJobError";
+}
+
+export interface SpecLimits {
+  maxTimeoutSeconds: number;
+}
+
+const checkers = new Map<JobType, TypeCheck<TObject>>(
+  JOB_TYPES.map((type) => [type, TypeCompiler.Compile(PARAMETER_SCHEMAS[type])]),
+);
+
+/**
+ * Validates a job's parameters against its type's schema (applying defaults) and the rules that
+ * span fields. `where` prefixes messages, e.g. "jobs[3].parameters".
+ */
+export function normalizeParameters(type: JobType, input: unknown, where = "parameters"): Record<string, unknown> {
+  const schema = PARAMETER_SCHEMAS[type];
+  const value = Value.Default(schema, structuredClone(input ?? {})) as Record<string, unknown>;
+  const checker = checkers.get(type)!;
+  const first = checker.Errors(value).First();
+  if (first) {
+    const field = first.path.split("/").filter(Boolean).join(".");
+    const got = first.value === undefined ? "" : ` (got ${JSON.stringify(first.value)})`;
+    const message = describeError(first.schema as Record<string, unknown>, first.message);
+    throw new InvalidJobError(`${where}${field ? `.${field}` : ""}: ${message}${got}`);
+  }
+  const broken = checkParameterRules(type, value);
+  if (broken) throw new InvalidJobError(`${where}: ${broken}`);
+  return value;
+}
+
+function describeError(schema: Record<string, unknown>, fallback: string): string {
+  const choices = (schema.anyOf as Array<{ const?: unknown }> | undefined)?.map((s) => s.const);
+  if (choices && choices.every((c) => c !== undefined)) return `must be one of ${choices.join(", ")}`;
+  return fallback.charAt(0).toLowerCase() + fallback.slice(1);
+}
+
+/** Checks what the schemas cannot: destinations per type, URLs, configured maximums. */
+export function checkJobSpec(spec: JobSpec, limits: SpecLimits, where = ""): void {
+  const at = (field: string) => (where ? `${where}.${field}` : field);
+  if (WRITES_OUTPUT[spec.type]) {
+    for (const field of ["dest_bucket", "dest_key"] as const) {
+      if (!spec[field]) throw new InvalidJobError(`${at(field)} is required for ${spec.type}`);
+    }
+  }
+  if (spec.webhook_url !== undefined) {
+    let url: URL | undefined;
+    try {
+      url = new URL(spec.webhook_url);
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || !url.hostname) {
+      throw new InvalidJobError(`${at("webhook_url")} must be an absolute http or https URL`);
+    }
+  }
+  if (spec.timeout_seconds !== undefined && spec.timeout_seconds > limits.maxTimeoutSeconds) {
+    throw new InvalidJobError(
+      `${at("timeout_seconds")} must be at most ${limits.maxTimeoutSeconds} (limits.max_timeout_seconds)`,
+    );
+  }
+}

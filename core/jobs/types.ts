@@ -1,0 +1,35 @@
+// The job types of the interface. Each type has its own queue of the same name.
+export const JOB_TYPES = [
+  "image_resize",
+  "image_optimize",
+  "image_watermark",
+  "image_colors",
+  "image_ai_keywords",
+  "video_thumbnail",
+  "audio_convert",
+  "analyze",
+] as const;
+export type JobType = (typeof JOB_TYPES)[number];
+
+export const JOB_STATUSES = ["pending", "processing", "completed", "failed"] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+export const TERMINAL_STATUSES: readonly JobStatus[] = ["completed", "failed"];
+
+export const BATCH_STATUSES = ["queued", "processing", "completed", "failed", "partial"] as const;
+export type BatchStatus = (typeof BATCH_STATUSES)[number];
+
+/** Types that write an output object, and so need dest_bucket and dest_key. */
+export const WRITES_OUTPUT: Readonly<Record<JobType, boolean>> = {
+  image_resize: true,
+  image_optimize: true,
+  image_watermark: true,
+  image_colors: false,
+  image_ai_keywords: false,
+  video_thumbnail: true,
+  audio_convert: true,
+  analyze: false,
+};
+
+export function isJobType(value: string): value is JobType {
+  return (JOB_TYPES as readonly string[]).includes(value);
+}

@@ -1,0 +1,76 @@
+import type { Batch, Job, JobSummary } from "../jobs/records.js";
+import type { BatchStatus, JobStatus, JobType } from "../jobs/types.js";
+
+// How records are laid out in Redis hashes: every field a string, objects as JSON.
+export type Hash = Record<string, string>;
+
+const JSON_FIELDS = new Set(["parameters", "result", "resources"]);
+const NUMBER_FIELDS = new Set(["duration_seconds", "progress", "timeout_seconds", "attempts"]);
+const PUBLIC_FIELDS = [
+  "id",
+  "type",
+  "status",
+  "source_bucket",
+  "source_key",
+  "dest_bucket",
+  "dest_key",
+  "parameters",
+  "result",
+  "error",
+  "progress",
+  "batch_id",
+  "request_id",
+  "webhook_url",
+  "webhook_style",
+  "resources",
+  "timeout_seconds",
+  "attempts",
+  "created_at",
+  "updated_at",
+  "started_at",
+  "completed_at",
+  "duration_seconds",
+] as const;
+
+export function decodeJob(hash: Hash): Job | undefined {
+  if (!hash.id) return undefined;
+  const job: Record<string, unknown> = {};
+  for (const field of PUBLIC_FIELDS) {
+    const value = hash[field];
+    if (value === undefined || value === "") continue;
+    if (JSON_FIELDS.has(field)) job[field] = JSON.parse(value);
+    else if (NUMBER_FIELDS.has(field)) job[field] = Number(value);
+    else job[field] = value;
+  }
+  job.parameters ??= {};
+  // Progress is only meaningful while a job runs.
+  if (job.status !== "processing") delete job.progress;
+  return job as Job;
+}
+
+export function decodeSummary(fields: Array<string | null>): JobSummary | undefined {
+  const [id, type, status, created_at] = fields;
+  if (!id || !type || !status || !created_at) return undefined;
+  return { id, type: type as JobType, status: status as JobStatus, created_at };
+}
+export const SUMMARY_FIELDS = ["id", "type", "status", "created_at"];
+
+export function decodeBatch(hash: Hash): Batch | undefined {
+  if (!hash.id) return undefined;
+  const int = (name: string) => Number(hash[name] ?? 0);
+  return {
+    id: hash.id,
+    status: hash.status as BatchStatus,
+    total_jobs: int("total_jobs"),
+    pending: int("pending"),
+    processing: int("processing"),
+    completed: int("completed"),
+    failed: int("failed"),
+    fail_fast: hash.fail_fast === "1",
+    ...(hash.webhook_url ? { webhook_url: hash.webhook_url } : {}),
+    ...(hash.stopped_by ? { stopped_by: hash.stopped_by } : {}),
+    created_at: hash.created_at!,
+    updated_at: hash.updated_at!,
+    ...(hash.completed_at ? { completed_at: hash.completed_at } : {}),
+  };
+}

@@ -1,0 +1,22 @@
+/** A transition the state machine refuses (e.g. completing a pending job). */
+export class IllegalTransitionError extends Error {
+  override name = "IllegalTransitionError";
+}
+export class NotFoundError extends Error {
+  override name = "NotFoundError";
+}
+/** An id (job or batch) that is already taken. */
+export class ConflictError extends Error {
+  override name = "ConflictError";
+}
+
+// The scripts answer refusals as error replies that start with a code word.
+export function translateScriptError(err: unknown): unknown {
+  if (!(err instanceof Error)) return err;
+  const match = /(ILLEGAL|NOTFOUND|CONFLICT) (.*)$/s.exec(err.message);
+  if (!match) return err;
+  const message = match[2]!.replace(/\s*script: .*$/s, "").trim();
+  if (match[1] === "ILLEGAL") return new IllegalTransitionError(message);
+  if (match[1] === "NOTFOUND") return new NotFoundError(message);
+  return new ConflictError(message);
+}

@@ -1,0 +1,51 @@
+// Every key carries one hash tag ({prefix}) so the scripts run unchanged on Redis Cluster.
+export class Keys {
+  readonly prefix: string;
+  constructor(keyPrefix: string) {
+    this.prefix = `{${keyPrefix}}:`;
+  }
+  job(id: string) {
+    return `${this.prefix}job:${id}`;
+  }
+  /** Pub/sub channel of one job's changes (SSE). */
+  jobChannel(id: string) {
+    return `${this.prefix}events:${id}`;
+  }
+  pending(type: string) {
+    return `${this.prefix}queue:${type}:pending`;
+  }
+  active(type: string) {
+    return `${this.prefix}queue:${type}:active`;
+  }
+  stats(type: string) {
+    return `${this.prefix}stats:${type}`;
+  }
+  histogram(type: string) {
+    return `${this.prefix}hist:${type}`;
+  }
+  jobsByCreated() {
+    return `${this.prefix}jobs:by_created`;
+  }
+  jobsByStatus(status: string) {
+    return `${this.prefix}jobs:status:${status}`;
+  }
+  batch(id: string) {
+    return `${this.prefix}batch:${id}`;
+  }
+  batchJobs(id: string) {
+    return `${this.prefix}batch:${id}:jobs`;
+  }
+  batchesByCreated() {
+    return `${this.prefix}batches:by_created`;
+  }
+  batchesByStatus(status: string) {
+    return `${this.prefix}batches:status:${status}`;
+  }
+  /** The durable events stream (notifier). */
+  events() {
+    return `${this.prefix}events`;
+  }
+  expiry() {
+    return `${this.prefix}expiry`;
+  }
+}

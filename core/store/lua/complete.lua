@@ -1,0 +1,35 @@
+-- complete: processing -> completed with its result. A duplicate report is a no-op; so is a late
+-- report for a job that was failed meanwhile (cancelled by its batch), which keeps its failure.
+-- ARGV[4]: job id, ARGV[5]: result JSON, ARGV[6]: JSON array of histogram bucket bounds (seconds).
+-- Returns 1 when it changed the job, 0 otherwise.
+local id, result_json, bounds = ARGV[4], ARGV[5], cjson.decode(ARGV[6])
+local j = key('job', id)
+local h = redis.call('HMGET', j, 'status', 'type', 'batch_id', 'created_ms', 'started_ms', 'request_id')
+local status, type, batch_id = h[1], h[2], h[3]
+if not status then return redis.error_reply('NOTFOUND job ' .. id .. ' does not exist') end
+if status == 'completed' or status == 'failed' then return 0 end
+if status ~= 'processing' then return illegal(id, status, 'completed') end
+local duration = (NOW - tonumber(h[5])) / 1000
+redis.call('HSET', j, 'status', 'completed', 'result', result_json, 'progress', 100, 'updated_at', NOW_ISO,
+  'completed_at', NOW_ISO, 'duration_seconds', tostring(duration))
+redis.call('HDEL', j, 'claimed_by', 'lease_until')
+redis.call('ZREM', key('queue', type, 'active'), id)
+count(type, 'processing', 'completed', 'completed_total')
+move_status_index(id, 'processing', 'completed', tonumber(h[4]))
+redis.call('ZADD', key('expiry'), NOW + RETENTION_MS, 'job:' .. id)
+
+-- Duration histogram, kept in Redis so every process's /metrics reports the same figures.
+local hist = key('hist', type)
+for i, bound in ipairs(bounds) do
+  if duration <= bound then redis.call('HINCRBY', hist, 'b' .. i, 1) end
+end
+redis.call('HINCRBY', hist, 'count', 1)
+redis.call('HINCRBYFLOAT', hist, 'sum', duration)
+
+publish(id, 'complete', { status = 'completed' })
+record('job.completed', { job_id = id, type = type, batch_id = batch_id, status = 'completed', request_id = h[6] })
+if batch_id and batch_id ~= '' then
+  batch_move(batch_id, 'processing', 'completed')
+  finalize_batch(batch_id)
+end
+return 1

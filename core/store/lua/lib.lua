@@ -1,0 +1,147 @@
+-- Shared by every transition script (prepended at load time). Common arguments: ARGV[1] the key
+-- prefix, e.g. "{media}:", whose hash tag keeps every key in one cluster slot; ARGV[2] the length
+-- the events stream is trimmed to; ARGV[3] how long finished jobs are kept (ms). A script's own
+-- arguments start at ARGV[4].
+local P = ARGV[1]
+local EVENTS_MAXLEN = tonumber(ARGV[2])
+local RETENTION_MS = tonumber(ARGV[3])
+local function key(...) return P .. table.concat({ ... }, ':') end
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- ISO 8601 UTC with milliseconds, from epoch milliseconds (days-to-civil, H. Hinnant).
+local function iso(ms)
+  local s = math.floor(ms / 1000)
+  local days = math.floor(s / 86400)
+  local rem = s % 86400
+  local z = days + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+  local y = yoe + era * 400
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local d = doy - math.floor((153 * mp + 2) / 5) + 1
+  local m = mp < 10 and mp + 3 or mp - 9
+  if m <= 2 then y = y + 1 end
+  return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', y, m, d,
+    math.floor(rem / 3600), math.floor((rem % 3600) / 60), rem % 60, ms % 1000)
+end
+
+local NOW = now_ms()
+local NOW_ISO = iso(NOW)
+
+local function illegal(id, from, to)
+  return redis.error_reply('ILLEGAL job ' .. id .. ' is ' .. tostring(from) .. ', cannot become ' .. to)
+end
+
+-- Every change of a job is numbered (seq), so an SSE reader can drop what its snapshot already holds.
+-- Messages carry no result: a reader of `complete` reads it from the job (cjson would turn [] into {}).
+local function publish(id, event, data)
+  local seq = redis.call('HINCRBY', key('job', id), 'seq', 1)
+  redis.call('PUBLISH', key('events', id), cjson.encode({ seq = seq, event = event, data = data }))
+end
+
+-- The durable events stream, read by the notifier (webhooks) through a consumer group.
+local function record(event, fields)
+  local args = { 'XADD', key('events'), 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'event', event, 'at', NOW_ISO }
+  for k, v in pairs(fields) do
+    if v ~= nil and v ~= false and v ~= '' then
+      args[#args + 1] = k
+      args[#args + 1] = tostring(v)
+    end
+  end
+  redis.call(unpack(args))
+end
+
+local function move_status_index(id, from, to, created_ms)
+  if from then redis.call('ZREM', key('jobs', 'status', from), id) end
+  redis.call('ZADD', key('jobs', 'status', to), created_ms, id)
+end
+
+local function count(type, from, to, total_field)
+  local stats = key('stats', type)
+  if from then redis.call('HINCRBY', stats, from, -1) end
+  redis.call('HINCRBY', stats, to, 1)
+  if total_field then redis.call('HINCRBY', stats, total_field, 1) end
+end
+
+local function batch_move(batch_id, from, to)
+  if not batch_id or batch_id == '' then return end
+  local b = key('batch', batch_id)
+  if redis.call('EXISTS', b) == 0 then return end
+  redis.call('HINCRBY', b, from, -1)
+  redis.call('HINCRBY', b, to, 1)
+  redis.call('HSET', b, 'updated_at', NOW_ISO)
+end
+
+local function set_batch_status(batch_id, from, to)
+  local b = key('batch', batch_id)
+  local created_ms = redis.call('HGET', b, 'created_ms')
+  redis.call('HSET', b, 'status', to, 'updated_at', NOW_ISO)
+  redis.call('ZREM', key('batches', 'status', from), batch_id)
+  redis.call('ZADD', key('batches', 'status', to), created_ms, batch_id)
+end
+
+-- When every job of the batch is finished: completed (all succeeded), failed (none did) or partial.
+local function finalize_batch(batch_id)
+  local b = key('batch', batch_id)
+  local h = redis.call('HMGET', b, 'status', 'total_jobs', 'completed', 'failed', 'webhook_url')
+  local status, total, completed, failed = h[1], tonumber(h[2]), tonumber(h[3]), tonumber(h[4])
+  if not status or status == 'completed' or status == 'failed' or status == 'partial' then return end
+  if completed + failed < total then return end
+  local final = 'partial'
+  if failed == 0 then final = 'completed' elseif completed == 0 then final = 'failed' end
+  set_batch_status(batch_id, status, final)
+  redis.call('HSET', b, 'completed_at', NOW_ISO)
+  redis.call('ZADD', key('expiry'), NOW + RETENTION_MS, 'batch:' .. batch_id)
+  record('batch.completed', {
+    batch_id = batch_id, status = final, total_jobs = total, completed = completed, failed = failed,
+    webhook_url = h[5],
+  })
+end
+
+local function is_terminal(status) return status == 'completed' or status == 'failed' end
+
+-- Ends a pending or processing job as failed; the caller has checked the status.
+local fail_job
+local function stop_batch(batch_id, failed_id)
+  local b = key('batch', batch_id)
+  local h = redis.call('HMGET', b, 'fail_fast', 'stopped_by')
+  if h[1] ~= '1' or (h[2] and h[2] ~= '') then return end
+  redis.call('HSET', b, 'stopped_by', failed_id)
+  local reason = 'cancelled: batch ' .. batch_id .. ' stopped by the failure of job ' .. failed_id
+  for _, other in ipairs(redis.call('LRANGE', b .. ':jobs', 0, -1)) do
+    local st = redis.call('HGET', key('job', other), 'status')
+    if st == 'pending' or st == 'processing' then fail_job(other, st, reason, true) end
+  end
+end
+
+fail_job = function(id, from, message, cancelled)
+  local j = key('job', id)
+  local h = redis.call('HMGET', j, 'type', 'batch_id', 'created_ms', 'started_ms', 'request_id')
+  local type, batch_id, created_ms = h[1], h[2], tonumber(h[3])
+  redis.call('HSET', j, 'status', 'failed', 'error', message, 'updated_at', NOW_ISO, 'completed_at', NOW_ISO)
+  if h[4] then
+    redis.call('HSET', j, 'duration_seconds', tostring((NOW - tonumber(h[4])) / 1000))
+  end
+  if cancelled then redis.call('HSET', j, 'cancelled', '1') end
+  redis.call('HDEL', j, 'claimed_by', 'lease_until')
+  if from == 'pending' then redis.call('LREM', key('queue', type, 'pending'), 0, id) end
+  redis.call('ZREM', key('queue', type, 'active'), id)
+  count(type, from, 'failed', 'failed_total')
+  move_status_index(id, from, 'failed', created_ms)
+  redis.call('ZADD', key('expiry'), NOW + RETENTION_MS, 'job:' .. id)
+  publish(id, 'complete', { status = 'failed', error = message })
+  record(cancelled and 'job.cancelled' or 'job.failed', {
+    job_id = id, type = type, batch_id = batch_id, status = 'failed', was = from, request_id = h[5],
+  })
+  if batch_id and batch_id ~= '' then
+    batch_move(batch_id, from, 'failed')
+    stop_batch(batch_id, id)
+    finalize_batch(batch_id)
+  end
+end

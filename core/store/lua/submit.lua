@@ -1,0 +1,48 @@
+-- submit: records new jobs, pending, at the tail of their queues; optionally as one batch. All or
+-- nothing: an id already taken fails the whole call before anything is written.
+-- ARGV[4]: JSON {batch?: {id, fail_fast, webhook_url}, jobs: [{id, type, created_ms?, fields: {..}}]}
+-- Returns the queue position of each job, in order.
+local payload = cjson.decode(ARGV[4])
+local batch = payload.batch
+if batch and redis.call('EXISTS', key('batch', batch.id)) == 1 then
+  return redis.error_reply('CONFLICT batch ' .. batch.id .. ' already exists')
+end
+for _, job in ipairs(payload.jobs) do
+  if redis.call('EXISTS', key('job', job.id)) == 1 then
+    return redis.error_reply('CONFLICT job ' .. job.id .. ' already exists')
+  end
+end
+
+local positions = {}
+for i, job in ipairs(payload.jobs) do
+  local j = key('job', job.id)
+  local fields = { 'id', job.id, 'type', job.type, 'status', 'pending', 'created_at', NOW_ISO,
+    'updated_at', NOW_ISO, 'created_ms', NOW, 'seq', 0, 'attempts', 0 }
+  for name, value in pairs(job.fields) do
+    fields[#fields + 1] = name
+    fields[#fields + 1] = value
+  end
+  if batch then
+    fields[#fields + 1] = 'batch_id'
+    fields[#fields + 1] = batch.id
+  end
+  redis.call('HSET', j, unpack(fields))
+  positions[i] = redis.call('RPUSH', key('queue', job.type, 'pending'), job.id)
+  count(job.type, nil, 'pending', 'submitted_total')
+  redis.call('ZADD', key('jobs', 'by_created'), NOW, job.id)
+  redis.call('ZADD', key('jobs', 'status', 'pending'), NOW, job.id)
+  record('job.created', { job_id = job.id, type = job.type, batch_id = batch and batch.id, status = 'pending' })
+end
+
+if batch then
+  local b = key('batch', batch.id)
+  redis.call('HSET', b, 'id', batch.id, 'status', 'queued', 'total_jobs', #payload.jobs,
+    'pending', #payload.jobs, 'processing', 0, 'completed', 0, 'failed', 0,
+    'fail_fast', batch.fail_fast and '1' or '0', 'created_at', NOW_ISO, 'updated_at', NOW_ISO, 'created_ms', NOW)
+  if batch.webhook_url then redis.call('HSET', b, 'webhook_url', batch.webhook_url) end
+  for _, job in ipairs(payload.jobs) do redis.call('RPUSH', b .. ':jobs', job.id) end
+  redis.call('ZADD', key('batches', 'by_created'), NOW, batch.id)
+  redis.call('ZADD', key('batches', 'status', 'queued'), NOW, batch.id)
+  record('batch.created', { batch_id = batch.id, status = 'queued', total_jobs = #payload.jobs })
+end
+return positions

@@ -1,0 +1,303 @@
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import type { Batch, Job, JobSummary, QueueStats } from "../jobs/records.js";
+import type { JobSpec } from "../jobs/spec.js";
+import { JOB_TYPES, type BatchStatus, type JobStatus, type JobType } from "../jobs/types.js";
+import { JOB_DURATION_BUCKETS } from "../metrics.js";
+import { decodeBatch, decodeJob, decodeSummary, SUMMARY_FIELDS, type Hash } from "./codec.js";
+import { translateScriptError } from "./errors.js";
+import { Keys } from "./keys.js";
+import { defineScripts, scriptRunner, type ScriptName, type ScriptRunner } from "./scripts.js";
+
+export interface StoreOptions {
+  keyPrefix: string;
+  /** How long finished jobs and batches are kept. */
+  retentionMs: number;
+  /** Approximate length the events stream is trimmed to. */
+  eventsMaxLen: number;
+}
+
+export interface NewBatch {
+  id?: string;
+  failFast: boolean;
+  webhookUrl?: string;
+}
+
+export interface Submitted {
+  jobIds: string[];
+  /** 1-based place of each job in its queue when it was accepted. */
+  queuePositions: number[];
+  batchId?: string;
+}
+
+export interface TypeCounters {
+  pending: number;
+  processing: number;
+  completed: number;
+  failed: number;
+  submittedTotal: number;
+  completedTotal: number;
+  failedTotal: number;
+}
+
+export interface DurationHistogram {
+  /** Cumulative counts, one per bound of JOB_DURATION_BUCKETS. */
+  buckets: number[];
+  count: number;
+  sum: number;
+}
+
+/**
+ * The system of record. Every change of state is one Lua script (see lua/); this class only
+ * encodes arguments, reads records, and turns refusals into typed errors.
+ */
+export class JobStore {
+  readonly keys: Keys;
+  private readonly run: ScriptRunner;
+
+  constructor(
+    readonly redis: Redis,
+    private readonly options: StoreOptions,
+  ) {
+    this.keys = new Keys(options.keyPrefix);
+    defineScripts(redis);
+    this.run = scriptRunner(redis);
+  }
+
+  private async script(name: ScriptName, ...args: Array<string | number>): Promise<unknown> {
+    try {
+      return await this.run(
+        name,
+        this.keys.events(),
+        this.keys.prefix,
+        this.options.eventsMaxLen,
+        this.options.retentionMs,
+        ...args,
+      );
+    } catch (err) {
+      throw translateScriptError(err);
+    }
+  }
+
+  /** Records jobs (optionally as one batch) atomically: all of them or, on a conflict, none. */
+  async submit(specs: JobSpec[], batch?: NewBatch): Promise<Submitted> {
+    const jobs = specs.map((spec) => ({ id: randomUUID(), type: spec.type, fields: encodeSpec(spec) }));
+    const batchId = batch ? (batch.id ?? randomUUID()) : undefined;
+    const payload = {
+      jobs,
+      ...(batch
+        ? { batch: { id: batchId, fail_fast: batch.failFast, ...(batch.webhookUrl ? { webhook_url: batch.webhookUrl } : {}) } }
+        : {}),
+    };
+    const positions = (await this.script("submit", JSON.stringify(payload))) as number[];
+    return { jobIds: jobs.map((j) => j.id), queuePositions: positions, ...(batchId ? { batchId } : {}) };
+  }
+
+  /** Takes the next job of a queue under a lease; it stays pending until start(). */
+  async claim(type: JobType, leaseMs: number, owner: string): Promise<string | null> {
+    return (await this.script("claim", type, leaseMs, owner)) as string | null;
+  }
+
+  /** pending (claimed) → processing. False for a duplicate report. */
+  async start(id: string, leaseMs: number): Promise<boolean> {
+    return (await this.script("start", id, leaseMs)) === 1;
+  }
+
+  async progress(id: string, percent: number, message = ""): Promise<boolean> {
+    return (await this.script("progress", id, percent, message)) === 1;
+  }
+
+  /** processing → completed. False for a duplicate or for a job failed meanwhile. */
+  async complete(id: string, result: Record<string, unknown>): Promise<boolean> {
+    return (await this.script("complete", id, JSON.stringify(result), JSON.stringify(JOB_DURATION_BUCKETS))) === 1;
+  }
+
+  /** pending|processing → failed. False for a duplicate. */
+  async fail(id: string, error: string, options: { cancelled?: boolean } = {}): Promise<boolean> {
+    return (await this.script("fail", id, error, options.cancelled ? "1" : "0")) === 1;
+  }
+
+  /** Claimed or processing → back to the head of its queue. */
+  async requeue(id: string, reason: string): Promise<boolean> {
+    return (await this.script("requeue", id, reason)) === 1;
+  }
+
+  async renewLease(id: string, leaseMs: number): Promise<boolean> {
+    return (await this.script("renew", id, leaseMs)) === 1;
+  }
+
+  /** Deletes finished jobs and batches past their retention. Returns how many were removed. */
+  async prune(limit = 500): Promise<number> {
+    return (await this.script("prune", limit)) as number;
+  }
+
+  async getJob(id: string): Promise<Job | undefined> {
+    return decodeJob((await this.redis.hgetall(this.keys.job(id))) as Hash);
+  }
+
+  /** The job hash's change counter together with the record, read in one round trip. */
+  async getJobWithSeq(id: string): Promise<{ job: Job; seq: number } | undefined> {
+    const hash = (await this.redis.hgetall(this.keys.job(id))) as Hash;
+    const job = decodeJob(hash);
+    return job ? { job, seq: Number(hash.seq ?? 0) } : undefined;
+  }
+
+  /** Newest first. `total` counts every job matching the filter. */
+  async listJobs(filter: { status?: JobStatus; limit: number }): Promise<{ jobs: JobSummary[]; total: number }> {
+    const index = filter.status ? this.keys.jobsByStatus(filter.status) : this.keys.jobsByCreated();
+    const [ids, total] = await Promise.all([
+      this.redis.zrevrange(index, 0, filter.limit - 1),
+      this.redis.zcard(index),
+    ]);
+    return { jobs: await this.summaries(ids), total };
+  }
+
+  private async summaries(ids: string[]): Promise<JobSummary[]> {
+    if (ids.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const id of ids) pipeline.hmget(this.keys.job(id), ...SUMMARY_FIELDS);
+    const rows = (await pipeline.exec()) ?? [];
+    return rows.flatMap(([err, fields]) => {
+      if (err) throw err;
+      const summary = decodeSummary(fields as Array<string | null>);
+      return summary ? [summary] : [];
+    });
+  }
+
+  async getBatch(id: string): Promise<Batch | undefined> {
+    return decodeBatch((await this.redis.hgetall(this.keys.batch(id))) as Hash);
+  }
+
+  async batchJobs(id: string): Promise<JobSummary[]> {
+    return this.summaries(await this.redis.lrange(this.keys.batchJobs(id), 0, -1));
+  }
+
+  async listBatches(filter: { status?: BatchStatus; limit: number }): Promise<{ batches: Batch[]; total: number }> {
+    const index = filter.status ? this.keys.batchesByStatus(filter.status) : this.keys.batchesByCreated();
+    const [ids, total] = await Promise.all([
+      this.redis.zrevrange(index, 0, filter.limit - 1),
+      this.redis.zcard(index),
+    ]);
+    if (ids.length === 0) return { batches: [], total };
+    const pipeline = this.redis.pipeline();
+    for (const id of ids) pipeline.hgetall(this.keys.batch(id));
+    const rows = (await pipeline.exec()) ?? [];
+    const batches = rows.flatMap(([err, hash]) => {
+      if (err) throw err;
+      const batch = decodeBatch(hash as Hash);
+      return batch ? [batch] : [];
+    });
+    return { batches, total };
+  }
+
+  /** Counters of every queue, read in one round trip. */
+  async counters(): Promise<Record<JobType, TypeCounters>> {
+    const pipeline = this.redis.pipeline();
+    for (const type of JOB_TYPES) pipeline.hgetall(this.keys.stats(type));
+    const rows = (await pipeline.exec()) ?? [];
+    const out = {} as Record<JobType, TypeCounters>;
+    JOB_TYPES.forEach((type, i) => {
+      const [err, hash] = rows[i]!;
+      if (err) throw err;
+      const h = hash as Hash;
+      const n = (name: string) => Math.max(0, Number(h[name] ?? 0));
+      out[type] = {
+        pending: n("pending"),
+        processing: n("processing"),
+        completed: n("completed"),
+        failed: n("failed"),
+        submittedTotal: n("submitted_total"),
+        completedTotal: n("completed_total"),
+        failedTotal: n("failed_total"),
+      };
+    });
+    return out;
+  }
+
+  async queueStats(): Promise<QueueStats> {
+    const counters = await this.counters();
+    const stats: QueueStats = {
+      total_jobs: 0,
+      total_pending: 0,
+      total_processing: 0,
+      total_completed: 0,
+      total_failed: 0,
+      queues: {},
+    };
+    for (const type of JOB_TYPES) {
+      const c = counters[type];
+      stats.queues[type] = {
+        name: type,
+        pending: c.pending,
+        processing: c.processing,
+        completed: c.completed,
+        failed: c.failed,
+      };
+      stats.total_pending += c.pending;
+      stats.total_processing += c.processing;
+      stats.total_completed += c.completed;
+      stats.total_failed += c.failed;
+    }
+    stats.total_jobs = stats.total_pending + stats.total_processing + stats.total_completed + stats.total_failed;
+    return stats;
+  }
+
+  async durationHistograms(): Promise<Record<JobType, DurationHistogram>> {
+    const pipeline = this.redis.pipeline();
+    for (const type of JOB_TYPES) pipeline.hgetall(this.keys.histogram(type));
+    const rows = (await pipeline.exec()) ?? [];
+    const out = {} as Record<JobType, DurationHistogram>;
+    JOB_TYPES.forEach((type, i) => {
+      const [err, hash] = rows[i]!;
+      if (err) throw err;
+      const h = hash as Hash;
+      out[type] = {
+        buckets: JOB_DURATION_BUCKETS.map((_, b) => Number(h[`b${b + 1}`] ?? 0)),
+        count: Number(h.count ?? 0),
+        sum: Number(h.sum ?? 0),
+      };
+    });
+    return out;
+  }
+
+  /** Round-trip time of a PING, in milliseconds. */
+  async ping(): Promise<number> {
+    const started = performance.now();
+    await this.redis.ping();
+    return performance.now() - started;
+  }
+}
+
+function encodeSpec(spec: JobSpec): Record<string, string> {
+  const fields: Record<string, string> = {
+    source_bucket: spec.source_bucket,
+    source_key: spec.source_key,
+    parameters: JSON.stringify(spec.parameters),
+  };
+  if (spec.dest_bucket) fields.dest_bucket = spec.dest_bucket;
+  if (spec.dest_key) fields.dest_key = spec.dest_key;
+  if (spec.webhook_url) fields.webhook_url = spec.webhook_url;
+  if (spec.webhook_style) fields.webhook_style = spec.webhook_style;
+  if (spec.request_id) fields.request_id = spec.request_id;
+  if (spec.resources) fields.resources = JSON.stringify(spec.resources);
+  if (spec.timeout_seconds !== undefined) fields.timeout_seconds = String(spec.timeout_seconds);
+  return fields;
+}
+
+export interface RedisConnectOptions {
+  connectTimeoutMs: number;
+  /** Fail commands at once while disconnected instead of queueing them (readiness, API). */
+  failFast?: boolean;
+  name?: string;
+}
+
+export function connectRedis(url: string, options: RedisConnectOptions): Redis {
+  return new Redis(url, {
+    connectTimeout: options.connectTimeoutMs,
+    connectionName: options.name,
+    lazyConnect: false,
+    enableOfflineQueue: !options.failFast,
+    maxRetriesPerRequest: options.failFast ? 1 : 20,
+    retryStrategy: (times) => Math.min(times * 200, 2000),
+  });
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env node
+// Runs node's built-in test runner over every *.test.ts under the given directories, with tsx as
+// the TypeScript loader. Node 20's `--test` has no glob support, so the files are listed here.
+import { spawnSync } from "node:child_process";
+import { readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+
+const roots = process.argv.slice(2);
+if (roots.length === 0) roots.push("test");
+const files = [];
+const walk = (dir) => {
+  for (const name of readdirSync(dir).sort()) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) walk(path);
+    else if (name.endsWith(".test.ts")) files.push(path);
+  }
+};
+for (const root of roots) walk(root);
+if (files.length === 0) {
+  console.error(`no test files under ${roots.join(", ")}`);
+  process.exit(1);
+}
+const concurrency = process.env.TEST_CONCURRENCY ?? "2";
+const result = spawnSync(
+  process.execPath,
+  ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, ...files],
+  { stdio: "inherit", env: { ...process.env, NODE_ENV: "test" } },
+);
+process.exit(result.status ?? 1);

@@ -1,2 +1,107 @@
+import { collectDefaultMetrics, Registry, type Metric, type MetricObjectWithValues, type MetricValueWithName } from "prom-client";
+import { JOB_TYPES, type JobType } from "./jobs/types.js";
+
 /** Bounds (seconds) of media_job_duration_seconds; the store keeps the counts in Redis. */
 export const JOB_DURATION_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
+
+/** What the job metrics are read from: the store's counters (see JobStore). */
+export interface JobFigures {
+  counters(): Promise<
+    Record<JobType, { pending: number; submittedTotal: number; completedTotal: number; failedTotal: number }>
+  >;
+  durationHistograms(): Promise<Record<JobType, { buckets: number[]; count: number; sum: number }>>;
+}
+
+type Snapshot = {
+  counters: Awaited<ReturnType<JobFigures["counters"]>>;
+  histograms: Awaited<ReturnType<JobFigures["durationHistograms"]>>;
+};
+
+/**
+ * A registry whose job metrics are read from Redis at scrape time, so every process (API,
+ * controller replicas) reports the same cluster-wide figures; plus this process's own metrics.
+ */
+export function createMetricsRegistry(figures: JobFigures | undefined, prefix = ""): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix });
+  if (!figures) return registry;
+
+  let inflight: Promise<Snapshot> | undefined;
+  const snapshot = () =>
+    (inflight ??= Promise.all([figures.counters(), figures.durationHistograms()])
+      .then(([counters, histograms]) => ({ counters, histograms }))
+      .finally(() => {
+        // Metrics of one scrape share one read; the next scrape reads again.
+        setImmediate(() => (inflight = undefined));
+      }));
+
+  registry.registerMetric(
+    storeMetric("media_jobs_total", "Jobs that reached a status, by type and status", "counter", async () => {
+      const { counters } = await snapshot();
+      return JOB_TYPES.flatMap((type) => {
+        const c = counters[type];
+        return [
+          { labels: { type, status: "pending" }, value: c.submittedTotal },
+          { labels: { type, status: "completed" }, value: c.completedTotal },
+          { labels: { type, status: "failed" }, value: c.failedTotal },
+        ];
+      });
+    }),
+  );
+  registry.registerMetric(
+    storeMetric("media_queue_depth", "Jobs waiting in each queue", "gauge", async () => {
+      const { counters } = await snapshot();
+      return JOB_TYPES.map((type) => ({ labels: { queue: type }, value: counters[type].pending }));
+    }),
+  );
+  registry.registerMetric(
+    storeMetric("media_job_duration_seconds", "Processing time of completed jobs", "histogram", async () => {
+      const { histograms } = await snapshot();
+      return JOB_TYPES.flatMap((type) => {
+        const h = histograms[type];
+        const name = "media_job_duration_seconds";
+        return [
+          ...JOB_DURATION_BUCKETS.map((le, i) => ({
+            metricName: `${name}_bucket`,
+            labels: { type, le },
+            value: h.buckets[i]!,
+          })),
+          { metricName: `${name}_bucket`, labels: { type, le: "+Inf" }, value: h.count },
+          { metricName: `${name}_sum`, labels: { type }, value: h.sum },
+          { metricName: `${name}_count`, labels: { type }, value: h.count },
+        ];
+      });
+    }),
+  );
+  return registry;
+}
+
+type Values = Array<MetricValueWithName<string>>;
+
+function storeMetric(
+  name: string,
+  help: string,
+  type: "counter" | "gauge" | "histogram",
+  read: () => Promise<Values>,
+): Metric<string> {
+  const metric = {
+    name,
+    help,
+    type,
+    aggregator: "sum",
+    collect: () => undefined,
+    // prom-client's typings declare MetricType as a numeric enum; at run time it is the string.
+    get: async () =>
+      ({
+        name,
+        help,
+        type,
+        aggregator: "sum",
+        collect: () => undefined,
+        // Without Redis the job metrics are left out; the process metrics are still served.
+        values: await read().catch(() => []),
+      }) as unknown as MetricObjectWithValues<MetricValueWithName<string>>,
+    reset: () => undefined,
+  };
+  return metric as unknown as Metric<string>;
+}

@@ -36,7 +36,7 @@ const checkers = new Map<JobType, TypeCheck<TObject>>(
  * Validates a job's parameters against its type's schema (applying defaults) and the rules that
  * span fields. `where` prefixes messages, e.g. "jobs[3].parameters".
  */
-export function normalizeParameters(type: JobType, input: unknown, where = "parameters"): Record<string, unknown> {
+export function normalizeParameters(type: JobType, input: unknown, where = ""): Record<string, unknown> {
   const schema = PARAMETER_SCHEMAS[type];
   const value = Value.Default(schema, structuredClone(input ?? {})) as Record<string, unknown>;
   const checker = checkers.get(type)!;
@@ -45,10 +45,11 @@ export function normalizeParameters(type: JobType, input: unknown, where = "para
     const field = first.path.split("/").filter(Boolean).join(".");
     const got = first.value === undefined ? "" : ` (got ${JSON.stringify(first.value)})`;
     const message = describeError(first.schema as Record<string, unknown>, first.message);
-    throw new InvalidJobError(`${where}${field ? `.${field}` : ""}: ${message}${got}`);
+    const location = [where, field].filter(Boolean).join(".");
+    throw new InvalidJobError(location ? `${location}: ${message}${got}` : `${message}${got}`);
   }
   const broken = checkParameterRules(type, value);
-  if (broken) throw new InvalidJobError(`${where}: ${broken}`);
+  if (broken) throw new InvalidJobError(where ? `${where}: ${broken}` : broken);
   return value;
 }
 

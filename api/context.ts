@@ -1,0 +1,24 @@
+import type { FastifyInstance, FastifyBaseLogger, RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression } from "fastify";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { Registry } from "prom-client";
+import type { Config } from "../core/config/load.js";
+import type { DependencyChecker } from "../core/health/dependencies.js";
+import type { JobEventHub } from "../core/store/job-events.js";
+import type { JobStore } from "../core/store/store.js";
+
+/** What the API needs from the rest of the process. */
+export interface ApiContext {
+  config: Config;
+  store: JobStore;
+  events: JobEventHub;
+  health: DependencyChecker;
+  metrics: Registry;
+}
+
+export type App = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;

@@ -1,0 +1,69 @@
+import type { FastifyError, FastifyInstance } from "fastify";
+import { InvalidJobError } from "../core/jobs/spec.js";
+import { ConflictError, IllegalTransitionError, NotFoundError } from "../core/store/errors.js";
+
+/** The queue store could not be reached: the request may be retried. */
+export class StoreUnavailableError extends Error {
+  override name = "StoreUnavailableError";
+}
+
+const REDIS_DOWN =
+  /ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|Connection is closed|Stream isn't writeable|MaxRetriesPerRequest|enableOfflineQueue/;
+
+export function isStoreUnavailable(err: unknown): boolean {
+  if (err instanceof StoreUnavailableError) return true;
+  const e = err as { name?: string; message?: string; code?: string };
+  return e?.name === "MaxRetriesPerRequestError" || REDIS_DOWN.test(`${e?.code ?? ""} ${e?.message ?? ""}`);
+}
+
+/** Every error leaves as `{error: string}` with the right status; never a stack trace. */
+export function installErrorHandlers(app: FastifyInstance, limits: { maxBodyBytes: number }): void {
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    const status = statusOf(err);
+    if (status >= 500) {
+      request.log.error({ err }, "request failed");
+    } else {
+      request.log.info({ status, error: err.message }, "request refused");
+    }
+    const message = status >= 500 ? publicMessage(status) : clientMessage(err, limits.maxBodyBytes);
+    if (status === 503) reply.header("Retry-After", "5");
+    return reply.code(status).send({ error: message });
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({ error: `no route ${request.method} ${request.url.split("?")[0]}` }),
+  );
+}
+
+function statusOf(err: FastifyError): number {
+  if (err instanceof InvalidJobError) return 400;
+  if (err instanceof ConflictError) return 409;
+  if (err instanceof NotFoundError) return 404;
+  if (err instanceof IllegalTransitionError) return 409;
+  if (err.validation) return 400;
+  if (isStoreUnavailable(err)) return 503;
+  const code = err.statusCode;
+  if (code && code >= 400 && code < 600) return code;
+  return 500;
+}
+
+function clientMessage(err: FastifyError, maxBodyBytes: number): string {
+  switch (err.code) {
+    case "FST_ERR_CTP_INVALID_JSON_BODY":
+    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+      return `malformed JSON body: ${err.message.replace(/^Body is not valid JSON but content-type is set to 'application\/json'/, "not valid JSON")}`;
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+      return "request body is empty: send a JSON object";
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return `request body exceeds the limit of ${maxBodyBytes} bytes`;
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return "unsupported Content-Type: send application/json";
+    default:
+      if (err instanceof SyntaxError) return `malformed JSON body: ${err.message}`;
+      return err.message;
+  }
+}
+
+function publicMessage(status: number): string {
+  if (status === 503) return "queue store unavailable, try again shortly";
+  return "internal server error";
+}

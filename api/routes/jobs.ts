@@ -1,0 +1,101 @@
+import { Type } from "@sinclair/typebox";
+import { checkJobSpec, normalizeParameters, type JobSpec } from "../../core/jobs/spec.js";
+import type { JobType } from "../../core/jobs/types.js";
+import type { ApiContext, App } from "../context.js";
+import {
+  ErrorRef,
+  IdParams,
+  Job,
+  JobListQuery,
+  JobListResponse,
+  NON_PARAMETER_FIELDS,
+  SUBMIT_ROUTES,
+  submitBodySchema,
+  SubmitResponse,
+} from "../schemas.js";
+
+type Body = Record<string, unknown>;
+
+/** A single-job body split into the job's record: locations, parameters, options. */
+export function specFromBody(type: JobType, body: Body, requestId: string): JobSpec {
+  const parameters: Body = {};
+  for (const [name, value] of Object.entries(body)) {
+    if (!NON_PARAMETER_FIELDS.has(name)) parameters[name] = value;
+  }
+  const style = body.webhook_style as string | undefined;
+  return {
+    type,
+    source_bucket: body.source_bucket as string,
+    source_key: body.source_key as string,
+    ...(body.dest_bucket !== undefined ? { dest_bucket: body.dest_bucket as string } : {}),
+    ...(body.dest_key !== undefined ? { dest_key: body.dest_key as string } : {}),
+    parameters: normalizeParameters(type, parameters),
+    ...(body.webhook_url !== undefined ? { webhook_url: body.webhook_url as string } : {}),
+    ...(style !== undefined ? { webhook_style: style === "slack" ? "chat" : (style as "default" | "chat") } : {}),
+    request_id: (body.request_id as string | undefined) ?? requestId,
+    ...(body.resources !== undefined ? { resources: body.resources as JobSpec["resources"] } : {}),
+    ...(body.timeout_seconds !== undefined ? { timeout_seconds: body.timeout_seconds as number } : {}),
+  };
+}
+
+export function jobRoutes(app: App, ctx: ApiContext): void {
+  const errors = { 400: ErrorRef, 401: ErrorRef, 503: ErrorRef };
+
+  for (const route of SUBMIT_ROUTES) {
+    app.post(
+      route.path,
+      {
+        schema: {
+          summary: route.summary,
+          tags: ["jobs"],
+          operationId: `submit_${route.type}`,
+          body: submitBodySchema(route.type),
+          response: { 202: Type.Ref(SubmitResponse), ...errors },
+        },
+      },
+      async (request, reply) => {
+        const spec = specFromBody(route.type, request.body as Body, request.id);
+        checkJobSpec(spec, ctx.config.limits);
+        const submitted = await ctx.store.submit([spec]);
+        const jobId = submitted.jobIds[0]!;
+        request.log.info({ job_id: jobId, type: route.type }, "job accepted");
+        return reply.code(202).send({
+          job_id: jobId,
+          status: "pending" as const,
+          message: `${route.type} job queued`,
+          queue_position: submitted.queuePositions[0]!,
+        });
+      },
+    );
+  }
+
+  app.get(
+    "/jobs/:id",
+    {
+      schema: {
+        summary: "Get a job",
+        tags: ["jobs"],
+        params: IdParams,
+        response: { 200: Type.Ref(Job), 401: ErrorRef, 404: ErrorRef },
+      },
+    },
+    async (request, reply) => {
+      const job = await ctx.store.getJob(request.params.id);
+      if (!job) return reply.code(404).send({ error: `job ${request.params.id} not found` });
+      return job;
+    },
+  );
+
+  app.get(
+    "/jobs",
+    {
+      schema: {
+        summary: "List jobs, newest first",
+        tags: ["jobs"],
+        querystring: JobListQuery,
+        response: { 200: JobListResponse, 400: ErrorRef, 401: ErrorRef },
+      },
+    },
+    async (request) => ctx.store.listJobs({ status: request.query.status, limit: request.query.limit }),
+  );
+}

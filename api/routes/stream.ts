@@ -1,0 +1,145 @@
+import type { ServerResponse } from "node:http";
+import type { Job } from "../../core/jobs/records.js";
+import type { JobEventMessage } from "../../core/store/job-events.js";
+import type { ApiContext, App } from "../context.js";
+import { ErrorRef, IdParams } from "../schemas.js";
+
+/** Open SSE streams, so shutdown can end them cleanly. */
+export class OpenStreams {
+  private readonly streams = new Set<() => void>();
+  add(end: () => void): () => void {
+    this.streams.add(end);
+    return () => this.streams.delete(end);
+  }
+  get size(): number {
+    return this.streams.size;
+  }
+  endAll(): void {
+    for (const end of [...this.streams]) end();
+  }
+}
+
+function frame(event: string, data: unknown, id?: number): string {
+  return `${id !== undefined ? `id: ${id}\n` : ""}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+function completeData(job: Job): Record<string, unknown> {
+  return job.status === "completed"
+    ? { status: job.status, result: job.result ?? {} }
+    : { status: job.status, result: {}, error: job.error ?? "job failed" };
+}
+
+/**
+ * GET /jobs/{id}/stream. Subscribes before it reads the job, and numbers both: the snapshot holds
+ * the job's change counter (seq), and messages at or below it are dropped, so no change is lost
+ * or told twice between the read and the subscription.
+ */
+export function streamRoutes(app: App, ctx: ApiContext, open: OpenStreams): void {
+  app.get(
+    "/jobs/:id/stream",
+    {
+      schema: {
+        summary: "Follow a job over Server-Sent Events",
+        description:
+          "Events: `status` {status, message}, `progress` {percent, message}, `complete` {status, result, error?} (then the stream ends), `error` {error}. Comment lines are heartbeats.",
+        tags: ["jobs"],
+        params: IdParams,
+        produces: ["text/event-stream"],
+        response: {
+          200: { description: "An event stream (text/event-stream)", type: "string" },
+          401: ErrorRef,
+          404: ErrorRef,
+        },
+      },
+    },
+    async (request, reply) => {
+      const id = request.params.id;
+      const early: JobEventMessage[] = [];
+      let deliver: (m: JobEventMessage) => void = (m) => early.push(m);
+      const unsubscribe = await ctx.events.subscribe(id, (m) => deliver(m));
+      let snapshot: Awaited<ReturnType<typeof ctx.store.getJobWithSeq>>;
+      try {
+        snapshot = await ctx.store.getJobWithSeq(id);
+      } catch (err) {
+        await unsubscribe();
+        throw err;
+      }
+      if (!snapshot) {
+        await unsubscribe();
+        return reply.code(404).send({ error: `job ${id} not found` });
+      }
+
+      reply.hijack();
+      const res: ServerResponse = reply.raw;
+      res.writeHead(200, {
+        "Content-Type": "text/event-stream; charset=utf-8",
+        "Cache-Control": "no-cache, no-transform",
+        Connection: "keep-alive",
+        "X-Accel-Buffering": "no",
+        "X-Request-ID": request.id,
+      });
+      res.write("retry: 3000\n\n");
+
+      let ended = false;
+      let heartbeat: NodeJS.Timeout | undefined;
+      const log = request.log.child({ job_id: id });
+      const finish = () => {
+        if (ended) return;
+        ended = true;
+        clearInterval(heartbeat);
+        forget();
+        void unsubscribe();
+        if (!res.writableEnded) res.end();
+        log.debug("sse stream closed");
+      };
+      const forget = open.add(() => {
+        if (!ended) res.write(frame("error", { error: "server is shutting down; reconnect to resume" }));
+        finish();
+      });
+      request.raw.on("close", finish);
+      res.on("error", finish);
+
+      const sendComplete = async (seq?: number) => {
+        const job = await ctx.store.getJob(id);
+        if (ended) return;
+        if (job) res.write(frame("complete", completeData(job), seq));
+        else res.write(frame("error", { error: `job ${id} no longer exists` }));
+        finish();
+      };
+
+      const { job, seq } = snapshot;
+      if (job.status === "completed" || job.status === "failed") {
+        res.write(frame("complete", completeData(job), seq));
+        finish();
+        return;
+      }
+      res.write(frame("status", { status: job.status, message: `job is ${job.status}` }, seq));
+      if (job.status === "processing" && job.progress !== undefined) {
+        res.write(frame("progress", { percent: job.progress, message: "" }, seq));
+      }
+
+      let lastSeq = seq;
+      const handle = (m: JobEventMessage) => {
+        if (ended || m.seq <= lastSeq) return;
+        lastSeq = m.seq;
+        if (m.event === "complete") {
+          void sendComplete(m.seq).catch((err) => {
+            log.warn({ err }, "sse: reading the finished job failed");
+            if (!ended) res.write(frame("error", { error: "could not read the job's result" }));
+            finish();
+          });
+        } else {
+          res.write(frame(m.event, m.data, m.seq));
+        }
+      };
+      deliver = handle;
+      for (const m of early) handle(m);
+
+      heartbeat = setInterval(() => {
+        if (!ended) res.write(`: heartbeat ${new Date().toISOString()}\n\n`);
+      }, ctx.config.server.sseHeartbeatMs);
+      heartbeat.unref();
+      log.debug("sse stream opened");
+    },
+  );
+}

@@ -1,0 +1,83 @@
+import { randomUUID } from "node:crypto";
+import Fastify, { LogController, type FastifyBaseLogger } from "fastify";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { Logger } from "../core/logger.js";
+import { authHook, ApiKeyVerifier } from "./auth.js";
+import type { ApiContext, App } from "./context.js";
+import { registerDocs } from "./docs.js";
+import { installErrorHandlers } from "./errors.js";
+import { batchRoutes } from "./routes/batches.js";
+import { jobRoutes } from "./routes/jobs.js";
+import { operationsRoutes } from "./routes/operations.js";
+import { queueRoutes } from "./routes/queue.js";
+import { OpenStreams, streamRoutes } from "./routes/stream.js";
+import { SHARED_SCHEMAS } from "./schemas.js";
+import { formatValidationError, validatorCompiler } from "./validation.js";
+
+export const API_VERSION = "1.0.0";
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export interface Api {
+  app: App;
+  /** Stops readiness, ends SSE streams, waits for in-flight requests. */
+  close(): Promise<void>;
+}
+
+export async function buildApi(ctx: ApiContext, logger: Logger): Promise<Api> {
+  const { server, limits } = ctx.config;
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    requestIdHeader: false,
+    logController: new LogController({ requestIdLogLabel: "request_id" }),
+    genReqId: (req) => {
+      const given = req.headers["x-request-id"];
+      return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    bodyLimit: limits.maxBodyBytes,
+    requestTimeout: server.readTimeoutMs,
+    connectionTimeout: server.writeTimeoutMs,
+    trustProxy: server.trustProxy,
+    schemaErrorFormatter: formatValidationError,
+    return503OnClosing: true,
+    forceCloseConnections: "idle",
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
+  installErrorHandlers(app, limits);
+  app.addHook("onSend", async (request, reply) => {
+    reply.header("X-Request-ID", request.id);
+  });
+
+  await registerDocs(app, server.docsPath, API_VERSION);
+
+  const state = { draining: false };
+  const streams = new OpenStreams();
+  operationsRoutes(app, ctx, state);
+
+  const verifier = new ApiKeyVerifier(server.apiKeys);
+  if (!verifier.enabled) {
+    logger.warn("no API keys configured (server.api_keys / API_KEYS): authentication is disabled");
+  }
+  await app.register(
+    async (v1) => {
+      v1.addHook("onRequest", authHook(verifier));
+      const api = v1.withTypeProvider<TypeBoxTypeProvider>();
+      jobRoutes(api, ctx);
+      batchRoutes(api, ctx);
+      streamRoutes(api, ctx, streams);
+      queueRoutes(api, ctx);
+    },
+    { prefix: "/api/v1" },
+  );
+
+  return {
+    app,
+    close: async () => {
+      state.draining = true;
+      streams.endAll();
+      await app.close();
+    },
+  };
+}

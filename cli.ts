@@ -1,0 +1,146 @@
+#!/usr/bin/env node
+import { buildApi, type Api } from "./api/server.js";
+import { startRetention } from "./controller/retention.js";
+import { ConfigError, loadConfig, type Config } from "./core/config/load.js";
+import { createLogger, type Logger } from "./core/logger.js";
+import { createMetricsRegistry } from "./core/metrics.js";
+import { openCoreServices, type CoreServices } from "./core/services.js";
+
+const USAGE = `usage: media-service <command>
+
+commands:
+  start        the whole local stack in one process: API + controller, with Redis and the
+               embedded S3-protocol store started for you when REDIS_URL / S3_ENDPOINT are unset
+  api          the HTTP API only
+  controller   the controller only (claims jobs, retention)
+
+configuration: CONFIG_FILE (default ./config.yaml) and environment variables; see README.md`;
+
+type Stop = () => Promise<void>;
+
+async function main(argv: string[]): Promise<number> {
+  const command = argv[0];
+  if (!command || command === "--help" || command === "-h" || command === "help") {
+    console.log(USAGE);
+    return command ? 0 : 2;
+  }
+  if (!["start", "api", "controller"].includes(command)) {
+    console.error(`unknown command "${command}"\n\n${USAGE}`);
+    return 2;
+  }
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      return 2;
+    }
+    throw err;
+  }
+  const logger = createLogger({ level: config.logLevel, name: command });
+  const stops: Stop[] = [];
+  const shutdown = onSignal(logger, config.server.shutdownTimeoutMs, stops);
+
+  try {
+    if (command === "start") {
+      const { startLocalStack } = await import("./local/stack.js");
+      const local = await startLocalStack(config, logger);
+      stops.unshift(() => local.stop());
+      config = local.config;
+    }
+    requireSetting(config.redis.url, "REDIS_URL (redis.url)", command);
+
+    const services = openCoreServices(config, logger, command);
+    stops.unshift(() => services.close());
+
+    if (command === "start" || command === "controller") {
+      const retention = startRetention(services.store, config.limits.pruneIntervalMs, logger.child({ component: "retention" }));
+      stops.unshift(async () => retention.stop());
+    }
+    if (command === "start" || command === "api") {
+      const api = await listen(config, services, logger);
+      stops.unshift(() => api.close());
+      if (command === "start") printBanner(config, logger);
+    }
+    if (command === "controller") {
+      logger.info("controller running: retention of finished jobs; job execution arrives with the executors");
+    }
+  } catch (err) {
+    logger.fatal({ err: err instanceof Error ? err.message : String(err) }, "start failed");
+    await shutdown("startup failure");
+    return 1;
+  }
+  return -1; // keep running until a signal
+}
+
+async function listen(config: Config, services: CoreServices, logger: Logger): Promise<Api> {
+  const metrics = createMetricsRegistry(services.store);
+  const api = await buildApi({ config, store: services.store, events: services.events, health: services.health, metrics }, logger);
+  await api.app.listen({ host: config.server.host, port: config.server.port });
+  return api;
+}
+
+function requireSetting(value: string | undefined, name: string, command: string): void {
+  if (!value) throw new Error(`${name} is not set; it is required by "media-service ${command}"`);
+}
+
+function printBanner(config: Config, logger: Logger): void {
+  const port = config.server.port;
+  const base = `http://localhost:${port}`;
+  const key = config.server.apiKeys.length > 0 ? ' -H "X-API-Key: $API_KEY"' : "";
+  logger.info(
+    { api: base, docs: `${base}${config.server.docsPath}`, redis: config.redis.url, s3: config.storage.endpoint },
+    "media-service is running",
+  );
+  if (process.stdout.isTTY || process.env.MEDIA_SERVICE_BANNER === "1") {
+    process.stdout.write(`
+  media-service is running
+    API            ${base}/api/v1
+    API reference  ${base}${config.server.docsPath}
+    health         ${base}/health/ready
+    object store   ${config.storage.endpoint}  (access key ${config.storage.accessKeyId ?? "from the environment"})
+    redis          ${redactUrl(config.redis.url!)}
+
+  try:
+    curl -s${key} -X POST ${base}/api/v1/jobs/image/resize -H 'Content-Type: application/json' \\
+      -d '{"source_bucket":"media","source_key":"in.jpg","dest_bucket":"media","dest_key":"out.jpg","width":320,"height":240}'
+
+`);
+  }
+}
+
+function redactUrl(url: string): string {
+  return url.replace(/\/\/([^@/]*)@/, "//***@");
+}
+
+function onSignal(logger: Logger, timeoutMs: number, stops: Stop[]): (reason: string) => Promise<void> {
+  let stopping: Promise<void> | undefined;
+  const shutdown = (reason: string) =>
+    (stopping ??= (async () => {
+      logger.info({ reason }, "shutting down");
+      const timer = setTimeout(() => {
+        logger.error({ timeout_ms: timeoutMs }, "shutdown took too long; exiting");
+        process.exit(1);
+      }, timeoutMs);
+      timer.unref();
+      for (const stop of stops) {
+        await stop().catch((err) => logger.warn({ err: (err as Error).message }, "error during shutdown"));
+      }
+      clearTimeout(timer);
+    })());
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    process.once(signal, () => void shutdown(signal).then(() => process.exit(0)));
+  }
+  return shutdown;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

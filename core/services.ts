@@ -1,0 +1,69 @@
+import type { Redis } from "ioredis";
+import type { S3Client } from "@aws-sdk/client-s3";
+import type { Config } from "./config/load.js";
+import { DependencyChecker } from "./health/dependencies.js";
+import type { Logger } from "./logger.js";
+import { createS3Client, probeStorage } from "./storage/s3.js";
+import { JobEventHub } from "./store/job-events.js";
+import { connectRedis, JobStore } from "./store/store.js";
+
+/** The connections every process shares: the store, its pub/sub, the object store, health probes. */
+export interface CoreServices {
+  redis: Redis;
+  store: JobStore;
+  events: JobEventHub;
+  s3: S3Client;
+  health: DependencyChecker;
+  close(): Promise<void>;
+}
+
+export function openCoreServices(config: Config, logger: Logger, name: string): CoreServices {
+  if (!config.redis.url) throw new Error("redis.url (REDIS_URL) is not set");
+  const connect = (suffix: string, failFast: boolean) => {
+    const client = connectRedis(config.redis.url!, {
+      connectTimeoutMs: config.redis.connectTimeoutMs,
+      failFast,
+      name: `media-service-${name}${suffix}`,
+    });
+    let down = false;
+    client.on("error", (err: Error) => {
+      if (!down) logger.error({ err: err.message, connection: `${name}${suffix}` }, "redis connection error");
+      down = true;
+    });
+    client.on("ready", () => {
+      if (down) logger.info({ connection: `${name}${suffix}` }, "redis connection restored");
+      down = false;
+    });
+    return client;
+  };
+  // Requests fail at once while Redis is down (a 503 the client can retry) rather than queueing.
+  const redis = connect("", true);
+  const subscriber = connect("-sub", false);
+  const store = new JobStore(redis, {
+    keyPrefix: config.redis.keyPrefix,
+    retentionMs: config.limits.retentionMs,
+    eventsMaxLen: config.limits.eventsMaxLen,
+  });
+  const events = new JobEventHub(subscriber, store.keys);
+  const s3 = createS3Client(config.storage);
+  const health = new DependencyChecker(
+    [
+      { name: "queue_store", critical: true, probe: async () => void (await redis.ping()) },
+      { name: "object_store", critical: true, probe: (signal) => probeStorage(s3, config.storage, signal) },
+    ],
+    config.limits.healthCheckTimeoutMs,
+  );
+  return {
+    redis,
+    store,
+    events,
+    s3,
+    health,
+    close: async () => {
+      s3.destroy();
+      await Promise.allSettled([redis.quit(), subscriber.quit()]);
+      redis.disconnect();
+      subscriber.disconnect();
+    },
+  };
+}

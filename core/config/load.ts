@@ -100,7 +100,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
     if (typeof raw !== "object" || Array.isArray(raw)) {
       throw new ConfigError(`config file ${file} must hold a mapping of sections (server, redis, ...)`);
     }
-    raw = substituteEnv(raw, env, []);
+    raw = dropEmpty(substituteEnv(raw, env, []));
   }
   const tree = raw as Record<string, unknown>;
   for (const [name, path, kind] of ENV_OVERRIDES) {
@@ -138,6 +138,20 @@ export function substituteEnv(value: unknown, env: Env, path: string[]): unknown
   if (value && typeof value === "object") {
     return Object.fromEntries(
       Object.entries(value).map(([k, v]) => [k, substituteEnv(v, env, [...path, k])]),
+    );
+  }
+  return value;
+}
+
+// A setting substituted to "" (e.g. ${S3_ENDPOINT:-}) counts as unset; list entries are kept and
+// filtered where they are used (empty API keys are ignored).
+function dropEmpty(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(dropEmpty);
+  if (value && typeof value === "object") {
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([, v]) => v !== "" && v !== null)
+        .map(([k, v]) => [k, dropEmpty(v)]),
     );
   }
   return value;

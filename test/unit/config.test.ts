@@ -1,0 +1,144 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, test } from "node:test";
+import { ConfigError, loadConfig } from "../../core/config/load.js";
+import { parseDuration } from "../../core/duration.js";
+
+const dir = mkdtempSync(join(tmpdir(), "media-service-config-"));
+function file(text: string): string {
+  const path = join(dir, `${Math.random().toString(36).slice(2)}.yaml`);
+  writeFileSync(path, text);
+  return path;
+}
+
+describe("configuration", () => {
+  test("defaults without a file", () => {
+    const config = loadConfig({ env: {} });
+    assert.equal(config.server.port, 8080);
+    assert.equal(config.server.mode, "release");
+    assert.equal(config.server.readTimeoutMs, 30_000);
+    assert.equal(config.server.writeTimeoutMs, 30_000);
+    assert.deepEqual(config.server.apiKeys, []);
+    assert.equal(config.redis.url, undefined);
+    assert.equal(config.limits.retentionMs, 7 * 86_400_000);
+    assert.equal(config.logLevel, "info");
+  });
+
+  test("the server section of the spec, with ${VAR} and ${VAR:-default} substitution", () => {
+    const path = file(`
+server:
+  port: \${APP_PORT}
+  mode: debug
+  read_timeout: 10s
+  write_timeout: 1m30s
+  api_keys:
+    - \${KEY_A}
+    - \${KEY_B:-fallback-key}
+    - \${KEY_C:-}
+redis:
+  url: redis://\${REDIS_HOST:-localhost}:6379/2
+`);
+    const config = loadConfig({ file: path, env: { APP_PORT: "9100", KEY_A: "alpha" } });
+    assert.equal(config.server.port, 9100);
+    assert.equal(config.server.mode, "debug");
+    assert.equal(config.logLevel, "debug");
+    assert.equal(config.server.readTimeoutMs, 10_000);
+    assert.equal(config.server.writeTimeoutMs, 90_000);
+    assert.deepEqual(config.server.apiKeys, ["alpha", "fallback-key"]);
+    assert.equal(config.redis.url, "redis://localhost:6379/2");
+  });
+
+  test("environment variables override the file", () => {
+    const path = file("server:\n  port: 7000\n  api_keys: [a]\nstorage:\n  region: eu-west-1\n");
+    const config = loadConfig({
+      file: path,
+      env: {
+        PORT: "7001",
+        API_KEYS: "k1, k2,,",
+        REDIS_URL: "redis://r:6379",
+        S3_ENDPOINT: "http://s3:9000",
+        S3_FORCE_PATH_STYLE: "false",
+        EXECUTOR: "kubernetes",
+        LOCAL_CONCURRENCY: "3",
+        LOG_LEVEL: "warn",
+        WEBHOOK_SIGNING_SECRET: "whsec",
+      },
+    });
+    assert.equal(config.server.port, 7001);
+    assert.deepEqual(config.server.apiKeys, ["k1", "k2"]);
+    assert.equal(config.redis.url, "redis://r:6379");
+    assert.equal(config.storage.endpoint, "http://s3:9000");
+    assert.equal(config.storage.region, "eu-west-1");
+    assert.equal(config.storage.forcePathStyle, false);
+    assert.equal(config.executor.kind, "kubernetes");
+    assert.equal(config.executor.localConcurrency, 3);
+    assert.equal(config.logLevel, "warn");
+    assert.equal(config.webhooks.signingSecret, "whsec");
+  });
+
+  const invalid: Array<[string, string, Record<string, string>, RegExp]> = [
+    ["a port that is not a number", "server:\n  port: eighty\n", {}, /server\.port: .*integer.*"eighty"/],
+    [
+      "a mode outside the list",
+      "server:\n  mode: fast\n",
+      {},
+      /server\.mode: must be one of debug, release, test/,
+    ],
+    ["an unknown field", "server:\n  prot: 80\n", {}, /server\.prot: unexpected property/],
+    ["an unknown section", "servr:\n  port: 80\n", {}, /servr: unexpected property/],
+    [
+      "a bad duration",
+      "server:\n  read_timeout: soon\n",
+      {},
+      /server\.read_timeout: invalid duration "soon"/,
+    ],
+    [
+      "an unset variable without default",
+      "redis:\n  url: ${NOPE}\n",
+      {},
+      /redis\.url: environment variable NOPE is not set/,
+    ],
+    [
+      "a bad environment override",
+      "",
+      { EXECUTOR: "docker" },
+      /executor\.kind: must be one of local, kubernetes/,
+    ],
+    ["api_keys not a list", "server:\n  api_keys:\n    primary: abc\n", {}, /server\.api_keys/],
+    ["heartbeat not shorter than write_timeout", "server:\n  sse_heartbeat: 40s\n", {}, /sse_heartbeat/],
+  ];
+  for (const [name, yaml, env, pattern] of invalid) {
+    test(`refused at start with a message naming the field: ${name}`, () => {
+      assert.throws(
+        () => loadConfig({ file: file(yaml), env }),
+        (err: unknown) => err instanceof ConfigError && pattern.test(err.message),
+      );
+    });
+  }
+
+  test("a missing file and a file that is not YAML are named", () => {
+    assert.throws(
+      () => loadConfig({ file: join(dir, "absent.yaml"), env: {} }),
+      /cannot read config file .*absent\.yaml/,
+    );
+    assert.throws(() => loadConfig({ file: file("server: [unclosed\n"), env: {} }), /is not valid YAML/);
+  });
+});
+
+describe("durations", () => {
+  test("Go-style and numeric forms", () => {
+    assert.equal(parseDuration("30s"), 30_000);
+    assert.equal(parseDuration("250ms"), 250);
+    assert.equal(parseDuration("1h30m"), 5_400_000);
+    assert.equal(parseDuration("7d"), 604_800_000);
+    assert.equal(parseDuration(1.5), 1500);
+    assert.equal(parseDuration("2"), 2000);
+  });
+  test("garbage is refused", () => {
+    for (const bad of ["", "s", "10x", "1h 30m", "-5s", "ten seconds"]) {
+      assert.throws(() => parseDuration(bad), /invalid duration/, bad);
+    }
+  });
+});

@@ -103,7 +103,9 @@ export class JobStore {
     return (await this.script("start", id, leaseMs)) === 1;
   }
 
+  /** Ignored (false) unless the job is processing; a percent that is not a number is dropped. */
   async progress(id: string, percent: number, message = ""): Promise<boolean> {
+    if (Number.isNaN(percent)) return false;
     return (await this.script("progress", id, percent, message)) === 1;
   }
 
@@ -146,7 +148,7 @@ export class JobStore {
   async listJobs(filter: { status?: JobStatus; limit: number }): Promise<{ jobs: JobSummary[]; total: number }> {
     const index = filter.status ? this.keys.jobsByStatus(filter.status) : this.keys.jobsByCreated();
     const [ids, total] = await Promise.all([
-      this.redis.zrevrange(index, 0, filter.limit - 1),
+      this.redis.zrevrange(index, 0, Math.max(1, filter.limit) - 1),
       this.redis.zcard(index),
     ]);
     return { jobs: await this.summaries(ids), total };
@@ -175,7 +177,7 @@ export class JobStore {
   async listBatches(filter: { status?: BatchStatus; limit: number }): Promise<{ batches: Batch[]; total: number }> {
     const index = filter.status ? this.keys.batchesByStatus(filter.status) : this.keys.batchesByCreated();
     const [ids, total] = await Promise.all([
-      this.redis.zrevrange(index, 0, filter.limit - 1),
+      this.redis.zrevrange(index, 0, Math.max(1, filter.limit) - 1),
       this.redis.zcard(index),
     ]);
     if (ids.length === 0) return { batches: [], total };

@@ -2,7 +2,9 @@
 -- pending until its work really starts (start.lua). Entries whose job is gone or no longer pending
 -- (pruned, cancelled) are dropped on the way.
 -- ARGV[4]: job type, ARGV[5]: lease in ms, ARGV[6]: owner. Returns the job id or nil.
-local type, lease_ms, owner = ARGV[4], tonumber(ARGV[5]), ARGV[6]
+local type, owner = ARGV[4], ARGV[6]
+local lease_ms, bad = number_arg(ARGV[5], 'lease', 1)
+if bad then return bad end
 local queue = key('queue', type, 'pending')
 while true do
   local id = redis.call('LPOP', queue)

@@ -104,7 +104,16 @@ local function finalize_batch(batch_id)
   })
 end
 
-local function is_terminal(status) return status == 'completed' or status == 'failed' end
+-- A number argument that is missing, NaN or out of range refuses the call before anything is written
+-- (Redis does not undo a script's writes when it fails half-way).
+local function number_arg(value, name, min)
+  local n = tonumber(value)
+  if not n or n ~= n or n == math.huge or n == -math.huge or (min and n < min) then
+    return nil, redis.error_reply('ERR invalid ' .. name .. ': ' .. tostring(value))
+  end
+  return n
+end
+
 
 -- Ends a pending or processing job as failed; the caller has checked the status.
 local fail_job

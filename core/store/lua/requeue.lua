@@ -8,7 +8,7 @@ local status, type, batch_id = h[1], h[2], h[3]
 if not status then return redis.error_reply('NOTFOUND job ' .. id .. ' does not exist') end
 if status ~= 'pending' and status ~= 'processing' then return 0 end
 if redis.call('ZREM', key('queue', type, 'active'), id) == 0 and status == 'pending' then return 0 end
-redis.call('HDEL', j, 'claimed_by', 'lease_until', 'progress')
+redis.call('HDEL', j, 'claimed_by', 'lease_until', 'progress', 'started_at', 'started_ms')
 redis.call('LPUSH', key('queue', type, 'pending'), id)
 redis.call('HSET', j, 'updated_at', NOW_ISO)
 if status == 'processing' then

@@ -1,7 +1,9 @@
 -- start: pending -> processing, when the work really begins (child spawned, pod running). The job
 -- must have been claimed. A job already processing is left as it is (duplicate report).
 -- ARGV[4]: job id, ARGV[5]: lease in ms. Returns 1 when it changed the job, 0 for a duplicate.
-local id, lease_ms = ARGV[4], tonumber(ARGV[5])
+local id = ARGV[4]
+local lease_ms, bad = number_arg(ARGV[5], 'lease', 1)
+if bad then return bad end
 local j = key('job', id)
 local h = redis.call('HMGET', j, 'status', 'type', 'batch_id', 'created_ms')
 local status, type, batch_id = h[1], h[2], h[3]

@@ -4,6 +4,7 @@
 -- Returns the queue position of each job, in order.
 local payload = cjson.decode(ARGV[4])
 local batch = payload.batch
+if #payload.jobs == 0 then return redis.error_reply('ERR a submission needs at least one job') end
 if batch and redis.call('EXISTS', key('batch', batch.id)) == 1 then
   return redis.error_reply('CONFLICT batch ' .. batch.id .. ' already exists')
 end

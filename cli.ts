@@ -53,9 +53,18 @@ async function main(argv: string[]): Promise<number> {
 
     const services = openCoreServices(config, logger, command);
     stops.unshift(() => services.close());
+    // Requests fail fast while Redis is down, so wait for it before serving; a Redis that stays away
+    // is reported by /health/ready rather than stopping the process (it may come up later).
+    await services.ready(config.redis.connectTimeoutMs).catch((err: Error) => {
+      logger.warn({ err: err.message }, "starting without Redis; not ready until it answers");
+    });
 
     if (command === "start" || command === "controller") {
-      const retention = startRetention(services.store, config.limits.pruneIntervalMs, logger.child({ component: "retention" }));
+      const retention = startRetention(
+        services.store,
+        config.limits.pruneIntervalMs,
+        logger.child({ component: "retention" }),
+      );
       stops.unshift(async () => retention.stop());
     }
     if (command === "start" || command === "api") {
@@ -76,7 +85,10 @@ async function main(argv: string[]): Promise<number> {
 
 async function listen(config: Config, services: CoreServices, logger: Logger): Promise<Api> {
   const metrics = createMetricsRegistry(services.store);
-  const api = await buildApi({ config, store: services.store, events: services.events, health: services.health, metrics }, logger);
+  const api = await buildApi(
+    { config, store: services.store, events: services.events, health: services.health, metrics },
+    logger,
+  );
   await api.app.listen({ host: config.server.host, port: config.server.port });
   return api;
 }
@@ -90,7 +102,12 @@ function printBanner(config: Config, logger: Logger): void {
   const base = `http://localhost:${port}`;
   const key = config.server.apiKeys.length > 0 ? ' -H "X-API-Key: $API_KEY"' : "";
   logger.info(
-    { api: base, docs: `${base}${config.server.docsPath}`, redis: config.redis.url, s3: config.storage.endpoint },
+    {
+      api: base,
+      docs: `${base}${config.server.docsPath}`,
+      redis: config.redis.url,
+      s3: config.storage.endpoint,
+    },
     "media-service is running",
   );
   if (process.stdout.isTTY || process.env.MEDIA_SERVICE_BANNER === "1") {

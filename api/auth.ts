@@ -46,7 +46,12 @@ export function authHook(verifier: ApiKeyVerifier) {
     if (key !== undefined && verifier.verify(key)) return;
     // Never log the presented key, not even part of it.
     request.log.warn(
-      { event: "auth_failed", reason: key === undefined ? "missing" : "invalid", ip: request.ip, url: request.url },
+      {
+        event: "auth_failed",
+        reason: key === undefined ? "missing" : "invalid",
+        ip: request.ip,
+        url: request.url,
+      },
       key === undefined ? "request without API key refused" : "invalid API key refused",
     );
     reply.header("WWW-Authenticate", 'Bearer realm="media-service"');

@@ -31,5 +31,8 @@ export async function registerDocs(app: App, docsPath: string, version: string):
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
-  await app.register(swaggerUi, { routePrefix: docsPath, uiConfig: { docExpansion: "list", deepLinking: true } });
+  await app.register(swaggerUi, {
+    routePrefix: docsPath,
+    uiConfig: { docExpansion: "list", deepLinking: true },
+  });
 }

@@ -35,9 +35,17 @@ export const ErrorRef = Type.Ref(ErrorBody);
 export const SUBMIT_ROUTES: Array<{ path: string; type: JobType; summary: string }> = [
   { path: "/jobs/image/resize", type: "image_resize", summary: "Resize an image" },
   { path: "/jobs/image/optimize", type: "image_optimize", summary: "Optimize (recompress) an image" },
-  { path: "/jobs/image/watermark", type: "image_watermark", summary: "Watermark an image with text or an image" },
+  {
+    path: "/jobs/image/watermark",
+    type: "image_watermark",
+    summary: "Watermark an image with text or an image",
+  },
   { path: "/jobs/image/colors", type: "image_colors", summary: "Extract the dominant colours of an image" },
-  { path: "/jobs/image/ai/keywords", type: "image_ai_keywords", summary: "Generate keywords for an image with AI" },
+  {
+    path: "/jobs/image/ai/keywords",
+    type: "image_ai_keywords",
+    summary: "Generate keywords for an image with AI",
+  },
   { path: "/jobs/video/thumbnail", type: "video_thumbnail", summary: "Extract a thumbnail from a video" },
   { path: "/jobs/audio/convert", type: "audio_convert", summary: "Convert audio to another format" },
   { path: "/jobs/analyze", type: "analyze", summary: "Analyze media with an AI provider" },
@@ -58,7 +66,23 @@ export function submitBodySchema(type: JobType): TObject {
     ...(WRITES_OUTPUT[type] ? ["dest_bucket", "dest_key"] : []),
     ...(parameters.required ?? []),
   ];
-  return { ...Type.Object(properties, { additionalProperties: false }), required } as TObject;
+  return optionalDefaults({
+    ...Type.Object(properties, { additionalProperties: false }),
+    required,
+  } as TObject);
+}
+
+/**
+ * TypeBox lists a property with a default as required; to a client it is optional (the default
+ * fills it in), and the OpenAPI document must say so.
+ */
+export function optionalDefaults<T extends TObject>(schema: T): T {
+  const required = (schema.required ?? []).filter(
+    (name) => (schema.properties[name] as { default?: unknown }).default === undefined,
+  );
+  const copy = { ...schema, required } as T;
+  if (required.length === 0) delete (copy as { required?: string[] }).required;
+  return copy;
 }
 
 /** Fields of a single-job body that are not parameters of the job. */
@@ -77,7 +101,10 @@ export const BatchEntry = Type.Object(
     dest_bucket: Type.Optional(DestinationFields.dest_bucket),
     dest_key: Type.Optional(DestinationFields.dest_key),
     parameters: Type.Optional(
-      Type.Object({}, { additionalProperties: true, description: "Parameters of the job type, as on its endpoint" }),
+      Type.Object(
+        {},
+        { additionalProperties: true, description: "Parameters of the job type, as on its endpoint" },
+      ),
     ),
     ...SubmissionOptionFields,
   },
@@ -94,12 +121,14 @@ export const BatchCreateBody = Type.Object(
     ),
     jobs: Type.Array(BatchEntry, { minItems: API_LIMITS.batchMinJobs, maxItems: API_LIMITS.batchMaxJobs }),
     options: Type.Optional(
-      Type.Object(
-        {
-          webhook_url: SubmissionOptionFields.webhook_url,
-          fail_fast: Type.Boolean({ default: false, description: "Stop the batch at the first failure" }),
-        },
-        { additionalProperties: false },
+      optionalDefaults(
+        Type.Object(
+          {
+            webhook_url: SubmissionOptionFields.webhook_url,
+            fail_fast: Type.Boolean({ default: false, description: "Stop the batch at the first failure" }),
+          },
+          { additionalProperties: false },
+        ),
       ),
     ),
   },
@@ -115,30 +144,37 @@ export const BatchCreateResponse = Type.Object({
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
 
-export const JobListQuery = Type.Object(
-  {
-    status: Type.Optional(JobStatusSchema),
-    limit: Type.Integer({ minimum: 1, maximum: API_LIMITS.jobListMax, default: API_LIMITS.jobListDefault }),
-  },
-  { additionalProperties: false },
+export const JobListQuery = optionalDefaults(
+  Type.Object(
+    {
+      status: Type.Optional(JobStatusSchema),
+      limit: Type.Integer({ minimum: 1, maximum: API_LIMITS.jobListMax, default: API_LIMITS.jobListDefault }),
+    },
+    { additionalProperties: false },
+  ),
 );
 export const JobListResponse = Type.Object({ jobs: Type.Array(Type.Ref(JobSummary)), total: Type.Integer() });
 
-export const BatchGetQuery = Type.Object(
-  { include_jobs: Type.Boolean({ default: false }) },
-  { additionalProperties: false },
+export const BatchGetQuery = optionalDefaults(
+  Type.Object({ include_jobs: Type.Boolean({ default: false }) }, { additionalProperties: false }),
 );
 export const BatchGetResponse = Type.Object({
   batch: Type.Ref(Batch),
   jobs: Type.Optional(Type.Array(Type.Ref(JobSummary))),
 });
 
-export const BatchListQuery = Type.Object(
-  {
-    status: Type.Optional(BatchStatusSchema),
-    limit: Type.Integer({ minimum: 1, maximum: API_LIMITS.batchListMax, default: API_LIMITS.batchListDefault }),
-  },
-  { additionalProperties: false },
+export const BatchListQuery = optionalDefaults(
+  Type.Object(
+    {
+      status: Type.Optional(BatchStatusSchema),
+      limit: Type.Integer({
+        minimum: 1,
+        maximum: API_LIMITS.batchListMax,
+        default: API_LIMITS.batchListDefault,
+      }),
+    },
+    { additionalProperties: false },
+  ),
 );
 export const BatchListResponse = Type.Object({ batches: Type.Array(Type.Ref(Batch)), total: Type.Integer() });
 
@@ -159,7 +195,10 @@ export const HealthResponse = Type.Object({
   }),
   dependencies: Type.Record(Type.String(), Dependency),
 });
-export const LiveResponse = Type.Object({ status: Type.String(), timestamp: Type.String({ format: "date-time" }) });
+export const LiveResponse = Type.Object({
+  status: Type.String(),
+  timestamp: Type.String({ format: "date-time" }),
+});
 export const ReadyResponse = Type.Object({
   status: Type.Union([Type.Literal("ready"), Type.Literal("not_ready")]),
   timestamp: Type.String({ format: "date-time" }),

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import Fastify, { LogController, type FastifyBaseLogger } from "fastify";
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyReply } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { Logger } from "../core/logger.js";
 import { authHook, ApiKeyVerifier } from "./auth.js";
@@ -40,10 +40,20 @@ export async function buildApi(ctx: ApiContext, logger: Logger): Promise<Api> {
     schemaErrorFormatter: formatValidationError,
     return503OnClosing: true,
     forceCloseConnections: "idle",
-    routerOptions: { ignoreTrailingSlash: true },
+    // Ids up to the 200 characters IdParams allows reach the handlers (and their 404).
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
+    // Errors the router answers itself (bad URL encoding, over-long parameters) keep the
+    // interface's error body too.
+    frameworkErrors: (err, _request, reply) => {
+      const status = err.code === "FST_ERR_MAX_PARAM_LENGTH" ? 404 : 400;
+      const error = err.code === "FST_ERR_BAD_URL" ? "malformed URL encoding" : err.message;
+      void (reply as unknown as FastifyReply).code(status).send({ error });
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
+  // Bodies are JSON only: text/plain is refused with 415 rather than read as a string.
+  app.removeContentTypeParser("text/plain");
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   installErrorHandlers(app, limits);
   app.addHook("onSend", async (request, reply) => {

@@ -92,6 +92,13 @@ export function formatValidationError(errors: ErrorObject[], dataVar: string): E
 }
 
 function article(type: string): string {
-  const word = type === "integer" ? "an integer" : type === "object" ? "an object" : type === "array" ? "an array" : `a ${type}`;
+  const word =
+    type === "integer"
+      ? "an integer"
+      : type === "object"
+        ? "an object"
+        : type === "array"
+          ? "an array"
+          : `a ${type}`;
   return word;
 }

@@ -25,7 +25,9 @@ export function parseDuration(value: string | number): number {
     consumed = PART.lastIndex;
   }
   if (consumed === 0 || consumed !== text.length) {
-    throw new Error(`invalid duration "${value}" (expected e.g. 30s, 1m30s, 250ms, 7d or a number of seconds)`);
+    throw new Error(
+      `invalid duration "${value}" (expected e.g. 30s, 1m30s, 250ms, 7d or a number of seconds)`,
+    );
   }
   return Math.round(total);
 }

@@ -1,4 +1,10 @@
-import { collectDefaultMetrics, Registry, type Metric, type MetricObjectWithValues, type MetricValueWithName } from "prom-client";
+import {
+  collectDefaultMetrics,
+  Registry,
+  type Metric,
+  type MetricObjectWithValues,
+  type MetricValueWithName,
+} from "prom-client";
 import { JOB_TYPES, type JobType } from "./jobs/types.js";
 
 /** Bounds (seconds) of media_job_duration_seconds; the store keeps the counts in Redis. */

@@ -14,7 +14,24 @@ export interface CoreServices {
   events: JobEventHub;
   s3: S3Client;
   health: DependencyChecker;
+  /** Resolves once both Redis connections are ready, or rejects after `timeoutMs`. */
+  ready(timeoutMs: number): Promise<void>;
   close(): Promise<void>;
+}
+
+function whenReady(client: Redis, timeoutMs: number): Promise<void> {
+  if (client.status === "ready") return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      client.off("ready", onReady);
+      reject(new Error(`redis not reachable within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const onReady = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    client.once("ready", onReady);
+  });
 }
 
 export function openCoreServices(config: Config, logger: Logger, name: string): CoreServices {
@@ -59,6 +76,9 @@ export function openCoreServices(config: Config, logger: Logger, name: string): 
     events,
     s3,
     health,
+    ready: async (timeoutMs) => {
+      await Promise.all([whenReady(redis, timeoutMs), whenReady(subscriber, timeoutMs)]);
+    },
     close: async () => {
       s3.destroy();
       await Promise.allSettled([redis.quit(), subscriber.quit()]);

@@ -31,7 +31,9 @@ export function specFromBody(type: JobType, body: Body, requestId: string): JobS
     ...(body.dest_key !== undefined ? { dest_key: body.dest_key as string } : {}),
     parameters: normalizeParameters(type, parameters),
     ...(body.webhook_url !== undefined ? { webhook_url: body.webhook_url as string } : {}),
-    ...(style !== undefined ? { webhook_style: style === "slack" ? "chat" : (style as "default" | "chat") } : {}),
+    ...(style !== undefined
+      ? { webhook_style: style === "slack" ? "chat" : (style as "default" | "chat") }
+      : {}),
     request_id: (body.request_id as string | undefined) ?? requestId,
     ...(body.resources !== undefined ? { resources: body.resources as JobSpec["resources"] } : {}),
     ...(body.timeout_seconds !== undefined ? { timeout_seconds: body.timeout_seconds as number } : {}),

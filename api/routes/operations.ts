@@ -16,7 +16,12 @@ export function operationsRoutes(app: App, ctx: ApiContext, state: { draining: b
     },
     async () => {
       const [report, system] = await Promise.all([ctx.health.check(), systemReport(ctx.config.dataDir)]);
-      return { status: report.status, timestamp: report.timestamp, system, dependencies: report.dependencies };
+      return {
+        status: report.status,
+        timestamp: report.timestamp,
+        system,
+        dependencies: report.dependencies,
+      };
     },
   );
 
@@ -31,7 +36,8 @@ export function operationsRoutes(app: App, ctx: ApiContext, state: { draining: b
     {
       schema: {
         summary: "Readiness",
-        description: "200 when the queue store and the object store answer; 503 otherwise or while shutting down.",
+        description:
+          "200 when the queue store and the object store answer; 503 otherwise or while shutting down.",
         tags: ["operations"],
         response: { 200: ReadyResponse, 503: ReadyResponse },
       },

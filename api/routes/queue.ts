@@ -18,7 +18,9 @@ export function queueRoutes(app: App, ctx: ApiContext): void {
         return await ctx.store.queueStats();
       } catch (err) {
         request.log.error({ err }, "queue statistics unavailable");
-        return reply.code(500).send({ error: "queue statistics unavailable: the queue store did not answer" });
+        return reply
+          .code(500)
+          .send({ error: "queue statistics unavailable: the queue store did not answer" });
       }
     },
   );

@@ -113,10 +113,16 @@ export function streamRoutes(app: App, ctx: ApiContext, open: OpenStreams): void
         finish();
         return;
       }
-      res.write(frame("status", { status: job.status, message: `job is ${job.status}` }, seq));
-      if (job.status === "processing" && job.progress !== undefined) {
-        res.write(frame("progress", { percent: job.progress, message: "" }, seq));
-      }
+      // The snapshot's last frame carries its seq as id, so ids along a stream only increase.
+      const withProgress = job.status === "processing" && job.progress !== undefined;
+      res.write(
+        frame(
+          "status",
+          { status: job.status, message: `job is ${job.status}` },
+          withProgress ? undefined : seq,
+        ),
+      );
+      if (withProgress) res.write(frame("progress", { percent: job.progress, message: "" }, seq));
 
       let lastSeq = seq;
       const handle = (m: JobEventMessage) => {

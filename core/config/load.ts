@@ -221,7 +221,11 @@ function resolve(c: ConfigFile): Config {
       allowPrivate: c.webhooks.allow_private,
       allowedHosts: c.webhooks.allowed_hosts,
     },
-    ai: { baseUrl: c.ai.base_url || undefined, apiKey: c.ai.api_key || undefined, model: c.ai.model || undefined },
+    ai: {
+      baseUrl: c.ai.base_url || undefined,
+      apiKey: c.ai.api_key || undefined,
+      model: c.ai.model || undefined,
+    },
     limits: {
       maxBodyBytes: c.limits.max_body_bytes,
       retentionMs: duration("limits.retention", c.limits.retention),
@@ -242,7 +246,10 @@ function resolve(c: ConfigFile): Config {
 }
 
 function formatPath(path: string[]): string {
-  return path.reduce((acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part), "");
+  return path.reduce(
+    (acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part),
+    "",
+  );
 }
 
 function setPath(tree: Record<string, unknown>, path: string[], value: unknown): void {

@@ -12,7 +12,13 @@ const Enum = <T extends string>(values: readonly T[], options: Record<string, un
 
 export const IMAGE_FORMATS = ["jpeg", "png", "webp", "avif"] as const;
 export const FIT_MODES = ["cover", "contain", "fill", "inside", "outside"] as const;
-export const WATERMARK_POSITIONS = ["top-left", "top-right", "bottom-left", "bottom-right", "center"] as const;
+export const WATERMARK_POSITIONS = [
+  "top-left",
+  "top-right",
+  "bottom-left",
+  "bottom-right",
+  "center",
+] as const;
 export const COLOR_FORMATS = ["hex", "rgb", "hsl"] as const;
 export const THUMBNAIL_FORMATS = ["jpeg", "png", "webp"] as const;
 export const AUDIO_FORMATS = ["mp3", "aac", "opus", "ogg", "flac", "wav", "m4a"] as const;
@@ -20,7 +26,8 @@ export const AUDIO_FORMATS = ["mp3", "aac", "opus", "ogg", "flac", "wav", "m4a"]
 export const LOSSLESS_AUDIO_FORMATS: readonly string[] = ["flac", "wav"];
 
 /** `HH:MM:SS`, `MM:SS` (each with optional fraction) or a number of seconds. */
-export const TIMESTAMP_PATTERN = "^(?:\\d+:[0-5]?\\d:[0-5]?\\d(?:\\.\\d+)?|\\d+:[0-5]?\\d(?:\\.\\d+)?|\\d+(?:\\.\\d+)?)$";
+export const TIMESTAMP_PATTERN =
+  "^(?:\\d+:[0-5]?\\d:[0-5]?\\d(?:\\.\\d+)?|\\d+:[0-5]?\\d(?:\\.\\d+)?|\\d+(?:\\.\\d+)?)$";
 
 export const ImageResizeParameters = Type.Object(
   {
@@ -46,7 +53,11 @@ export const ImageOptimizeParameters = Type.Object(
 export const ImageWatermarkParameters = Type.Object(
   {
     watermark_text: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 500, description: "Text overlay; exclusive with watermark_image" }),
+      Type.String({
+        minLength: 1,
+        maxLength: 500,
+        description: "Text overlay; exclusive with watermark_image",
+      }),
     ),
     watermark_image: Type.Optional(
       Type.String({
@@ -115,7 +126,12 @@ export const AnalyzeParameters = Type.Object(
   {
     prompt: Type.Optional(Type.String({ minLength: 1, maxLength: 4000 })),
     provider: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
-    max_frames: Type.Integer({ minimum: 1, maximum: 32, default: 8, description: "Frames sampled from a video" }),
+    max_frames: Type.Integer({
+      minimum: 1,
+      maximum: 32,
+      default: 8,
+      description: "Frames sampled from a video",
+    }),
     language: Language("Language of the answer"),
   },
   { additionalProperties: false },

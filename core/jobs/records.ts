@@ -49,7 +49,9 @@ export const SubmissionOptionFields = {
   resources: Type.Optional(
     Type.Object(
       {
-        cpu: Type.Optional(Type.String({ pattern: CPU_QUANTITY, description: "CPU for this job, e.g. 500m or 2" })),
+        cpu: Type.Optional(
+          Type.String({ pattern: CPU_QUANTITY, description: "CPU for this job, e.g. 500m or 2" }),
+        ),
         memory: Type.Optional(
           Type.String({ pattern: MEMORY_QUANTITY, description: "Memory for this job, e.g. 512Mi or 2Gi" }),
         ),
@@ -93,7 +95,10 @@ export const ColorsResult = Type.Object(
   { description: "image_colors" },
 );
 export const KeywordsResult = Type.Object(
-  { keywords: Type.Array(Type.String()), confidence_scores: Type.Array(Type.Number({ minimum: 0, maximum: 1 })) },
+  {
+    keywords: Type.Array(Type.String()),
+    confidence_scores: Type.Array(Type.Number({ minimum: 0, maximum: 1 })),
+  },
   { description: "image_ai_keywords" },
 );
 export const ThumbnailResult = Type.Object(
@@ -149,7 +154,10 @@ export const Job = Type.Object(
     source_key: Type.String(),
     dest_bucket: Type.Optional(Type.String()),
     dest_key: Type.Optional(Type.String()),
-    parameters: Type.Object({}, { additionalProperties: true, description: "As submitted, defaults applied" }),
+    parameters: Type.Object(
+      {},
+      { additionalProperties: true, description: "As submitted, defaults applied" },
+    ),
     result: Type.Optional(
       Type.Object(
         {},
@@ -161,7 +169,9 @@ export const Job = Type.Object(
       ),
     ),
     error: Type.Optional(Type.String({ description: "Present when failed" })),
-    progress: Type.Optional(Type.Number({ minimum: 0, maximum: 100, description: "Percent, while processing" })),
+    progress: Type.Optional(
+      Type.Number({ minimum: 0, maximum: 100, description: "Percent, while processing" }),
+    ),
     batch_id: Type.Optional(Type.String()),
     request_id: Type.Optional(Type.String()),
     webhook_url: Type.Optional(Type.String()),
@@ -198,7 +208,9 @@ export const Batch = Type.Object(
     failed: Type.Integer(),
     fail_fast: Type.Boolean(),
     webhook_url: Type.Optional(Type.String()),
-    stopped_by: Type.Optional(Type.String({ description: "With fail_fast: the job whose failure stopped the batch" })),
+    stopped_by: Type.Optional(
+      Type.String({ description: "With fail_fast: the job whose failure stopped the batch" }),
+    ),
     created_at: Type.String({ format: "date-time" }),
     updated_at: Type.String({ format: "date-time" }),
     completed_at: Type.Optional(Type.String({ format: "date-time" })),

@@ -24,7 +24,11 @@ export function outputUrl(storage: StorageSettings, bucket: string, key: string)
 }
 
 /** A cheap authenticated round trip: HeadBucket on the health bucket, else ListBuckets. */
-export async function probeStorage(client: S3Client, storage: StorageSettings, signal: AbortSignal): Promise<void> {
+export async function probeStorage(
+  client: S3Client,
+  storage: StorageSettings,
+  signal: AbortSignal,
+): Promise<void> {
   if (storage.healthBucket) {
     await client.send(new HeadBucketCommand({ Bucket: storage.healthBucket }), { abortSignal: signal });
   } else {

@@ -21,7 +21,9 @@ let sources: Map<ScriptName, string> | undefined;
 function loadSources(): Map<ScriptName, string> {
   if (!sources) {
     const lib = readFileSync(new URL("lib.lua", dir), "utf8");
-    sources = new Map(SCRIPT_NAMES.map((name) => [name, `${lib}\n${readFileSync(new URL(`${name}.lua`, dir), "utf8")}`]));
+    sources = new Map(
+      SCRIPT_NAMES.map((name) => [name, `${lib}\n${readFileSync(new URL(`${name}.lua`, dir), "utf8")}`]),
+    );
   }
   return sources;
 }
@@ -33,9 +35,16 @@ export function defineScripts(redis: Redis): void {
   }
 }
 
-export type ScriptRunner = (name: ScriptName, key: string, ...args: Array<string | number>) => Promise<unknown>;
+export type ScriptRunner = (
+  name: ScriptName,
+  key: string,
+  ...args: Array<string | number>
+) => Promise<unknown>;
 
 export function scriptRunner(redis: Redis): ScriptRunner {
   return (name, key, ...args) =>
-    (redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[`media_${name}`]!(key, ...args);
+    (redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[`media_${name}`]!(
+      key,
+      ...args,
+    );
 }

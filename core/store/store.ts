@@ -86,7 +86,13 @@ export class JobStore {
     const payload = {
       jobs,
       ...(batch
-        ? { batch: { id: batchId, fail_fast: batch.failFast, ...(batch.webhookUrl ? { webhook_url: batch.webhookUrl } : {}) } }
+        ? {
+            batch: {
+              id: batchId,
+              fail_fast: batch.failFast,
+              ...(batch.webhookUrl ? { webhook_url: batch.webhookUrl } : {}),
+            },
+          }
         : {}),
     };
     const positions = (await this.script("submit", JSON.stringify(payload))) as number[];
@@ -111,7 +117,9 @@ export class JobStore {
 
   /** processing → completed. False for a duplicate or for a job failed meanwhile. */
   async complete(id: string, result: Record<string, unknown>): Promise<boolean> {
-    return (await this.script("complete", id, JSON.stringify(result), JSON.stringify(JOB_DURATION_BUCKETS))) === 1;
+    return (
+      (await this.script("complete", id, JSON.stringify(result), JSON.stringify(JOB_DURATION_BUCKETS))) === 1
+    );
   }
 
   /** pending|processing → failed. False for a duplicate. */
@@ -145,7 +153,10 @@ export class JobStore {
   }
 
   /** Newest first. `total` counts every job matching the filter. */
-  async listJobs(filter: { status?: JobStatus; limit: number }): Promise<{ jobs: JobSummary[]; total: number }> {
+  async listJobs(filter: {
+    status?: JobStatus;
+    limit: number;
+  }): Promise<{ jobs: JobSummary[]; total: number }> {
     const index = filter.status ? this.keys.jobsByStatus(filter.status) : this.keys.jobsByCreated();
     const [ids, total] = await Promise.all([
       this.redis.zrevrange(index, 0, Math.max(1, filter.limit) - 1),
@@ -174,7 +185,10 @@ export class JobStore {
     return this.summaries(await this.redis.lrange(this.keys.batchJobs(id), 0, -1));
   }
 
-  async listBatches(filter: { status?: BatchStatus; limit: number }): Promise<{ batches: Batch[]; total: number }> {
+  async listBatches(filter: {
+    status?: BatchStatus;
+    limit: number;
+  }): Promise<{ batches: Batch[]; total: number }> {
     const index = filter.status ? this.keys.batchesByStatus(filter.status) : this.keys.batchesByCreated();
     const [ids, total] = await Promise.all([
       this.redis.zrevrange(index, 0, Math.max(1, filter.limit) - 1),
@@ -240,7 +254,8 @@ export class JobStore {
       stats.total_completed += c.completed;
       stats.total_failed += c.failed;
     }
-    stats.total_jobs = stats.total_pending + stats.total_processing + stats.total_completed + stats.total_failed;
+    stats.total_jobs =
+      stats.total_pending + stats.total_processing + stats.total_completed + stats.total_failed;
     return stats;
   }
 

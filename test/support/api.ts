@@ -12,6 +12,7 @@ import { loadConfig, type Config } from "../../core/config/load.js";
 import type { Logger } from "../../core/logger.js";
 import { createMetricsRegistry } from "../../core/metrics.js";
 import { openCoreServices, type CoreServices } from "../../core/services.js";
+import { createS3Client } from "../../core/storage/s3.js";
 import { startEmbeddedS3, type EmbeddedS3 } from "../../local/s3/server.js";
 import { startTestRedis, type TestRedis } from "./redis.js";
 
@@ -73,13 +74,21 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   const logs: Array<Record<string, unknown>> = [];
   const sink = new Writable({
     write(chunk, _enc, done) {
-      for (const line of String(chunk).split("\n")) if (line) logs.push(JSON.parse(line) as Record<string, unknown>);
+      for (const line of String(chunk).split("\n"))
+        if (line) logs.push(JSON.parse(line) as Record<string, unknown>);
       done();
     },
   });
   const logger = pino({ level: "debug" }, sink) as unknown as Logger;
+  // The bucket is made on the embedded store itself, whatever endpoint the stack is configured with.
+  const admin = createS3Client({ ...config.storage, endpoint: s3.url });
+  try {
+    await admin.send(new CreateBucketCommand({ Bucket: TEST_BUCKET }));
+  } finally {
+    admin.destroy();
+  }
   const services = openCoreServices(config, logger, "api");
-  await services.s3.send(new CreateBucketCommand({ Bucket: TEST_BUCKET }));
+  await services.ready(10_000);
   const metrics = createMetricsRegistry(services.store);
   const api = await buildApi(
     { config, store: services.store, events: services.events, health: services.health, metrics },
@@ -125,7 +134,12 @@ function mergeDeep(a: Record<string, unknown>, b: Record<string, unknown>): Reco
   for (const [k, v] of Object.entries(b)) {
     const prev = out[k];
     out[k] =
-      v && typeof v === "object" && !Array.isArray(v) && prev && typeof prev === "object" && !Array.isArray(prev)
+      v &&
+      typeof v === "object" &&
+      !Array.isArray(v) &&
+      prev &&
+      typeof prev === "object" &&
+      !Array.isArray(prev)
         ? mergeDeep(prev as Record<string, unknown>, v as Record<string, unknown>)
         : v;
   }

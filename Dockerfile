@@ -1,0 +1,52 @@
+# syntax=docker/dockerfile:1
+# media-service image: `docker build -t media-service .`; runs `media-service api` by default
+# (`docker run media-service controller` for the controller).
+
+ARG NODE_IMAGE=node:24-bookworm-slim
+
+# ---- build: compile TypeScript, then drop dev dependencies ----
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+ENV CI=true
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY . .
+# npm run build = tsc + scripts/copy-assets.mjs (the store's Lua scripts into dist/).
+RUN npm run build \
+ && test -f dist/cli.js \
+ && npm prune --omit=dev --no-audit --no-fund \
+ && rm -rf node_modules/.cache
+
+# ---- runtime ----
+FROM ${NODE_IMAGE} AS runtime
+ARG NODE_IMAGE
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+ARG CREATED=unknown
+ARG SOURCE=""
+LABEL org.opencontainers.image.title="media-service" \
+      org.opencontainers.image.description="Asynchronous media processing service (images, video, audio, AI) with an HTTP/JSON API on Redis and S3" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.base.name="${NODE_IMAGE}"
+
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ffmpeg tini ca-certificates \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --gid 10001 media \
+ && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin media
+
+WORKDIR /app
+ENV NODE_ENV=production
+# Owned by root and read-only for the service user.
+COPY --from=build /app/package.json ./package.json
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+
+USER 10001:10001
+EXPOSE 8080
+ENTRYPOINT ["tini", "--", "node", "dist/cli.js"]
+CMD ["api"]

@@ -1,0 +1,91 @@
+// npm run bench: figures and ratios, never pass/fail. Each comparison is measured side by side in
+// one run, alternating the two targets so drift on a shared machine hits both alike.
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import autocannon from "autocannon";
+import { Redis } from "ioredis";
+
+const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+
+interface Figures {
+  rps: number;
+  p50: number;
+  p99: number;
+  ok: number;
+  errors: number;
+}
+
+async function load(url: string, headers: Record<string, string>, body: string): Promise<Figures> {
+  const result = await autocannon({
+    url,
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body,
+    connections: CONNECTIONS,
+    duration: DURATION,
+  });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    ok: result["2xx"],
+    errors: result.non2xx + result.errors + result.timeouts,
+  };
+}
+
+function best(runs: Figures[]): Figures {
+  // The best round of each target: the least disturbed by the rest of the machine.
+  return runs.reduce((a, b) => (b.rps > a.rps ? b : a));
+}
+
+async function submitBenchmark(): Promise<void> {
+  const child = spawn(process.execPath, ["--import", "tsx", "bench/submit-server.ts"], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const lines = createInterface({ input: child.stdout! });
+  const ready = await new Promise<{ api: string; bare: string; apiKey: string; redis: string }>((resolve, reject) => {
+    lines.once("line", (line) => resolve(JSON.parse(line)));
+    child.once("exit", (code) => reject(new Error(`bench server exited with ${code}`)));
+  });
+  const redis = new Redis(ready.redis);
+  const body = JSON.stringify({
+    source_bucket: "media",
+    source_key: "in/photo.jpg",
+    dest_bucket: "media",
+    dest_key: "out/photo.jpg",
+    width: 320,
+    height: 240,
+    format: "webp",
+  });
+  const api: Figures[] = [];
+  const bare: Figures[] = [];
+  try {
+    // Warm-up of both (JIT, connection pools), not counted.
+    await autocannon({ url: ready.bare, method: "POST", headers: { "content-type": "application/json" }, body, duration: 2, connections: CONNECTIONS });
+    await autocannon({ url: ready.api, method: "POST", headers: { "content-type": "application/json", "x-api-key": ready.apiKey }, body, duration: 2, connections: CONNECTIONS });
+    for (let round = 1; round <= ROUNDS; round++) {
+      await redis.flushall();
+      bare.push(await load(ready.bare, {}, body));
+      await redis.flushall();
+      api.push(await load(ready.api, { "x-api-key": ready.apiKey }, body));
+      console.error(`round ${round}/${ROUNDS}: api ${api.at(-1)!.rps.toFixed(0)} req/s, bare ${bare.at(-1)!.rps.toFixed(0)} req/s`);
+    }
+  } finally {
+    redis.disconnect();
+    child.kill("SIGTERM");
+  }
+  const a = best(api);
+  const b = best(bare);
+  console.log(`\nSubmit path: POST /api/v1/jobs/image/resize vs a bare Fastify route doing one EVALSHA`);
+  console.log(`(${CONNECTIONS} connections, ${DURATION} s per round, best of ${ROUNDS} alternating rounds)\n`);
+  console.table({
+    "media-service API": { "req/s": Math.round(a.rps), "p50 ms": a.p50, "p99 ms": a.p99, "2xx": a.ok, errors: a.errors },
+    "bare route": { "req/s": Math.round(b.rps), "p50 ms": b.p50, "p99 ms": b.p99, "2xx": b.ok, errors: b.errors },
+  });
+  console.log(`throughput ratio api/bare: ${(a.rps / b.rps).toFixed(2)} (target >= 0.70)`);
+  console.log(`p99 ratio api/bare:        ${(a.p99 / Math.max(b.p99, 1)).toFixed(2)} (target <= 2.00)`);
+}
+
+await submitBenchmark();

@@ -45,10 +45,12 @@ async function submitBenchmark(): Promise<void> {
     stdio: ["ignore", "pipe", "inherit"],
   });
   const lines = createInterface({ input: child.stdout! });
-  const ready = await new Promise<{ api: string; bare: string; apiKey: string; redis: string }>((resolve, reject) => {
-    lines.once("line", (line) => resolve(JSON.parse(line)));
-    child.once("exit", (code) => reject(new Error(`bench server exited with ${code}`)));
-  });
+  const ready = await new Promise<{ api: string; bare: string; apiKey: string; redis: string }>(
+    (resolve, reject) => {
+      lines.once("line", (line) => resolve(JSON.parse(line)));
+      child.once("exit", (code) => reject(new Error(`bench server exited with ${code}`)));
+    },
+  );
   const redis = new Redis(ready.redis);
   const body = JSON.stringify({
     source_bucket: "media",
@@ -63,14 +65,30 @@ async function submitBenchmark(): Promise<void> {
   const bare: Figures[] = [];
   try {
     // Warm-up of both (JIT, connection pools), not counted.
-    await autocannon({ url: ready.bare, method: "POST", headers: { "content-type": "application/json" }, body, duration: 2, connections: CONNECTIONS });
-    await autocannon({ url: ready.api, method: "POST", headers: { "content-type": "application/json", "x-api-key": ready.apiKey }, body, duration: 2, connections: CONNECTIONS });
+    await autocannon({
+      url: ready.bare,
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+      duration: 2,
+      connections: CONNECTIONS,
+    });
+    await autocannon({
+      url: ready.api,
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": ready.apiKey },
+      body,
+      duration: 2,
+      connections: CONNECTIONS,
+    });
     for (let round = 1; round <= ROUNDS; round++) {
       await redis.flushall();
       bare.push(await load(ready.bare, {}, body));
       await redis.flushall();
       api.push(await load(ready.api, { "x-api-key": ready.apiKey }, body));
-      console.error(`round ${round}/${ROUNDS}: api ${api.at(-1)!.rps.toFixed(0)} req/s, bare ${bare.at(-1)!.rps.toFixed(0)} req/s`);
+      console.error(
+        `round ${round}/${ROUNDS}: api ${api.at(-1)!.rps.toFixed(0)} req/s, bare ${bare.at(-1)!.rps.toFixed(0)} req/s`,
+      );
     }
   } finally {
     redis.disconnect();
@@ -79,10 +97,24 @@ async function submitBenchmark(): Promise<void> {
   const a = best(api);
   const b = best(bare);
   console.log(`\nSubmit path: POST /api/v1/jobs/image/resize vs a bare Fastify route doing one EVALSHA`);
-  console.log(`(${CONNECTIONS} connections, ${DURATION} s per round, best of ${ROUNDS} alternating rounds)\n`);
+  console.log(
+    `(${CONNECTIONS} connections, ${DURATION} s per round, best of ${ROUNDS} alternating rounds)\n`,
+  );
   console.table({
-    "media-service API": { "req/s": Math.round(a.rps), "p50 ms": a.p50, "p99 ms": a.p99, "2xx": a.ok, errors: a.errors },
-    "bare route": { "req/s": Math.round(b.rps), "p50 ms": b.p50, "p99 ms": b.p99, "2xx": b.ok, errors: b.errors },
+    "media-service API": {
+      "req/s": Math.round(a.rps),
+      "p50 ms": a.p50,
+      "p99 ms": a.p99,
+      "2xx": a.ok,
+      errors: a.errors,
+    },
+    "bare route": {
+      "req/s": Math.round(b.rps),
+      "p50 ms": b.p50,
+      "p99 ms": b.p99,
+      "2xx": b.ok,
+      errors: b.errors,
+    },
   });
   console.log(`throughput ratio api/bare: ${(a.rps / b.rps).toFixed(2)} (target >= 0.70)`);
   console.log(`p99 ratio api/bare:        ${(a.p99 / Math.max(b.p99, 1)).toFixed(2)} (target <= 2.00)`);

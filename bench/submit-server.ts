@@ -31,7 +31,10 @@ const config = loadConfig({
   },
 });
 // The production log level (info): every request logs as it would in a deployment, to /dev/null.
-const logger = pino({ level: "info" }, pino.destination({ dest: "/dev/null", sync: false })) as unknown as Logger;
+const logger = pino(
+  { level: "info" },
+  pino.destination({ dest: "/dev/null", sync: false }),
+) as unknown as Logger;
 const services = openCoreServices(config, logger, "bench");
 const api = await buildApi(
   {

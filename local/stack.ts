@@ -46,7 +46,13 @@ export async function startLocalStack(config: Config, logger: Logger): Promise<L
         logger: logger.child({ component: "embedded-s3" }),
       });
       stops.push(() => s3.close());
-      next.storage = { ...next.storage, endpoint: s3.url, accessKeyId, secretAccessKey, forcePathStyle: true };
+      next.storage = {
+        ...next.storage,
+        endpoint: s3.url,
+        accessKeyId,
+        secretAccessKey,
+        forcePathStyle: true,
+      };
       started.s3 = s3.url;
     }
   } catch (err) {

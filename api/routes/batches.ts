@@ -4,7 +4,7 @@ import type { ApiContext, App } from "../context.js";
 import {
   BatchCreateBody,
   BatchCreateResponse,
-  BatchEntry,
+  type BatchEntry,
   BatchGetQuery,
   BatchGetResponse,
   BatchListQuery,

@@ -81,7 +81,10 @@ export function streamRoutes(app: App, ctx: ApiContext, open: OpenStreams): void
       res.write("retry: 3000\n\n");
 
       let ended = false;
-      let heartbeat: NodeJS.Timeout | undefined;
+      const heartbeat = setInterval(() => {
+        if (!ended) res.write(`: heartbeat ${new Date().toISOString()}\n\n`);
+      }, ctx.config.server.sseHeartbeatMs);
+      heartbeat.unref();
       const log = request.log.child({ job_id: id });
       const finish = () => {
         if (ended) return;
@@ -141,10 +144,6 @@ export function streamRoutes(app: App, ctx: ApiContext, open: OpenStreams): void
       deliver = handle;
       for (const m of early) handle(m);
 
-      heartbeat = setInterval(() => {
-        if (!ended) res.write(`: heartbeat ${new Date().toISOString()}\n\n`);
-      }, ctx.config.server.sseHeartbeatMs);
-      heartbeat.unref();
       log.debug("sse stream opened");
     },
   );

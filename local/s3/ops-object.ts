@@ -1,0 +1,274 @@
+// Object operations: PutObject, GetObject / HeadObject, DeleteObject and CopyObject.
+
+import type { OutgoingHttpHeaders } from "node:http";
+import { rm } from "node:fs/promises";
+import { pipeline } from "node:stream/promises";
+import { MAX_OBJECT_SIZE, sendEmpty, sendXml, type RequestContext } from "./context.js";
+import {
+  S3Error,
+  entityTooLarge,
+  invalidArgument,
+  invalidBucketName,
+  invalidRequest,
+  noSuchVersion,
+  preconditionFailed,
+} from "./errors.js";
+import {
+  checkReadConditions,
+  header,
+  objectAttributesFromRequest,
+  objectHeaders,
+  parseRange,
+  type ByteRange,
+} from "./http.js";
+import { receivePayload } from "./payload.js";
+import { decodePathComponent } from "./sigv4.js";
+import { isValidBucketName, type ObjectMeta, type StoredChecksum, type WriteConditions } from "./storage.js";
+import { renderCopyObjectResult } from "./xml.js";
+
+/** GetObject query parameters that override response headers. */
+const RESPONSE_OVERRIDES: Record<string, string> = {
+  "response-content-type": "Content-Type",
+  "response-content-language": "Content-Language",
+  "response-expires": "Expires",
+  "response-cache-control": "Cache-Control",
+  "response-content-disposition": "Content-Disposition",
+  "response-content-encoding": "Content-Encoding",
+};
+
+export function writeConditions(ctx: RequestContext): WriteConditions {
+  const ifMatch = header(ctx.req, "if-match");
+  const ifNoneMatch = header(ctx.req, "if-none-match");
+  if (ifNoneMatch !== undefined && ifNoneMatch.trim() !== "*") {
+    throw new S3Error(
+      "NotImplemented",
+      501,
+      "A header you provided implies functionality that is not implemented",
+      { Header: "If-None-Match" },
+    );
+  }
+  return {
+    ...(ifMatch !== undefined ? { ifMatch } : {}),
+    ...(ifNoneMatch !== undefined ? { ifNoneMatch } : {}),
+  };
+}
+
+export function checksumHeaders(
+  checksum: { algorithm: string; value: string; type?: string } | undefined,
+): OutgoingHttpHeaders {
+  if (!checksum) return {};
+  return {
+    [`x-amz-checksum-${checksum.algorithm}`]: checksum.value,
+    ...(checksum.type ? { "x-amz-checksum-type": checksum.type } : {}),
+  };
+}
+
+export async function putObject(ctx: RequestContext): Promise<void> {
+  await ctx.storage.requireBucket(ctx.bucket);
+  const attributes = objectAttributesFromRequest(ctx.req);
+  const conditions = writeConditions(ctx);
+  ctx.beginBody();
+  const temp = await ctx.storage.createTemp();
+  try {
+    const result = await receivePayload(ctx.req, temp.stream, {
+      auth: ctx.auth,
+      maxSize: MAX_OBJECT_SIZE,
+      tooLarge: () => entityTooLarge(MAX_OBJECT_SIZE),
+    });
+    await temp.seal();
+    const checksum: StoredChecksum | undefined = result.checksum && {
+      ...result.checksum,
+      type: "FULL_OBJECT",
+    };
+    const meta = await ctx.storage.commitObject(
+      ctx.bucket,
+      ctx.key,
+      temp.path,
+      {
+        ...attributes,
+        size: result.size,
+        etag: `"${result.md5.toString("hex")}"`,
+        ...(checksum ? { checksum } : {}),
+      },
+      conditions,
+    );
+    sendEmpty(ctx, 200, { ETag: meta.etag, ...checksumHeaders(meta.checksum) });
+  } finally {
+    await temp.discard();
+  }
+}
+
+/** The byte range of part `partNumber` of an object (S3's GetObject?partNumber). */
+function partRange(meta: ObjectMeta, partNumber: number): ByteRange {
+  const sizes = meta.partSizes ?? [meta.size];
+  if (partNumber > sizes.length) {
+    throw new S3Error("InvalidPartNumber", 416, "The requested partnumber is not satisfiable", {
+      PartNumberRequested: String(partNumber),
+    });
+  }
+  const start = sizes.slice(0, partNumber - 1).reduce((a, b) => a + b, 0);
+  return { start, end: start + sizes[partNumber - 1]! - 1 };
+}
+
+/** GetObject and HeadObject. */
+export async function getObject(ctx: RequestContext): Promise<void> {
+  const head = ctx.req.method === "HEAD";
+  const partNumberRaw = ctx.query.get("partNumber");
+  let partNumber: number | undefined;
+  if (partNumberRaw !== undefined) {
+    if (!/^\d+$/.test(partNumberRaw) || Number(partNumberRaw) < 1 || Number(partNumberRaw) > 10000) {
+      throw invalidArgument("Part number must be an integer between 1 and 10000, inclusive", {
+        ArgumentName: "partNumber",
+        ArgumentValue: partNumberRaw,
+      });
+    }
+    partNumber = Number(partNumberRaw);
+    if (header(ctx.req, "range") !== undefined)
+      throw invalidRequest("Cannot specify both Range header and partNumber query parameter");
+  }
+  const versionId = ctx.query.get("versionId");
+  if (versionId !== undefined && versionId !== "null") throw noSuchVersion(versionId);
+
+  const { meta, handle } = head
+    ? { meta: await ctx.storage.headObject(ctx.bucket, ctx.key), handle: undefined }
+    : await ctx.storage.openObject(ctx.bucket, ctx.key);
+  try {
+    const headers = objectHeaders(meta);
+    if (checkReadConditions((name) => header(ctx.req, name), meta) === "not-modified") {
+      ctx.res.writeHead(304, { ETag: meta.etag, "Last-Modified": headers["Last-Modified"] });
+      ctx.res.end();
+      return;
+    }
+    let range: ByteRange | undefined;
+    if (partNumber !== undefined) {
+      range = meta.size === 0 ? undefined : partRange(meta, partNumber);
+      headers["x-amz-mp-parts-count"] = String(meta.partSizes?.length ?? 1);
+    } else {
+      range = parseRange(header(ctx.req, "range"), meta.size);
+    }
+    for (const [param, name] of Object.entries(RESPONSE_OVERRIDES)) {
+      const value = ctx.query.get(param);
+      if (value !== undefined) headers[name] = value;
+    }
+    // Full-object checksums only describe complete responses (S3 sends none for ranges).
+    const whole = !range || (range.start === 0 && range.end === meta.size - 1 && partNumber === undefined);
+    if (meta.checksum && whole && header(ctx.req, "x-amz-checksum-mode")?.toUpperCase() === "ENABLED") {
+      Object.assign(headers, checksumHeaders(meta.checksum));
+    }
+    let status = 200;
+    let length = meta.size;
+    if (range) {
+      status = 206;
+      length = range.end - range.start + 1;
+      headers["Content-Range"] = `bytes ${range.start}-${range.end}/${meta.size}`;
+    }
+    headers["Content-Length"] = length;
+    ctx.res.writeHead(status, headers);
+    if (head || !handle || length === 0) {
+      ctx.res.end();
+      return;
+    }
+    const stream = handle.createReadStream({
+      start: range?.start ?? 0,
+      end: range?.end ?? meta.size - 1,
+      autoClose: false,
+      highWaterMark: 256 * 1024,
+    });
+    await pipeline(stream, ctx.res);
+  } finally {
+    await handle?.close();
+  }
+}
+
+export async function deleteObject(ctx: RequestContext): Promise<void> {
+  const versionId = ctx.query.get("versionId");
+  if (versionId !== undefined && versionId !== "null") throw noSuchVersion(versionId);
+  await ctx.storage.deleteObject(ctx.bucket, ctx.key);
+  ctx.res.writeHead(204);
+  ctx.res.end();
+}
+
+export interface CopySource {
+  bucket: string;
+  key: string;
+}
+
+/** Parse x-amz-copy-source: "[/]bucket/key[?versionId=...]", URL-encoded. */
+export function parseCopySource(value: string): CopySource {
+  const q = value.indexOf("?");
+  const pathPart = q < 0 ? value : value.slice(0, q);
+  if (q >= 0) {
+    const params = new URLSearchParams(value.slice(q + 1));
+    const versionId = params.get("versionId");
+    if (versionId !== null && versionId !== "null") throw noSuchVersion(versionId);
+  }
+  const decoded = decodePathComponent(pathPart).replace(/^\/+/, "");
+  const slash = decoded.indexOf("/");
+  if (slash <= 0 || slash === decoded.length - 1) {
+    throw invalidArgument("Copy Source must mention the source bucket and key: sourcebucket/sourcekey", {
+      ArgumentName: "x-amz-copy-source",
+      ArgumentValue: value,
+    });
+  }
+  const bucket = decoded.slice(0, slash);
+  const key = decoded.slice(slash + 1);
+  if (!isValidBucketName(bucket)) throw invalidBucketName(bucket);
+  if (Buffer.byteLength(key) > 1024) throw invalidArgument("Copy Source key is too long");
+  return { bucket, key };
+}
+
+/** x-amz-copy-source-if-* preconditions; for copies every failure is a 412. */
+export function checkCopySourceConditions(ctx: RequestContext, meta: ObjectMeta): void {
+  const result = checkReadConditions((name) => header(ctx.req, name), meta, {
+    ifMatch: "x-amz-copy-source-if-match",
+    ifNoneMatch: "x-amz-copy-source-if-none-match",
+    ifModifiedSince: "x-amz-copy-source-if-modified-since",
+    ifUnmodifiedSince: "x-amz-copy-source-if-unmodified-since",
+  });
+  if (result === "not-modified")
+    throw preconditionFailed("x-amz-copy-source-If-None-Match / If-Modified-Since");
+}
+
+export async function copyObject(ctx: RequestContext): Promise<void> {
+  const source = parseCopySource(header(ctx.req, "x-amz-copy-source")!);
+  await ctx.storage.requireBucket(ctx.bucket);
+  const directive = (header(ctx.req, "x-amz-metadata-directive") ?? "COPY").toUpperCase();
+  if (directive !== "COPY" && directive !== "REPLACE") {
+    throw invalidArgument("Unknown metadata directive.", {
+      ArgumentName: "x-amz-metadata-directive",
+      ArgumentValue: directive,
+    });
+  }
+  if (source.bucket === ctx.bucket && source.key === ctx.key && directive === "COPY") {
+    throw invalidRequest(
+      "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
+    );
+  }
+  const conditions = writeConditions(ctx);
+  const replacement = directive === "REPLACE" ? objectAttributesFromRequest(ctx.req) : undefined;
+  const { meta: src, tempPath } = await ctx.storage.cloneToTemp(source.bucket, source.key);
+  try {
+    checkCopySourceConditions(ctx, src);
+    const attributes = replacement ?? {
+      contentType: src.contentType,
+      headers: src.headers,
+      userMetadata: src.userMetadata,
+    };
+    const meta = await ctx.storage.commitObject(
+      ctx.bucket,
+      ctx.key,
+      tempPath,
+      {
+        ...attributes,
+        size: src.size,
+        etag: src.etag,
+        ...(src.checksum ? { checksum: src.checksum } : {}),
+        ...(src.partSizes ? { partSizes: src.partSizes } : {}),
+      },
+      conditions,
+    );
+    sendXml(ctx, 200, renderCopyObjectResult(meta.etag, meta.lastModified, meta.checksum));
+  } finally {
+    await rm(tempPath, { force: true });
+  }
+}

@@ -4,6 +4,7 @@ import { startRetention } from "./controller/retention.js";
 import { ConfigError, loadConfig, type Config } from "./core/config/load.js";
 import { createLogger, type Logger } from "./core/logger.js";
 import { createMetricsRegistry } from "./core/metrics.js";
+import { DEFAULT_EMBEDDED_ACCESS_KEY, DEFAULT_EMBEDDED_SECRET_KEY } from "./local/credentials.js";
 import { openCoreServices, type CoreServices } from "./core/services.js";
 
 const USAGE = `usage: media-service <command>
@@ -116,7 +117,7 @@ function printBanner(config: Config, logger: Logger): void {
     API            ${base}/api/v1
     API reference  ${base}${config.server.docsPath}
     health         ${base}/health/ready
-    object store   ${config.storage.endpoint}  (access key ${config.storage.accessKeyId ?? "from the environment"})
+    object store   ${config.storage.endpoint}  ${storageCredentials(config)}
     redis          ${redactUrl(config.redis.url!)}
 
   try:
@@ -125,6 +126,16 @@ function printBanner(config: Config, logger: Logger): void {
 
 `);
   }
+}
+
+// The embedded store's default credentials are local-only and printed so a user can connect at once;
+// credentials the user chose are never printed.
+function storageCredentials(config: Config): string {
+  const { accessKeyId, secretAccessKey } = config.storage;
+  if (accessKeyId === DEFAULT_EMBEDDED_ACCESS_KEY && secretAccessKey === DEFAULT_EMBEDDED_SECRET_KEY) {
+    return `(access key ${accessKeyId}, secret ${secretAccessKey})`;
+  }
+  return `(access key ${accessKeyId ?? "from the environment"})`;
 }
 
 function redactUrl(url: string): string {

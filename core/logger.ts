@@ -12,7 +12,7 @@ export interface LoggerSettings {
 export function createLogger(settings: LoggerSettings = {}): Logger {
   const options: LoggerOptions = {
     level: settings.level ?? process.env.LOG_LEVEL ?? "info",
-    base: { service: "media-service", ...(settings.name ? { component: settings.name } : {}) },
+    base: { service: "media-service", ...(settings.name ? { role: settings.name } : {}) },
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: {
       paths: [

@@ -2,11 +2,9 @@ import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Config } from "../core/config/load.js";
 import type { Logger } from "../core/logger.js";
+import { DEFAULT_EMBEDDED_ACCESS_KEY, DEFAULT_EMBEDDED_SECRET_KEY } from "./credentials.js";
 import { startLocalRedis } from "./redis.js";
 import { startEmbeddedS3 } from "./s3/server.js";
-
-export const DEFAULT_EMBEDDED_ACCESS_KEY = "media-service";
-export const DEFAULT_EMBEDDED_SECRET_KEY = "media-service-secret";
 
 export interface LocalStack {
   /** The configuration with the local services filled in. */
@@ -43,7 +41,7 @@ export async function startLocalStack(config: Config, logger: Logger): Promise<L
         accessKeyId,
         secretAccessKey,
         region: config.storage.region,
-        logger: logger.child({ component: "embedded-s3" }),
+        logger,
       });
       stops.push(() => s3.close());
       next.storage = {

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyReply } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { Logger } from "../core/logger.js";
+import { installAccessLog } from "./access-log.js";
 import { authHook, ApiKeyVerifier } from "./auth.js";
 import type { ApiContext, App } from "./context.js";
 import { registerDocs } from "./docs.js";
@@ -28,7 +29,8 @@ export async function buildApi(ctx: ApiContext, logger: Logger): Promise<Api> {
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     requestIdHeader: false,
-    logController: new LogController({ requestIdLogLabel: "request_id" }),
+    // Fastify's two lines per request are replaced by one access-log line (access-log.ts).
+    logController: new LogController({ requestIdLogLabel: "request_id", disableRequestLogging: true }),
     genReqId: (req) => {
       const given = req.headers["x-request-id"];
       return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
@@ -56,6 +58,7 @@ export async function buildApi(ctx: ApiContext, logger: Logger): Promise<Api> {
   app.removeContentTypeParser("text/plain");
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   installErrorHandlers(app, limits);
+  installAccessLog(app);
   app.addHook("onSend", async (request, reply) => {
     reply.header("X-Request-ID", request.id);
   });

@@ -1,5 +1,6 @@
 import type { Static } from "@sinclair/typebox";
 import { checkJobSpec, InvalidJobError, normalizeParameters, type JobSpec } from "../../core/jobs/spec.js";
+import { addLogContext } from "../access-log.js";
 import type { ApiContext, App } from "../context.js";
 import {
   BatchCreateBody,
@@ -65,7 +66,7 @@ export function batchRoutes(app: App, ctx: ApiContext): void {
         failFast: body.options?.fail_fast ?? false,
         ...(webhookUrl !== undefined ? { webhookUrl } : {}),
       });
-      request.log.info({ batch_id: submitted.batchId, jobs: specs.length }, "batch accepted");
+      addLogContext(request, { batch_id: submitted.batchId, jobs: specs.length });
       return reply.code(201).send({
         batch_id: submitted.batchId!,
         total_jobs: specs.length,

@@ -1,6 +1,7 @@
 import { Type } from "@sinclair/typebox";
-import { checkJobSpec, normalizeParameters, type JobSpec } from "../../core/jobs/spec.js";
+import { assertParameterRules, checkJobSpec, type JobSpec } from "../../core/jobs/spec.js";
 import type { JobType } from "../../core/jobs/types.js";
+import { addLogContext } from "../access-log.js";
 import type { ApiContext, App } from "../context.js";
 import {
   ErrorRef,
@@ -16,12 +17,17 @@ import {
 
 type Body = Record<string, unknown>;
 
-/** A single-job body split into the job's record: locations, parameters, options. */
+/**
+ * A single-job body split into the job's record: locations, parameters, options. The route's
+ * schema (the type's parameter schema inside the body's) has validated the body and applied the
+ * defaults; what remains are the rules that span fields.
+ */
 export function specFromBody(type: JobType, body: Body, requestId: string): JobSpec {
   const parameters: Body = {};
   for (const [name, value] of Object.entries(body)) {
     if (!NON_PARAMETER_FIELDS.has(name)) parameters[name] = value;
   }
+  assertParameterRules(type, parameters);
   const style = body.webhook_style as string | undefined;
   return {
     type,
@@ -29,7 +35,7 @@ export function specFromBody(type: JobType, body: Body, requestId: string): JobS
     source_key: body.source_key as string,
     ...(body.dest_bucket !== undefined ? { dest_bucket: body.dest_bucket as string } : {}),
     ...(body.dest_key !== undefined ? { dest_key: body.dest_key as string } : {}),
-    parameters: normalizeParameters(type, parameters),
+    parameters,
     ...(body.webhook_url !== undefined ? { webhook_url: body.webhook_url as string } : {}),
     ...(style !== undefined
       ? { webhook_style: style === "slack" ? "chat" : (style as "default" | "chat") }
@@ -60,7 +66,7 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
         checkJobSpec(spec, ctx.config.limits);
         const submitted = await ctx.store.submit([spec]);
         const jobId = submitted.jobIds[0]!;
-        request.log.info({ job_id: jobId, type: route.type }, "job accepted");
+        addLogContext(request, { job_id: jobId, type: route.type });
         return reply.code(202).send({
           job_id: jobId,
           status: "pending" as const,

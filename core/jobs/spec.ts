@@ -48,9 +48,14 @@ export function normalizeParameters(type: JobType, input: unknown, where = ""): 
     const location = [where, field].filter(Boolean).join(".");
     throw new InvalidJobError(location ? `${location}: ${message}${got}` : `${message}${got}`);
   }
-  const broken = checkParameterRules(type, value);
-  if (broken) throw new InvalidJobError(where ? `${where}: ${broken}` : broken);
+  assertParameterRules(type, value, where);
   return value;
+}
+
+/** The cross-field rules alone, for parameters a schema validator has already checked. */
+export function assertParameterRules(type: JobType, parameters: Record<string, unknown>, where = ""): void {
+  const broken = checkParameterRules(type, parameters);
+  if (broken) throw new InvalidJobError(where ? `${where}: ${broken}` : broken);
 }
 
 function describeError(schema: Record<string, unknown>, fallback: string): string {

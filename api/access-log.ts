@@ -1,0 +1,33 @@
+import type { FastifyInstance, FastifyRequest } from "fastify";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** Fields a handler adds to the request's access-log line (job_id, batch_id). */
+    logContext: Record<string, unknown> | null;
+  }
+}
+
+const QUIET = /^\/(health|metrics)(\/|$|\?)/;
+
+/**
+ * One line per request, written when the response is sent: method, path, status, time, and what
+ * the handler added (job_id, batch_id). Probes and scrapes log at debug, the rest at info.
+ */
+export function installAccessLog(app: FastifyInstance): void {
+  app.decorateRequest("logContext", null);
+  app.addHook("onResponse", async (request, reply) => {
+    const fields = {
+      method: request.method,
+      url: request.url,
+      status: reply.statusCode,
+      ms: Math.round(reply.elapsedTime * 100) / 100,
+      ...request.logContext,
+    };
+    if (QUIET.test(request.url)) request.log.debug(fields, "request");
+    else request.log.info(fields, "request");
+  });
+}
+
+export function addLogContext(request: FastifyRequest, fields: Record<string, unknown>): void {
+  request.logContext = { ...request.logContext, ...fields };
+}

@@ -6,6 +6,7 @@ import { createLogger, type Logger } from "./core/logger.js";
 import { createMetricsRegistry } from "./core/metrics.js";
 import { DEFAULT_EMBEDDED_ACCESS_KEY, DEFAULT_EMBEDDED_SECRET_KEY } from "./local/credentials.js";
 import { openCoreServices, type CoreServices } from "./core/services.js";
+import { redact } from "./core/store/redis-target.js";
 
 const USAGE = `usage: media-service <command>
 
@@ -118,7 +119,7 @@ function printBanner(config: Config, logger: Logger): void {
     API reference  ${base}${config.server.docsPath}
     health         ${base}/health/ready
     object store   ${config.storage.endpoint}  ${storageCredentials(config)}
-    redis          ${redactUrl(config.redis.url!)}
+    redis          ${redact(config.redis.url!)}
 
   try:
     curl -s${key} -X POST ${base}/api/v1/jobs/image/resize -H 'Content-Type: application/json' \\
@@ -136,10 +137,6 @@ function storageCredentials(config: Config): string {
     return `(access key ${accessKeyId}, secret ${secretAccessKey})`;
   }
   return `(access key ${accessKeyId ?? "from the environment"})`;
-}
-
-function redactUrl(url: string): string {
-  return url.replace(/\/\/([^@/]*)@/, "//***@");
 }
 
 function onSignal(logger: Logger, timeoutMs: number, stops: Stop[]): (reason: string) => Promise<void> {

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
+import { Redis, type RedisOptions } from "ioredis";
 import type { Batch, Job, JobSummary, QueueStats } from "../jobs/records.js";
 import type { JobSpec } from "../jobs/spec.js";
 import { JOB_TYPES, type BatchStatus, type JobStatus, type JobType } from "../jobs/types.js";
@@ -7,6 +7,7 @@ import { JOB_DURATION_BUCKETS } from "../metrics.js";
 import { decodeBatch, decodeJob, decodeSummary, SUMMARY_FIELDS, type Hash } from "./codec.js";
 import { translateScriptError } from "./errors.js";
 import { Keys } from "./keys.js";
+import { parseRedisTarget } from "./redis-target.js";
 import { defineScripts, scriptRunner, type ScriptName, type ScriptRunner } from "./scripts.js";
 
 export interface StoreOptions {
@@ -309,12 +310,14 @@ export interface RedisConnectOptions {
 }
 
 export function connectRedis(url: string, options: RedisConnectOptions): Redis {
-  return new Redis(url, {
+  const target = parseRedisTarget(url);
+  const common: RedisOptions = {
     connectTimeout: options.connectTimeoutMs,
     connectionName: options.name,
     lazyConnect: false,
     enableOfflineQueue: !options.failFast,
     maxRetriesPerRequest: options.failFast ? 1 : 20,
     retryStrategy: (times) => Math.min(times * 200, 2000),
-  });
+  };
+  return "url" in target ? new Redis(target.url, common) : new Redis({ ...target.options, ...common });
 }

@@ -2,19 +2,10 @@
 // statistics, the OpenAPI document and the interactive reference, X-Request-ID; with every
 // dependency up, with the object store unreachable, and with Redis stopped.
 import { randomUUID } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { pino } from "pino";
-import { buildApi, type Api } from "../../api/server.js";
-import { loadConfig } from "../../core/config/load.js";
 import { JOB_TYPES, type JobType } from "../../core/jobs/types.js";
-import type { Logger } from "../../core/logger.js";
-import { createMetricsRegistry } from "../../core/metrics.js";
-import { openCoreServices, type CoreServices } from "../../core/services.js";
-import { startTestStack, TEST_ACCESS_KEY, TEST_SECRET_KEY, type TestStack } from "../support/api.js";
+import { startTestStack, type TestStack } from "../support/api.js";
 import { startTestRedis, type TestRedis } from "../support/redis.js";
 import { claimJob, sleep } from "../support/store.js";
 
@@ -442,79 +433,16 @@ describe("operations with every dependency up", () => {
   });
 });
 
-/**
- * The API on a real Redis with an object store that is not there. Built here rather than with
- * startTestStack, which creates its test bucket through the configured endpoint at start.
- */
-async function startApiWithoutObjectStore(redisUrl: string): Promise<{
-  baseUrl: string;
-  services: CoreServices;
-  close(): Promise<void>;
-}> {
-  const dataDir = await mkdtemp(join(tmpdir(), "media-service-test-"));
-  const config = loadConfig({
-    env: {},
-    overrides: {
-      server: { port: 0, host: "127.0.0.1", mode: "test" },
-      redis: { url: redisUrl, key_prefix: `t-${randomUUID().slice(0, 8)}` },
-      storage: {
-        endpoint: "http://127.0.0.1:1",
-        access_key_id: TEST_ACCESS_KEY,
-        secret_access_key: TEST_SECRET_KEY,
-        force_path_style: true,
-      },
-      data_dir: dataDir,
-      log_level: "silent",
-    },
-  });
-  const logger = pino({ level: "silent" }) as unknown as Logger;
-  const services = openCoreServices(config, logger, "api");
-  let api: Api | undefined;
-  try {
-    api = await buildApi(
-      {
-        config,
-        store: services.store,
-        events: services.events,
-        health: services.health,
-        metrics: createMetricsRegistry(services.store),
-      },
-      logger,
-    );
-    await api.app.listen({ host: "127.0.0.1", port: 0 });
-  } catch (err) {
-    await api?.close();
-    await services.close();
-    await rm(dataDir, { recursive: true, force: true });
-    throw err;
-  }
-  const address = api.app.server.address();
-  const port = typeof address === "object" && address ? address.port : 0;
-  const opened = api;
-  return {
-    baseUrl: `http://127.0.0.1:${port}`,
-    services,
-    close: async () => {
-      await opened.close();
-      await services.close();
-      await rm(dataDir, { recursive: true, force: true });
-    },
-  };
-}
-
 describe("operations with the object store unreachable (storage.endpoint http://127.0.0.1:1)", () => {
-  let redis: TestRedis;
-  let api: Awaited<ReturnType<typeof startApiWithoutObjectStore>>;
+  let api: TestStack;
   const get = (path: string) =>
     fetch(`${api.baseUrl}${path}`, { signal: AbortSignal.timeout(REQUEST_TIMEOUT) });
 
   before(async () => {
-    redis = await startTestRedis();
-    api = await startApiWithoutObjectStore(redis.url);
+    api = await startTestStack({ config: { storage: { endpoint: "http://127.0.0.1:1" } } });
   });
   after(async () => {
     await api?.close();
-    await redis?.stop();
   });
 
   test("GET /health/ready: 503, object_store unhealthy with an error, queue_store healthy", async () => {

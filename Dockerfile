@@ -34,7 +34,7 @@ LABEL org.opencontainers.image.title="media-service" \
       org.opencontainers.image.base.name="${NODE_IMAGE}"
 
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ffmpeg tini ca-certificates \
+ && apt-get install -y --no-install-recommends ffmpeg tini ca-certificates fonts-dejavu-core \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 10001 media \
  && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin media

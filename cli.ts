@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { parseArgs } from "node:util";
 import { buildApi, type Api } from "./api/server.js";
 import { startRetention } from "./controller/retention.js";
 import { ConfigError, loadConfig, type Config } from "./core/config/load.js";
@@ -15,6 +16,7 @@ commands:
                embedded S3-protocol store started for you when REDIS_URL / S3_ENDPOINT are unset
   api          the HTTP API only
   controller   the controller only (claims jobs, retention)
+  runner       --job <id>: execute one job and exit (0 done, 2 permanent failure, other transient)
 
 configuration: CONFIG_FILE (default ./config.yaml) and environment variables; see README.md`;
 
@@ -26,7 +28,7 @@ async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return command ? 0 : 2;
   }
-  if (!["start", "api", "controller"].includes(command)) {
+  if (!["start", "api", "controller", "runner"].includes(command)) {
     console.error(`unknown command "${command}"\n\n${USAGE}`);
     return 2;
   }
@@ -41,6 +43,7 @@ async function main(argv: string[]): Promise<number> {
     throw err;
   }
   const logger = createLogger({ level: config.logLevel, name: command });
+  if (command === "runner") return runner(argv.slice(1), config, logger);
   const stops: Stop[] = [];
   const shutdown = onSignal(logger, config.server.shutdownTimeoutMs, stops);
 
@@ -62,6 +65,18 @@ async function main(argv: string[]): Promise<number> {
     });
 
     if (command === "start" || command === "controller") {
+      if (config.executor.kind !== "local") {
+        throw new Error(`executor.kind ${config.executor.kind} is not available in this version; use local`);
+      }
+      const { LocalExecutor } = await import("./controller/local-executor.js");
+      const executor = new LocalExecutor({
+        config,
+        store: services.store,
+        subscriber: services.subscriber,
+        logger: logger.child({ component: "executor" }),
+      });
+      await executor.start();
+      stops.unshift(() => executor.stop(Math.max(0, config.server.shutdownTimeoutMs - 5000)));
       const retention = startRetention(
         services.store,
         config.limits.pruneIntervalMs,
@@ -73,9 +88,6 @@ async function main(argv: string[]): Promise<number> {
       const api = await listen(config, services, logger);
       stops.unshift(() => api.close());
       if (command === "start") printBanner(config, logger);
-    }
-    if (command === "controller") {
-      logger.info("controller running: retention of finished jobs; job execution arrives with the executors");
     }
   } catch (err) {
     logger.fatal({ err: err instanceof Error ? err.message : String(err) }, "start failed");
@@ -93,6 +105,27 @@ async function listen(config: Config, services: CoreServices, logger: Logger): P
   );
   await api.app.listen({ host: config.server.host, port: config.server.port });
   return api;
+}
+
+async function runner(args: string[], config: Config, logger: Logger): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: { job: { type: "string" }, serve: { type: "boolean" }, "max-jobs": { type: "string" } },
+    strict: true,
+  });
+  if (!config.redis.url) {
+    logger.fatal("REDIS_URL (redis.url) is not set; the runner reads its job from Redis");
+    return 1;
+  }
+  const main = await import("./runner/main.js");
+  if (values.serve) {
+    return main.serve(config, logger, Number(values["max-jobs"] ?? config.executor.localRunnerMaxJobs));
+  }
+  if (!values.job) {
+    console.error(`runner needs --job <id>\n\n${USAGE}`);
+    return 2;
+  }
+  return main.runOne(values.job, config, logger);
 }
 
 function requireSetting(value: string | undefined, name: string, command: string): void {

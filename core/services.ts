@@ -10,6 +10,8 @@ import { connectRedis, JobStore } from "./store/store.js";
 /** The connections every process shares: the store, its pub/sub, the object store, health probes. */
 export interface CoreServices {
   redis: Redis;
+  /** The connection in subscriber mode (job events, queue notifications). */
+  subscriber: Redis;
   store: JobStore;
   events: JobEventHub;
   s3: S3Client;
@@ -72,6 +74,7 @@ export function openCoreServices(config: Config, logger: Logger, name: string): 
   );
   return {
     redis,
+    subscriber,
     store,
     events,
     s3,

@@ -1,8 +1,10 @@
 import { existsSync, readFileSync } from "node:fs";
-import { cpus } from "node:os";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
 import { Value } from "@sinclair/typebox/value";
 import { parse as parseYaml } from "yaml";
 import { parseDuration } from "../duration.js";
+import { JOB_TYPES, type JobType } from "../jobs/types.js";
 import { ConfigFile } from "./schema.js";
 
 export class ConfigError extends Error {
@@ -57,7 +59,15 @@ export interface Config {
     healthBucket?: string;
     embeddedPort: number;
   };
-  executor: { kind: "local" | "kubernetes"; localConcurrency: number };
+  executor: {
+    kind: "local" | "kubernetes";
+    localConcurrency: number;
+    localRunnerMaxJobs: number;
+    timeoutsMs: Record<JobType, number>;
+    maxAttempts: number;
+    leaseMs: number;
+    scratchDir: string;
+  };
   kubernetes: Record<string, unknown>;
   webhooks: { signingSecret?: string; allowPrivate: boolean; allowedHosts: string[] };
   ai: { baseUrl?: string; apiKey?: string; model?: string };
@@ -68,6 +78,9 @@ export interface Config {
     eventsMaxLen: number;
     maxTimeoutSeconds: number;
     healthCheckTimeoutMs: number;
+    maxInputPixels: number;
+    maxSourceBytes: number;
+    maxOutputDimension: number;
   };
   dataDir: string;
   logLevel: string;
@@ -81,8 +94,13 @@ export interface LoadOptions {
   overrides?: Record<string, unknown>;
 }
 
+/** A process started by ours (a local runner) receives the parent's configuration as it resolved it. */
+export const RESOLVED_CONFIG_ENV = "MEDIA_SERVICE_RESOLVED_CONFIG";
+
 export function loadConfig(options: LoadOptions = {}): Config {
   const env = options.env ?? process.env;
+  const inherited = env[RESOLVED_CONFIG_ENV];
+  if (inherited) return JSON.parse(inherited) as Config;
   const file = options.file ?? env.CONFIG_FILE ?? (existsSync("config.yaml") ? "config.yaml" : undefined);
   let raw: unknown = {};
   if (file) {
@@ -214,6 +232,13 @@ function resolve(c: ConfigFile): Config {
     executor: {
       kind: c.executor.kind,
       localConcurrency: c.executor.local_concurrency || Math.max(1, cpus().length),
+      localRunnerMaxJobs: c.executor.local_runner_max_jobs,
+      timeoutsMs: Object.fromEntries(
+        JOB_TYPES.map((type) => [type, duration(`executor.timeouts.${type}`, c.executor.timeouts[type])]),
+      ) as Record<JobType, number>,
+      maxAttempts: c.executor.max_attempts,
+      leaseMs: duration("executor.lease", c.executor.lease),
+      scratchDir: c.executor.scratch_dir ?? join(tmpdir(), "media-service"),
     },
     kubernetes: c.kubernetes,
     webhooks: {
@@ -233,6 +258,9 @@ function resolve(c: ConfigFile): Config {
       eventsMaxLen: c.limits.events_max_len,
       maxTimeoutSeconds: c.limits.max_timeout_seconds,
       healthCheckTimeoutMs: duration("limits.health_check_timeout", c.limits.health_check_timeout),
+      maxInputPixels: c.limits.max_input_pixels,
+      maxSourceBytes: c.limits.max_source_bytes,
+      maxOutputDimension: c.limits.max_output_dimension,
     },
     dataDir: c.data_dir,
     logLevel: c.log_level ?? { debug: "debug", release: "info", test: "warn" }[c.server.mode],

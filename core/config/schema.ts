@@ -49,11 +49,35 @@ export const StorageConfig = Type.Object(
   { additionalProperties: false, default: {} },
 );
 
+const JobTimeouts = Type.Object(
+  {
+    image_resize: Duration("2m"),
+    image_optimize: Duration("2m"),
+    image_watermark: Duration("2m"),
+    image_colors: Duration("2m"),
+    image_ai_keywords: Duration("5m"),
+    video_thumbnail: Duration("5m"),
+    audio_convert: Duration("30m"),
+    analyze: Duration("10m"),
+  },
+  { additionalProperties: false, default: {} },
+);
+
 export const ExecutorConfig = Type.Object(
   {
     kind: Type.Union([Type.Literal("local"), Type.Literal("kubernetes")], { default: "local" }),
     // 0 = one per CPU.
     local_concurrency: Type.Integer({ minimum: 0, default: 0 }),
+    // Jobs one local runner process serves before it is replaced (1 = a fresh process per job).
+    local_runner_max_jobs: Type.Integer({ minimum: 1, default: 50 }),
+    // Processing time allowed per job type, unless the job sets timeout_seconds.
+    timeouts: JobTimeouts,
+    // Attempts of a job that fails transiently (runner crash, storage error) before it fails.
+    max_attempts: Type.Integer({ minimum: 1, default: 3 }),
+    // Lease of a claimed job; renewed while it runs, so a dead executor's jobs come back.
+    lease: Duration("30s"),
+    // Where runners keep sources and outputs while they work.
+    scratch_dir: Type.Optional(Type.String({ minLength: 1 })),
   },
   { additionalProperties: false, default: {} },
 );
@@ -97,6 +121,12 @@ export const LimitsConfig = Type.Object(
     max_timeout_seconds: Type.Integer({ minimum: 1, default: 3600 }),
     // Time allowed for one dependency probe of /health and /health/ready.
     health_check_timeout: Duration("2s"),
+    // Decompression bombs: images with more pixels than this are refused before decoding.
+    max_input_pixels: Type.Integer({ minimum: 1, default: 100_000_000 }),
+    // Largest source object a job downloads.
+    max_source_bytes: Type.Integer({ minimum: 1, default: 5 * 1024 ** 3 }),
+    // Largest output image side (resize, thumbnail width).
+    max_output_dimension: Type.Integer({ minimum: 1, default: 16_384 }),
   },
   { additionalProperties: false, default: {} },
 );

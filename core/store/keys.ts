@@ -41,6 +41,10 @@ export class Keys {
   batchesByStatus(status: string) {
     return `${this.prefix}batches:status:${status}`;
   }
+  /** Pub/sub channel that tells executors a queue has new work. */
+  queuesChannel() {
+    return `${this.prefix}queues`;
+  }
   /** The durable events stream (notifier). */
   events() {
     return `${this.prefix}events`;

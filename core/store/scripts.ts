@@ -11,6 +11,7 @@ export const SCRIPT_NAMES = [
   "fail",
   "requeue",
   "renew",
+  "reap",
   "prune",
 ] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];

@@ -137,6 +137,26 @@ export class JobStore {
     return (await this.script("renew", id, leaseMs)) === 1;
   }
 
+  /** Re-queues jobs whose lease ran out (by Redis' clock). Returns their ids. */
+  async reapExpiredLeases(): Promise<string[]> {
+    return (await this.script("reap", ...JOB_TYPES)) as string[];
+  }
+
+  /** Claimed and processing jobs of a queue: who holds each and until when (epoch ms). */
+  async activeJobs(type: JobType): Promise<Array<{ id: string; owner?: string; leaseUntil: number }>> {
+    const entries = await this.redis.zrange(this.keys.active(type), 0, -1, "WITHSCORES");
+    if (entries.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (let i = 0; i < entries.length; i += 2) pipeline.hget(this.keys.job(entries[i]!), "claimed_by");
+    const owners = (await pipeline.exec()) ?? [];
+    const out: Array<{ id: string; owner?: string; leaseUntil: number }> = [];
+    for (let i = 0; i < entries.length; i += 2) {
+      const owner = owners[i / 2]?.[1] as string | null | undefined;
+      out.push({ id: entries[i]!, ...(owner ? { owner } : {}), leaseUntil: Number(entries[i + 1]) });
+    }
+    return out;
+  }
+
   /** Deletes finished jobs and batches past their retention. Returns how many were removed. */
   async prune(limit = 500): Promise<number> {
     return (await this.script("prune", limit)) as number;

@@ -8,6 +8,7 @@ import { Writable } from "node:stream";
 import { CreateBucketCommand } from "@aws-sdk/client-s3";
 import { pino } from "pino";
 import { buildApi, type Api } from "../../api/server.js";
+import { LocalExecutor } from "../../controller/local-executor.js";
 import { loadConfig, type Config } from "../../core/config/load.js";
 import type { Logger } from "../../core/logger.js";
 import { createMetricsRegistry } from "../../core/metrics.js";
@@ -23,6 +24,8 @@ export interface TestStack {
   api: Api;
   redis: TestRedis;
   s3: EmbeddedS3;
+  /** Present when started with `executor: true`. */
+  executor?: LocalExecutor;
   /** Every log line the API wrote, parsed. */
   logs: Array<Record<string, unknown>>;
   /** fetch() against the API with the stack's first API key (if any) unless headers say otherwise. */
@@ -36,6 +39,8 @@ export interface TestStackOptions {
   config?: Record<string, unknown>;
   /** Share an existing redis-server instead of starting one. */
   redis?: TestRedis;
+  /** Run the local executor too (runner processes from cli.ts), as `media-service start` does. */
+  executor?: boolean;
 }
 
 export const TEST_ACCESS_KEY = "test-access-key";
@@ -66,6 +71,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
           force_path_style: true,
         },
         data_dir: dataDir,
+        executor: { scratch_dir: join(dataDir, "scratch"), local_concurrency: 2 },
         log_level: "debug",
       },
       options.config ?? {},
@@ -95,6 +101,11 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     logger,
   );
   await api.app.listen({ host: "127.0.0.1", port: 0 });
+  let executor: LocalExecutor | undefined;
+  if (options.executor) {
+    executor = new LocalExecutor({ config, store: services.store, subscriber: services.subscriber, logger });
+    await executor.start();
+  }
   const address = api.app.server.address();
   const port = typeof address === "object" && address ? address.port : 0;
   const baseUrl = `http://127.0.0.1:${port}`;
@@ -107,6 +118,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     api,
     redis,
     s3,
+    ...(executor ? { executor } : {}),
     logs,
     request: (path, init = {}) => {
       const headers = new Headers(init.headers);
@@ -120,6 +132,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       return fetch(`${baseUrl}${path}`, { ...init, headers, body });
     },
     close: async () => {
+      await executor?.stop(0);
       await api.close();
       await services.close();
       await s3.close();

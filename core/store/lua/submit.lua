@@ -46,4 +46,6 @@ if batch then
   redis.call('ZADD', key('batches', 'status', 'queued'), NOW, batch.id)
   record('batch.created', { batch_id = batch.id, status = 'queued', total_jobs = #payload.jobs })
 end
+-- Wakes idle executors at once rather than at their next poll.
+redis.call('PUBLISH', key('queues'), 'submitted')
 return positions

@@ -1,0 +1,127 @@
+import { fork, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import type { Logger } from "../core/logger.js";
+
+/** What a runner reported for one job, or how its process ended while running it. */
+export interface RunnerOutcome {
+  code: number;
+  error?: string;
+}
+
+/**
+ * The CLI entry a runner process starts from: dist/cli.js when running compiled, cli.ts (through
+ * tsx) when running from source.
+ */
+export function runnerEntry(): { path: string; execArgv: string[] } {
+  const compiled = fileURLToPath(new URL("../cli.js", import.meta.url));
+  if (existsSync(compiled)) return { path: compiled, execArgv: [] };
+  return { path: fileURLToPath(new URL("../cli.ts", import.meta.url)), execArgv: ["--import", "tsx"] };
+}
+
+type Message =
+  | { type: "ready" }
+  | { type: "started"; jobId: string }
+  | { type: "done"; jobId: string; code: number; error?: string };
+
+/**
+ * One `media-service runner --serve` child process. It runs one job at a time with the runner's
+ * own code path and reports each outcome with the exit-code contract; it leaves after `maxJobs`
+ * jobs, and dies with its IPC channel if the controller dies.
+ */
+export class RunnerProcess {
+  private readonly child: ChildProcess;
+  private current: { jobId: string; resolve: (o: RunnerOutcome) => void } | undefined;
+  private exited = false;
+  private served = 0;
+  private readonly maxJobs: number;
+  readonly ready: Promise<void>;
+  readonly exit: Promise<void>;
+
+  constructor(options: { maxJobs: number; env: NodeJS.ProcessEnv; logger: Logger }) {
+    this.maxJobs = options.maxJobs;
+    const entry = runnerEntry();
+    this.child = fork(entry.path, ["runner", "--serve", "--max-jobs", String(options.maxJobs)], {
+      execArgv: entry.execArgv,
+      env: options.env,
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+      serialization: "json",
+    });
+    const log = options.logger;
+    this.ready = new Promise((resolve, reject) => {
+      this.child.once("error", reject);
+      this.child.once("exit", (code, signal) =>
+        reject(new Error(`runner process exited at start (${code ?? signal})`)),
+      );
+      const onMessage = (m: Message) => {
+        if (m.type === "ready") {
+          this.child.off("message", onMessage);
+          resolve();
+        }
+      };
+      this.child.on("message", onMessage);
+    });
+    this.ready.catch(() => undefined);
+    this.child.on("message", (m: Message) => {
+      if (m.type === "done" && this.current?.jobId === m.jobId) {
+        this.served++;
+        const { resolve } = this.current;
+        this.current = undefined;
+        resolve({ code: m.code, ...(m.error ? { error: m.error } : {}) });
+      }
+    });
+    this.exit = new Promise((resolve) => {
+      this.child.once("exit", (code, signal) => {
+        this.exited = true;
+        if (this.current) {
+          const { resolve: settle, jobId } = this.current;
+          this.current = undefined;
+          const how = signal ? `was killed (${signal})` : `exited with code ${code}`;
+          log.warn({ job_id: jobId, code, signal }, "runner process ended while running a job");
+          settle({ code: 1, error: `the runner process ${how} before reporting; out of memory?` });
+        }
+        resolve();
+      });
+    });
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** Can take a job: running, connected, and not at the end of its job quota (then it leaves). */
+  get alive(): boolean {
+    return !this.exited && this.child.connected && this.served < this.maxJobs;
+  }
+
+  get busy(): boolean {
+    return this.current !== undefined;
+  }
+
+  run(jobId: string): Promise<RunnerOutcome> {
+    if (this.current) throw new Error("runner process is busy");
+    return new Promise((resolve) => {
+      this.current = { jobId, resolve };
+      this.child.send({ type: "run", jobId }, (err) => {
+        if (err && this.current?.jobId === jobId) {
+          this.current = undefined;
+          resolve({ code: 1, error: `could not hand the job to its runner: ${err.message}` });
+        }
+      });
+    });
+  }
+
+  /** SIGKILL: used when a job overruns its time. */
+  kill(): void {
+    if (!this.exited) this.child.kill("SIGKILL");
+  }
+
+  /** Asks the process to leave (it finishes nothing: its job is requeued by the caller). */
+  async stop(graceMs = 5000): Promise<void> {
+    if (this.exited) return;
+    this.child.kill("SIGTERM");
+    const timer = setTimeout(() => this.kill(), graceMs);
+    await this.exit;
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,261 @@
+// What a media file holds, from ffprobe (through fluent-ffmpeg): container, duration, and the
+// first video and audio streams. A file ffprobe cannot read is bad input: PermanentError, with
+// ffprobe's own reason.
+import { stat } from "node:fs/promises";
+import ffmpeg, { type FfprobeData, type FfprobeStream } from "fluent-ffmpeg";
+import { PermanentError } from "../errors.js";
+
+export interface VideoStreamInfo {
+  /** Absolute stream index in the file, for `-map 0:<index>`. */
+  index: number;
+  codec: string;
+  /** Coded size, before rotation. */
+  width: number;
+  height: number;
+  /** Sample aspect ratio (pixel shape); 1 for square pixels. */
+  sampleAspectRatio: number;
+  /** Quarter turns the player applies, in degrees (0, 90, 180, 270); 90 and 270 swap the sides. */
+  rotation: number;
+  /** Frames per second (average, else the stream's base rate), when the file says. */
+  frameRate?: number;
+  /** Size as shown: square pixels and rotation applied (what ffmpeg's autorotate outputs). */
+  displayWidth: number;
+  displayHeight: number;
+  duration?: number;
+}
+
+export interface AudioStreamInfo {
+  index: number;
+  codec: string;
+  sampleRate?: number;
+  channels?: number;
+  bitRate?: number;
+  duration?: number;
+}
+
+export interface MediaInfo {
+  /** ffprobe's format_name, e.g. `mov,mp4,m4a,3gp,3g2,mj2`, `matroska,webm`, `mp3`. */
+  formatName: string;
+  /** Seconds; undefined when neither the container nor the stream says. */
+  duration?: number;
+  bitRate?: number;
+  /** The first video stream that is not an attached picture (cover art). */
+  video?: VideoStreamInfo;
+  /** The first audio stream. */
+  audio?: AudioStreamInfo;
+  raw: FfprobeData;
+}
+
+export type MediaKind = "video" | "audio";
+
+/** ffprobe failed: `reason` is ffprobe's own message, cleaned of paths and addresses. */
+export class ProbeError extends Error {
+  override name = "ProbeError";
+  constructor(readonly reason: string) {
+    super(`ffprobe could not read the file: ${reason}`);
+  }
+}
+
+// Demuxers that accept nearly anything and would turn a text file into "video".
+const NOT_MEDIA_FORMATS = new Set(["tty"]);
+// Playlists and lists of other files: their media would come from elsewhere on the runner's disk.
+const REFERENCE_FORMATS = new Set(["hls", "dash", "concat"]);
+
+/**
+ * Input options for every ffprobe/ffmpeg run on a job's file: the local file protocol only, so a
+ * file that refers to others (a playlist) cannot make ffmpeg fetch from the network.
+ */
+export const INPUT_PROTOCOLS = ["-protocol_whitelist", "file"];
+
+/**
+ * Probes a file. `args` are extra ffprobe options (e.g. `-count_packets`). Rejects with ProbeError
+ * when ffprobe cannot read the file; settles early when `signal` aborts.
+ */
+export function probeFile(
+  path: string,
+  options: { signal?: AbortSignal; args?: string[] } = {},
+): Promise<MediaInfo> {
+  const { signal, args = [] } = options;
+  return new Promise<MediaInfo>((resolve, reject) => {
+    if (signal?.aborted) return reject(abortReason(signal));
+    // fluent-ffmpeg does not expose ffprobe's process, so an abort can only stop the wait. ffprobe
+    // of a local file ends by itself; it reads headers, not the whole file.
+    const onAbort = () => reject(abortReason(signal!));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    ffmpeg.ffprobe(
+      path,
+      ["-hide_banner", "-v", "error", ...INPUT_PROTOCOLS, ...args],
+      (err: unknown, data: FfprobeData) => {
+        signal?.removeEventListener("abort", onAbort);
+        if (err) return reject(new ProbeError(probeReason(err, path)));
+        try {
+          resolve(describe(data));
+        } catch (e) {
+          reject(e);
+        }
+      },
+    );
+  });
+}
+
+/** Probes a job's source that must hold a kind of stream; bad media → PermanentError. */
+export async function probeSource(path: string, kind: MediaKind, signal?: AbortSignal): Promise<MediaInfo> {
+  if ((await stat(path)).size === 0) {
+    throw new PermanentError(`source is not a decodable ${kind}: the file is empty`);
+  }
+  let info: MediaInfo;
+  try {
+    info = await probeFile(path, signal ? { signal } : {});
+  } catch (err) {
+    if (err instanceof ProbeError) {
+      throw new PermanentError(`source is not a decodable ${kind}: ${err.reason}`);
+    }
+    throw err;
+  }
+  if (NOT_MEDIA_FORMATS.has(info.formatName)) {
+    throw new PermanentError(`source is not a decodable ${kind}: it looks like a text file`);
+  }
+  if (REFERENCE_FORMATS.has(info.formatName)) {
+    throw new PermanentError(
+      `source is not a decodable ${kind}: it is a playlist (${info.formatName}); upload the media file itself`,
+    );
+  }
+  if (!info[kind]) {
+    const held = describeStreams(info.raw);
+    throw new PermanentError(
+      `source has no ${kind} stream` + (held ? ` (it holds: ${held})` : " (it holds no streams)"),
+    );
+  }
+  return info;
+}
+
+function describe(data: FfprobeData): MediaInfo {
+  const streams = data.streams ?? [];
+  const videoStream = streams.find((s) => s.codec_type === "video" && s.disposition?.attached_pic !== 1);
+  const audioStream = streams.find((s) => s.codec_type === "audio");
+  const video = videoStream && describeVideo(videoStream);
+  const audio = audioStream && describeAudio(audioStream);
+  const duration = positive(data.format?.duration) ?? video?.duration ?? audio?.duration ?? undefined;
+  const bitRate = positive(data.format?.bit_rate);
+  return {
+    formatName: String(data.format?.format_name ?? "unknown"),
+    ...(duration !== undefined ? { duration } : {}),
+    ...(bitRate !== undefined ? { bitRate: Math.round(bitRate) } : {}),
+    ...(video ? { video } : {}),
+    ...(audio ? { audio } : {}),
+    raw: data,
+  };
+}
+
+function describeVideo(s: FfprobeStream): VideoStreamInfo | undefined {
+  const width = positive(s.width);
+  const height = positive(s.height);
+  // A video stream without a size has no decodable picture (e.g. a codec ffmpeg cannot decode).
+  if (!width || !height) return undefined;
+  const sar = ratio(s.sample_aspect_ratio) ?? 1;
+  const rotation = rotationOf(s);
+  const shownWidth = Math.max(1, Math.round(width * sar));
+  const turned = rotation === 90 || rotation === 270;
+  const duration = positive(s.duration) ?? matroskaDuration(s);
+  const frameRate = ratio(s.avg_frame_rate) ?? ratio(s.r_frame_rate);
+  return {
+    index: s.index,
+    codec: String(s.codec_name ?? "unknown"),
+    width,
+    height,
+    sampleAspectRatio: sar,
+    rotation,
+    displayWidth: turned ? height : shownWidth,
+    displayHeight: turned ? shownWidth : height,
+    ...(frameRate !== undefined ? { frameRate } : {}),
+    ...(duration !== undefined ? { duration } : {}),
+  };
+}
+
+function describeAudio(s: FfprobeStream): AudioStreamInfo {
+  const sampleRate = positive(s.sample_rate);
+  const channels = positive(s.channels);
+  const bitRate = positive(s.bit_rate);
+  const duration = positive(s.duration) ?? matroskaDuration(s);
+  return {
+    index: s.index,
+    codec: String(s.codec_name ?? "unknown"),
+    ...(sampleRate !== undefined ? { sampleRate: Math.round(sampleRate) } : {}),
+    ...(channels !== undefined ? { channels: Math.round(channels) } : {}),
+    ...(bitRate !== undefined ? { bitRate: Math.round(bitRate) } : {}),
+    ...(duration !== undefined ? { duration } : {}),
+  };
+}
+
+/** "video (h264), audio (aac)" */
+function describeStreams(data: FfprobeData): string {
+  return (data.streams ?? [])
+    .map((s) => {
+      const type = s.disposition?.attached_pic === 1 ? "cover art" : String(s.codec_type ?? "unknown");
+      return s.codec_name ? `${type} (${s.codec_name})` : type;
+    })
+    .join(", ");
+}
+
+/** From the display matrix side data (ffprobe's `rotation`) or the older `rotate` tag. */
+function rotationOf(s: FfprobeStream): number {
+  const degrees = finite(s.rotation) ?? finite(s.tags?.rotate) ?? 0;
+  return (((Math.round(degrees / 90) * 90) % 360) + 360) % 360;
+}
+
+/** Matroska keeps stream durations in a `DURATION` tag: `00:00:04.000000000`. */
+function matroskaDuration(s: FfprobeStream): number | undefined {
+  const tag = s.tags?.DURATION ?? s.tags?.duration;
+  if (typeof tag !== "string") return undefined;
+  const m = /^(\d+):(\d\d):(\d\d(?:\.\d+)?)$/.exec(tag.trim());
+  if (!m) return undefined;
+  const seconds = Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]);
+  return seconds > 0 ? seconds : undefined;
+}
+
+function finite(value: unknown): number | undefined {
+  const n = typeof value === "number" ? value : typeof value === "string" ? Number(value) : NaN;
+  return Number.isFinite(n) ? n : undefined;
+}
+
+function positive(value: unknown): number | undefined {
+  const n = finite(value);
+  return n !== undefined && n > 0 ? n : undefined;
+}
+
+/** "16:9" or "25/1" → a number; "0:1", "0/0" or "N/A" → undefined. */
+function ratio(value: unknown): number | undefined {
+  if (typeof value !== "string") return undefined;
+  const m = /^(\d+)[:/](\d+)$/.exec(value);
+  if (!m) return undefined;
+  const num = Number(m[1]);
+  const den = Number(m[2]);
+  return num > 0 && den > 0 ? num / den : undefined;
+}
+
+/**
+ * ffprobe's message without the noise: "ffprobe exited with code 1", the file's path and the
+ * `[demuxer @ 0x…]` prefixes go; distinct lines are joined with "; ".
+ */
+export function probeReason(err: unknown, path: string): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const lines = message
+    .split(/\r?\n/)
+    .map((line) => cleanLine(line, path))
+    .filter((line) => line && !/^ffprobe (exited with code|was killed)/.test(line));
+  const unique = [...new Set(lines)];
+  const reason = unique.join("; ") || message.split("\n")[0]!.trim() || "unknown error";
+  return reason.length > 300 ? `${reason.slice(0, 297)}...` : reason;
+}
+
+/** A log line of ffmpeg/ffprobe without `[name @ 0x…]` prefixes and the file's path. */
+export function cleanLine(line: string, path?: string): string {
+  let text = line.replace(/\[[^\]]*@ 0x[0-9a-f]+\]\s*/gi, "").trim();
+  if (path) text = text.split(`${path}: `).join("").split(path).join("the file");
+  return text.trim();
+}
+
+function abortReason(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error ? reason : new Error("aborted");
+}

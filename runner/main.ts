@@ -1,0 +1,127 @@
+import { writeFileSync } from "node:fs";
+import type { Config } from "../core/config/load.js";
+import type { Logger } from "../core/logger.js";
+import { createS3Client } from "../core/storage/s3.js";
+import { connectRedis, JobStore } from "../core/store/store.js";
+import { EXIT_PERMANENT } from "./errors.js";
+import { runJob, type RunnerDeps } from "./run-job.js";
+
+/** Messages between the local executor and a runner serving jobs over IPC (`runner --serve`). */
+export type ExecutorMessage = { type: "run"; jobId: string };
+export type RunnerMessage =
+  | { type: "ready" }
+  | { type: "started"; jobId: string }
+  | { type: "done"; jobId: string; code: number; error?: string };
+
+function openDeps(
+  config: Config,
+  logger: Logger,
+  shutdown: AbortSignal,
+): RunnerDeps & { close(): Promise<void> } {
+  const redis = connectRedis(config.redis.url!, {
+    connectTimeoutMs: config.redis.connectTimeoutMs,
+    name: "media-service-runner",
+  });
+  redis.on("error", (err: Error) => logger.warn({ err: err.message }, "redis connection error"));
+  const store = new JobStore(redis, {
+    keyPrefix: config.redis.keyPrefix,
+    retentionMs: config.limits.retentionMs,
+    eventsMaxLen: config.limits.eventsMaxLen,
+  });
+  const s3 = createS3Client(config.storage);
+  return {
+    config,
+    store,
+    s3,
+    logger,
+    shutdown,
+    // Redis may be gone already (the whole stack is stopping): never wait long for a polite QUIT.
+    close: async () => {
+      s3.destroy();
+      await Promise.race([
+        redis.quit().catch(() => undefined),
+        new Promise((r) => setTimeout(r, 1000).unref()),
+      ]);
+      redis.disconnect();
+    },
+  };
+}
+
+/**
+ * `media-service runner --job <id>`: executes one job and exits with the contract's code. The
+ * reason of a failure also goes to the termination log (Kubernetes reads it into the pod status).
+ */
+export async function runOne(jobId: string, config: Config, logger: Logger): Promise<number> {
+  const shutdown = new AbortController();
+  process.once("SIGTERM", () => shutdown.abort(new Error("runner received SIGTERM")));
+  const deps = openDeps(config, logger, shutdown.signal);
+  try {
+    const outcome = await runJob(jobId, deps);
+    if (outcome.error) writeTerminationMessage(outcome.error, logger);
+    return outcome.code;
+  } finally {
+    await deps.close();
+  }
+}
+
+/**
+ * `media-service runner --serve`: the local executor's runner process. It runs the jobs it is sent
+ * over IPC one at a time, with exactly the code path of `--job`, and exits after `maxJobs` jobs or
+ * when its executor goes away (the IPC channel closes), so it never outlives the controller.
+ */
+export async function serve(config: Config, logger: Logger, maxJobs: number): Promise<number> {
+  if (!process.send) {
+    logger.error("runner --serve must be started by the local executor (it talks over IPC)");
+    return EXIT_PERMANENT;
+  }
+  const send = (message: RunnerMessage) => {
+    if (process.connected) process.send!(message);
+  };
+  const shutdown = new AbortController();
+  const deps = openDeps(config, logger, shutdown.signal);
+  let served = 0;
+  let busy: Promise<void> = Promise.resolve();
+  const finished = new Promise<void>((resolve) => {
+    process.on("disconnect", () => {
+      shutdown.abort(new Error("the executor went away"));
+      resolve();
+    });
+    process.once("SIGTERM", () => {
+      shutdown.abort(new Error("runner received SIGTERM"));
+      resolve();
+    });
+    process.on("message", (message: ExecutorMessage) => {
+      if (message?.type !== "run") return;
+      busy = busy.then(async () => {
+        send({ type: "started", jobId: message.jobId });
+        const outcome = await runJob(message.jobId, deps).catch((err: unknown) => ({
+          code: 1,
+          error: `runner error: ${err instanceof Error ? err.message : String(err)}`,
+        }));
+        send({
+          type: "done",
+          jobId: message.jobId,
+          code: outcome.code,
+          ...(outcome.error ? { error: outcome.error } : {}),
+        });
+        if (++served >= maxJobs) resolve();
+      });
+    });
+  });
+  send({ type: "ready" });
+  await finished;
+  await busy;
+  await deps.close();
+  process.disconnect?.();
+  return 0;
+}
+
+function writeTerminationMessage(message: string, logger: Logger): void {
+  const path = process.env.TERMINATION_MESSAGE_PATH;
+  if (!path) return;
+  try {
+    writeFileSync(path, message.slice(0, 4000));
+  } catch (err) {
+    logger.debug({ err: (err as Error).message }, "no termination log written");
+  }
+}

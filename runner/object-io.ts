@@ -1,0 +1,147 @@
+import { createReadStream, createWriteStream } from "node:fs";
+import { stat } from "node:fs/promises";
+import { pipeline } from "node:stream/promises";
+import type { Readable } from "node:stream";
+import { GetObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import { Upload } from "@aws-sdk/lib-storage";
+import { PermanentError } from "./errors.js";
+
+/** Files larger than this are uploaded in parts (and in parallel). */
+export const MULTIPART_THRESHOLD = 16 * 1024 * 1024;
+const PART_SIZE = 8 * 1024 * 1024;
+
+const where = (bucket: string, key: string) => `s3://${bucket}/${key}`;
+
+/** The object store's refusals that the same request will always meet again. */
+function storeError(
+  err: unknown,
+  bucket: string,
+  key: string,
+  role: "source" | "destination" | "object",
+): Error {
+  const e = err as {
+    name?: string;
+    Code?: string;
+    $metadata?: { httpStatusCode?: number };
+    message?: string;
+  };
+  const code = e.name ?? e.Code;
+  const status = e.$metadata?.httpStatusCode;
+  if (code === "NoSuchKey" || code === "NotFound" || (status === 404 && code !== "NoSuchBucket")) {
+    return new PermanentError(`${role} ${where(bucket, key)} not found`);
+  }
+  if (code === "NoSuchBucket") return new PermanentError(`${role} bucket ${bucket} does not exist`);
+  if (code === "AccessDenied" || status === 403) {
+    return new PermanentError(`access to ${role} ${where(bucket, key)} denied by the object store`);
+  }
+  if (code === "InvalidBucketName") return new PermanentError(`${role} bucket name ${bucket} is not valid`);
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+export interface DownloadResult {
+  bytes: number;
+  contentType?: string;
+}
+
+/** Streams an object to a local file, refusing objects over `maxBytes`; never held in memory. */
+export async function downloadObject(
+  s3: S3Client,
+  bucket: string,
+  key: string,
+  path: string,
+  options: { maxBytes: number; signal: AbortSignal; role?: "source" | "object" },
+): Promise<DownloadResult> {
+  const role = options.role ?? "source";
+  let response;
+  try {
+    response = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }), {
+      abortSignal: options.signal,
+    });
+  } catch (err) {
+    throw storeError(err, bucket, key, role);
+  }
+  const size = response.ContentLength;
+  if (size !== undefined && size > options.maxBytes) {
+    (response.Body as Readable | undefined)?.destroy();
+    throw new PermanentError(
+      `${role} ${where(bucket, key)} is ${size} bytes, more than limits.max_source_bytes (${options.maxBytes})`,
+    );
+  }
+  if (size === 0) throw new PermanentError(`${role} ${where(bucket, key)} is empty`);
+  const body = response.Body as Readable;
+  let bytes = 0;
+  body.on("data", (chunk: Buffer) => {
+    bytes += chunk.length;
+    if (bytes > options.maxBytes) {
+      body.destroy(
+        new PermanentError(
+          `${role} ${where(bucket, key)} is larger than limits.max_source_bytes (${options.maxBytes})`,
+        ),
+      );
+    }
+  });
+  await pipeline(body, createWriteStream(path), { signal: options.signal });
+  return { bytes, ...(response.ContentType ? { contentType: response.ContentType } : {}) };
+}
+
+/**
+ * Uploads a local file. Small files go in one PUT; large ones in parts, and a failed multipart
+ * upload is aborted, so no partial object is ever left behind.
+ */
+export async function uploadFile(
+  s3: S3Client,
+  bucket: string,
+  key: string,
+  path: string,
+  contentType: string,
+  signal: AbortSignal,
+): Promise<number> {
+  const { size } = await stat(path);
+  try {
+    if (size <= MULTIPART_THRESHOLD) {
+      await s3.send(
+        new PutObjectCommand({
+          Bucket: bucket,
+          Key: key,
+          Body: createReadStream(path),
+          ContentLength: size,
+          ContentType: contentType,
+        }),
+        { abortSignal: signal },
+      );
+    } else {
+      const upload = new Upload({
+        client: s3,
+        params: { Bucket: bucket, Key: key, Body: createReadStream(path), ContentType: contentType },
+        partSize: PART_SIZE,
+        queueSize: 4,
+        leavePartsOnError: false,
+      });
+      const abort = () => void upload.abort();
+      signal.addEventListener("abort", abort, { once: true });
+      try {
+        await upload.done();
+      } finally {
+        signal.removeEventListener("abort", abort);
+      }
+    }
+  } catch (err) {
+    throw storeError(err, bucket, key, "destination");
+  }
+  return size;
+}
+
+export async function headObject(
+  s3: S3Client,
+  bucket: string,
+  key: string,
+): Promise<{ size: number } | undefined> {
+  try {
+    const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+    return { size: head.ContentLength ?? 0 };
+  } catch (err) {
+    const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
+    if (e.name === "NotFound" || e.$metadata?.httpStatusCode === 404) return undefined;
+    throw err;
+  }
+}

@@ -1,0 +1,139 @@
+// audio_convert: the first audio stream of the source, converted to mp3, aac, m4a, opus, ogg
+// (Vorbis), flac or wav (see ../av/codecs.ts for containers, encoders and default bitrates).
+//
+// Pipeline: probe (the source must hold an audio stream) → ffmpeg: that stream only (`-vn`: cover
+// art and video are dropped), global tags kept (`-map_metadata 0`), encoder/bitrate/sample rate per
+// format, progress as a share of the probed duration → the output probed for the result: duration
+// (seconds of audio), codec, bitrate (stream's, else the container's average; omitted if neither is
+// known), sample rate, channels.
+//
+// A source that ffmpeg stops decoding early (a truncated or corrupt file that still probes: the
+// index at the front, the data cut off) fails permanently rather than delivering a shorter file.
+import { join } from "node:path";
+import { LOSSLESS_AUDIO_FORMATS, type AudioConvertParameters } from "../../core/jobs/parameters.js";
+import { PermanentError } from "../errors.js";
+import type { Processor } from "../processor.js";
+import { AUDIO_CODECS, audioCodec, audioEncodeOptions, type AudioFormat } from "../av/codecs.js";
+import { probeFile, probeSource, type MediaInfo } from "../av/probe.js";
+import { EncoderSetupError, isInputProblem, runFfmpeg, tellingLine } from "../av/run.js";
+
+/** Progress shares: probing the source, converting, probing the output. */
+const CONVERT_FROM = 5;
+const CONVERT_TO = 95;
+
+export const audioConvert: Processor = async (ctx) => {
+  const parameters = ctx.job.parameters as Partial<AudioConvertParameters>;
+  const format = parameters.format as AudioFormat | undefined;
+  if (!format || !(format in AUDIO_CODECS)) {
+    throw new PermanentError(
+      `format is required: one of ${Object.keys(AUDIO_CODECS).join(", ")} (got ${String(format)})`,
+    );
+  }
+  if (parameters.bitrate !== undefined && LOSSLESS_AUDIO_FORMATS.includes(format)) {
+    throw new PermanentError(
+      `bitrate is not accepted for ${format}: it is a lossless or uncompressed format`,
+    );
+  }
+  const codec = audioCodec(format);
+
+  ctx.progress(0, "reading the audio");
+  const info = await probeSource(ctx.sourcePath, "audio", ctx.signal);
+  const audio = info.audio!;
+  const duration = audio.duration ?? info.duration;
+
+  const output = join(ctx.scratchDir, `audio.${codec.extension}`);
+  ctx.progress(CONVERT_FROM, `converting to ${format}`);
+  const bitrate = parameters.bitrate ?? codec.defaultBitrate;
+  const encodeOptions = audioEncodeOptions(format, audio, parameters.bitrate);
+  const run = await runFfmpeg(
+    {
+      input: ctx.sourcePath,
+      output,
+      outputOptions: [
+        "-map",
+        `0:${audio.index}`,
+        "-vn",
+        "-sn",
+        "-dn",
+        "-map_metadata",
+        "0",
+        ...encodeOptions,
+      ],
+    },
+    {
+      signal: ctx.signal,
+      ...(duration !== undefined ? { duration } : {}),
+      onProgress: (fraction) =>
+        ctx.progress(CONVERT_FROM + fraction * (CONVERT_TO - CONVERT_FROM), `converting to ${format}`),
+    },
+  ).catch((err: unknown) => {
+    if (err instanceof EncoderSetupError) {
+      // What the encoder was given: the source's shape unless the options resample or downmix.
+      const option = (name: string) => encodeOptions[encodeOptions.indexOf(name) + 1];
+      const channels = encodeOptions.includes("-ac") ? option("-ac") : audio.channels;
+      const rate = encodeOptions.includes("-ar") ? option("-ar") : audio.sampleRate;
+      const shape = `${channels ?? "?"} channel(s) at ${rate ?? "?"} Hz`;
+      throw new PermanentError(
+        `${codec.encoder} cannot encode ${shape}` +
+          (bitrate && codec.defaultBitrate ? ` at ${bitrate}` : "") +
+          ` (${err.reason}); try another bitrate or format`,
+      );
+    }
+    throw err;
+  });
+
+  ctx.progress(CONVERT_TO, "reading the converted audio");
+  const out = await probeOutput(output, codec.estimatedDuration === true, ctx.signal);
+  const stream = out.audio;
+  if (!stream) throw new Error(`the converted file holds no audio stream (${out.formatName})`);
+  const outDuration = stream.duration ?? out.duration ?? run.outTime ?? 0;
+
+  // ffmpeg goes on after a decode error and ends with success: a file cut short shows up as an
+  // output much shorter than the source claims to be, with ffmpeg's complaints to say why.
+  if (duration !== undefined && outDuration < duration * 0.9 - 0.25 && run.errors.some(isInputProblem)) {
+    throw new PermanentError(
+      `ffmpeg could not decode the source: only ${outDuration.toFixed(1)} s of ${duration.toFixed(1)} s ` +
+        `could be read (${tellingLine(run.errors)}); the file is truncated or corrupt`,
+    );
+  }
+
+  const outBitrate = stream.bitRate ?? out.bitRate;
+  const sampleRate = stream.sampleRate ?? audio.sampleRate;
+  const channels = stream.channels ?? audio.channels;
+  if (sampleRate === undefined || channels === undefined) {
+    throw new Error("the converted file does not report its sample rate and channels");
+  }
+  ctx.progress(100, "converted");
+  return {
+    output: { path: output, contentType: codec.contentType },
+    result: {
+      duration: round(outDuration, 3),
+      metadata: {
+        format,
+        codec: stream.codec,
+        ...(outBitrate !== undefined ? { bitrate: outBitrate } : {}),
+        sample_rate: sampleRate,
+        channels,
+      },
+    },
+  };
+};
+
+/**
+ * The output as ffprobe sees it. An ADTS (`.aac`) file has no duration of its own and ffprobe
+ * estimates one from the bitrate; counting its packets (a demux pass, no decoding) gives the real one.
+ */
+async function probeOutput(path: string, countPackets: boolean, signal: AbortSignal): Promise<MediaInfo> {
+  const info = await probeFile(path, { signal, ...(countPackets ? { args: ["-count_packets"] } : {}) });
+  if (countPackets && info.audio?.sampleRate) {
+    const raw = info.raw.streams.find((s) => s.index === info.audio!.index);
+    const packets = Number(raw?.nb_read_packets);
+    if (Number.isFinite(packets) && packets > 0) {
+      const seconds = (packets * 1024) / info.audio.sampleRate;
+      return { ...info, duration: seconds, audio: { ...info.audio, duration: seconds } };
+    }
+  }
+  return info;
+}
+
+const round = (n: number, digits: number) => Math.round(n * 10 ** digits) / 10 ** digits;

@@ -1,0 +1,194 @@
+import { randomBytes } from "node:crypto";
+import { mkdir, rm } from "node:fs/promises";
+import { extname, join } from "node:path";
+import type { S3Client } from "@aws-sdk/client-s3";
+import type { Config } from "../core/config/load.js";
+import type { Job } from "../core/jobs/records.js";
+import type { Logger } from "../core/logger.js";
+import { outputUrl } from "../core/storage/s3.js";
+import { IllegalTransitionError, NotFoundError } from "../core/store/errors.js";
+import type { JobStore } from "../core/store/store.js";
+import {
+  describeError,
+  EXIT_DONE,
+  EXIT_PERMANENT,
+  EXIT_TRANSIENT,
+  isPermanent,
+  PermanentError,
+  TimeoutError,
+} from "./errors.js";
+import { downloadObject, uploadFile } from "./object-io.js";
+import type { ProcessContext } from "./processor.js";
+import { ProgressReporter } from "./progress.js";
+import { loadProcessor } from "./registry.js";
+
+export interface RunnerDeps {
+  config: Config;
+  store: JobStore;
+  s3: S3Client;
+  logger: Logger;
+  /** Aborted when the runner is told to stop (SIGTERM). */
+  shutdown?: AbortSignal;
+}
+
+export interface RunOutcome {
+  /** The exit code contract: 0 done, 2 permanent failure (job failed), other transient. */
+  code: number;
+  /** Why, when the job did not complete. */
+  error?: string;
+}
+
+/** The time a job may take: its own timeout_seconds, else its type's configured timeout. */
+export function jobTimeoutMs(config: Config, job: Pick<Job, "type" | "timeout_seconds">): number {
+  return job.timeout_seconds !== undefined
+    ? job.timeout_seconds * 1000
+    : config.executor.timeoutsMs[job.type];
+}
+
+/**
+ * Executes one job end to end: source from S3 to a scratch directory, the type's processor, the
+ * output back to S3, and the outcome through the store's transitions. A permanent failure is
+ * recorded on the job (it will not be retried); a transient one is left to the executor, which
+ * retries or fails the job by its policy.
+ */
+export async function runJob(jobId: string, deps: RunnerDeps): Promise<RunOutcome> {
+  const { config, store, s3 } = deps;
+  const log = deps.logger.child({ job_id: jobId });
+  let job: Job | undefined;
+  try {
+    job = await store.getJob(jobId);
+  } catch (err) {
+    return { code: EXIT_TRANSIENT, error: `queue store unavailable: ${describeError(err)}` };
+  }
+  if (!job) {
+    log.warn("job does not exist (pruned or never created); nothing to do");
+    return { code: EXIT_PERMANENT, error: `job ${jobId} does not exist` };
+  }
+  if (job.status === "completed" || job.status === "failed") {
+    log.info({ status: job.status }, "job already finished; nothing to do");
+    return { code: EXIT_DONE };
+  }
+  try {
+    // Idempotent: the executor normally marks the job processing when it starts this runner.
+    await store.start(jobId, config.executor.leaseMs);
+  } catch (err) {
+    if (err instanceof IllegalTransitionError || err instanceof NotFoundError) {
+      log.warn({ err: err.message }, "job cannot start");
+      return { code: EXIT_PERMANENT, error: err.message };
+    }
+    return { code: EXIT_TRANSIENT, error: `queue store unavailable: ${describeError(err)}` };
+  }
+
+  const timeoutMs = jobTimeoutMs(config, job);
+  const deadline = AbortSignal.timeout(timeoutMs);
+  const signal = deps.shutdown ? AbortSignal.any([deadline, deps.shutdown]) : deadline;
+  const scratchDir = join(config.executor.scratchDir, `${jobId}-${randomBytes(4).toString("hex")}`);
+  const progress = new ProgressReporter((percent, message) => store.progress(jobId, percent, message));
+  const started = performance.now();
+  log.info({ type: job.type, timeout_ms: timeoutMs }, "job started");
+
+  try {
+    await mkdir(scratchDir, { recursive: true });
+    const sourcePath = join(scratchDir, `source${safeExtension(job.source_key)}`);
+    const source = await downloadObject(s3, job.source_bucket, job.source_key, sourcePath, {
+      maxBytes: config.limits.maxSourceBytes,
+      signal,
+    });
+    progress.report(5, "source downloaded");
+    log.debug({ bytes: source.bytes }, "source downloaded");
+
+    const processor = await loadProcessor(job.type);
+    let fetched = 0;
+    const ctx: ProcessContext = {
+      job,
+      sourcePath,
+      ...(source.contentType ? { sourceContentType: source.contentType } : {}),
+      scratchDir,
+      limits: {
+        maxInputPixels: config.limits.maxInputPixels,
+        maxOutputDimension: config.limits.maxOutputDimension,
+      },
+      signal,
+      progress: (percent, message) => progress.report(5 + percent * 0.9, message ?? ""),
+      fetchObject: async (bucket, key) => {
+        const path = join(scratchDir, `object-${++fetched}${safeExtension(key)}`);
+        await downloadObject(s3, bucket, key, path, {
+          maxBytes: config.limits.maxSourceBytes,
+          signal,
+          role: "object",
+        });
+        return path;
+      },
+      logger: log,
+      config,
+    };
+    const output = await processor(ctx);
+    if (signal.aborted) throw abortReason(signal, deadline, timeoutMs, job);
+
+    const result = { ...output.result };
+    if (output.output) {
+      if (!job.dest_bucket || !job.dest_key)
+        throw new PermanentError(`${job.type} needs dest_bucket and dest_key`);
+      progress.report(95, "uploading output");
+      const size = await uploadFile(
+        s3,
+        job.dest_bucket,
+        job.dest_key,
+        output.output.path,
+        output.output.contentType,
+        signal,
+      );
+      result.output_url = outputUrl(config.storage, job.dest_bucket, job.dest_key);
+      result.file_size = size;
+    }
+    await progress.flush();
+    const recorded = await store.complete(jobId, orderResult(result));
+    log.info(
+      { duration_ms: Math.round(performance.now() - started), recorded },
+      recorded ? "job completed" : "job finished, but it had already ended (cancelled); result dropped",
+    );
+    return { code: EXIT_DONE };
+  } catch (caught) {
+    const err =
+      signal.aborted && !isPermanent(caught) ? abortReason(signal, deadline, timeoutMs, job) : caught;
+    const message = describeError(err);
+    await progress.flush();
+    if (isPermanent(err)) {
+      log.info({ error: message }, "job failed");
+      try {
+        await store.fail(jobId, message);
+      } catch (storeErr) {
+        return {
+          code: EXIT_TRANSIENT,
+          error: `${message} (and the failure could not be recorded: ${describeError(storeErr)})`,
+        };
+      }
+      return { code: EXIT_PERMANENT, error: message };
+    }
+    log.warn({ error: message }, "job hit a transient error");
+    return { code: EXIT_TRANSIENT, error: message };
+  } finally {
+    await rm(scratchDir, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+function abortReason(signal: AbortSignal, deadline: AbortSignal, timeoutMs: number, job: Job): Error {
+  if (deadline.aborted) {
+    const source = job.timeout_seconds !== undefined ? "timeout_seconds" : `executor.timeouts.${job.type}`;
+    return new TimeoutError(`job timed out after ${Math.round(timeoutMs / 1000)} s (${source})`);
+  }
+  return new Error(
+    signal.reason instanceof Error ? signal.reason.message : "runner stopped before the job ended",
+  );
+}
+
+// Result fields in the interface's order: the output's location first.
+function orderResult(result: Record<string, unknown>): Record<string, unknown> {
+  const { output_url, file_size, ...rest } = result;
+  return { ...(output_url !== undefined ? { output_url, file_size } : {}), ...rest };
+}
+
+function safeExtension(key: string): string {
+  const ext = extname(key).toLowerCase();
+  return /^\.[a-z0-9]{1,8}$/.test(ext) ? ext : "";
+}

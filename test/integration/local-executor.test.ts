@@ -1,0 +1,395 @@
+// Jobs through the whole local stack: the API, the store, the local executor and its runner
+// processes, the embedded S3-protocol store, sharp and ffmpeg. Media is generated here.
+import assert from "node:assert/strict";
+import { execFile, spawn } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { after, before, describe, test } from "node:test";
+import { GetObjectCommand, HeadObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
+import sharp from "sharp";
+import { LocalExecutor } from "../../controller/local-executor.js";
+import { runnerEntry } from "../../controller/runner-process.js";
+import { RESOLVED_CONFIG_ENV } from "../../core/config/load.js";
+import type { Job } from "../../core/jobs/records.js";
+import type { JobType } from "../../core/jobs/types.js";
+import { startTestStack, TEST_BUCKET, type TestStack } from "../support/api.js";
+import { startTestRedis, type TestRedis } from "../support/redis.js";
+import { streamEvents } from "../support/store.js";
+
+const run = promisify(execFile);
+
+async function put(stack: TestStack, key: string, body: Buffer, contentType = "application/octet-stream") {
+  await stack.services.s3.send(
+    new PutObjectCommand({ Bucket: TEST_BUCKET, Key: key, Body: body, ContentType: contentType }),
+  );
+}
+
+async function get(stack: TestStack, key: string): Promise<{ body: Buffer; contentType?: string }> {
+  const res = await stack.services.s3.send(new GetObjectCommand({ Bucket: TEST_BUCKET, Key: key }));
+  return {
+    body: Buffer.from(await res.Body!.transformToByteArray()),
+    ...(res.ContentType ? { contentType: res.ContentType } : {}),
+  };
+}
+
+async function exists(stack: TestStack, key: string): Promise<boolean> {
+  try {
+    await stack.services.s3.send(new HeadObjectCommand({ Bucket: TEST_BUCKET, Key: key }));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Polls the store until the job has ended (bounded: a stuck job fails the test). */
+async function finished(stack: TestStack, id: string, limitMs = 60_000): Promise<Job> {
+  const deadline = Date.now() + limitMs;
+  for (;;) {
+    const job = await stack.services.store.getJob(id);
+    if (job && (job.status === "completed" || job.status === "failed")) return job;
+    if (Date.now() > deadline) assert.fail(`job ${id} did not finish: ${JSON.stringify(job)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function submit(stack: TestStack, path: string, body: Record<string, unknown>): Promise<string> {
+  const res = await stack.request(`/api/v1/jobs/${path}`, { method: "POST", json: body });
+  const json = (await res.json()) as { job_id: string; error?: string };
+  assert.equal(res.status, 202, json.error);
+  return json.job_id;
+}
+
+const jpeg = (width: number, height: number, color = { r: 200, g: 60, b: 30 }) =>
+  sharp({ create: { width, height, channels: 3, background: color } })
+    .jpeg()
+    .toBuffer();
+
+/** A WAV of `seconds` of a sine tone, made by ffmpeg. */
+async function wav(seconds: number, sampleRate = 8000): Promise<Buffer> {
+  const dir = await mkdtemp(join(tmpdir(), "media-service-wav-"));
+  const path = join(dir, "tone.wav");
+  await run("ffmpeg", [
+    "-v",
+    "error",
+    "-f",
+    "lavfi",
+    "-i",
+    `sine=frequency=440:sample_rate=${sampleRate}:duration=${seconds}`,
+    "-ac",
+    "1",
+    path,
+  ]);
+  const body = await readFile(path);
+  await rm(dir, { recursive: true, force: true });
+  return body;
+}
+
+describe("jobs through the local stack", () => {
+  let stack: TestStack;
+  before(async () => {
+    stack = await startTestStack({ executor: true });
+  });
+  after(async () => {
+    await stack?.close();
+  });
+
+  test("an image is resized end to end: output object, content type, result shape", async () => {
+    await put(stack, "in/photo.jpg", await jpeg(1200, 800), "image/jpeg");
+    const id = await submit(stack, "image/resize", {
+      source_bucket: TEST_BUCKET,
+      source_key: "in/photo.jpg",
+      dest_bucket: TEST_BUCKET,
+      dest_key: "out/photo.webp",
+      width: 300,
+      height: 200,
+      format: "webp",
+    });
+    const job = await finished(stack, id);
+    assert.equal(job.status, "completed", job.error);
+    const result = job.result as {
+      output_url: string;
+      file_size: number;
+      duration: number;
+      metadata: Record<string, unknown>;
+    };
+    assert.equal(result.output_url, `${stack.s3.url}/${TEST_BUCKET}/out/photo.webp`);
+    assert.deepEqual(result.metadata, { width: 300, height: 200, format: "webp" });
+    assert.equal(typeof result.duration, "number");
+    const out = await get(stack, "out/photo.webp");
+    assert.equal(out.contentType, "image/webp");
+    assert.equal(result.file_size, out.body.length);
+    const meta = await sharp(out.body).metadata();
+    assert.deepEqual([meta.format, meta.width, meta.height], ["webp", 300, 200]);
+    assert.equal(job.attempts, 1);
+    assert.ok(job.completed_at && job.started_at && typeof job.duration_seconds === "number");
+  });
+
+  test("a missing source fails the job with a message naming it, and writes nothing", async () => {
+    const id = await submit(stack, "image/resize", {
+      source_bucket: TEST_BUCKET,
+      source_key: "in/absent.jpg",
+      dest_bucket: TEST_BUCKET,
+      dest_key: "out/absent.jpg",
+      width: 10,
+      height: 10,
+    });
+    const job = await finished(stack, id);
+    assert.equal(job.status, "failed");
+    assert.equal(job.error, `source s3://${TEST_BUCKET}/in/absent.jpg not found`);
+    assert.equal(await exists(stack, "out/absent.jpg"), false);
+    assert.equal(job.attempts, 1, "a permanent error is not retried");
+  });
+
+  test("a burst of 100 jobs all complete, each started exactly once", async () => {
+    await put(stack, "in/small.jpg", await jpeg(320, 240), "image/jpeg");
+    const res = await stack.request("/api/v1/jobs/batch", {
+      method: "POST",
+      json: {
+        jobs: Array.from({ length: 100 }, (_, i) => ({
+          type: "image_resize",
+          source_bucket: TEST_BUCKET,
+          source_key: "in/small.jpg",
+          dest_bucket: TEST_BUCKET,
+          dest_key: `out/burst/${i}.jpg`,
+          parameters: { width: 64, height: 48 },
+        })),
+      },
+    });
+    assert.equal(res.status, 201);
+    const { batch_id, job_ids } = (await res.json()) as { batch_id: string; job_ids: string[] };
+    const jobs = await Promise.all(job_ids.map((id) => finished(stack, id, 180_000)));
+    assert.deepEqual(
+      jobs.filter((j) => j.status !== "completed").map((j) => j.error),
+      [],
+      "every job completed",
+    );
+    assert.ok(jobs.every((j) => j.attempts === 1));
+    const starts = (await streamEvents(stack.services.store, "job.started")).filter((e) =>
+      job_ids.includes(e.fields.job_id!),
+    );
+    assert.equal(starts.length, 100, "no job was started twice");
+    assert.equal(new Set(starts.map((e) => e.fields.job_id)).size, 100);
+    const batch = await stack.services.store.getBatch(batch_id);
+    assert.equal(batch?.status, "completed");
+    assert.equal(batch?.completed, 100);
+    for (const i of [0, 57, 99]) {
+      const meta = await sharp((await get(stack, `out/burst/${i}.jpg`)).body).metadata();
+      assert.deepEqual([meta.width, meta.height], [64, 48]);
+    }
+    const stats = await stack.services.store.queueStats();
+    assert.equal(stats.total_pending + stats.total_processing, 0, "nothing left queued or running");
+  });
+
+  test("a job that overruns its timeout_seconds is failed and its runner replaced", async () => {
+    await put(stack, "in/long.wav", await wav(1200), "audio/wav");
+    const id = await submit(stack, "audio/convert", {
+      source_bucket: TEST_BUCKET,
+      source_key: "in/long.wav",
+      dest_bucket: TEST_BUCKET,
+      dest_key: "out/long.mp3",
+      format: "mp3",
+      timeout_seconds: 1,
+    });
+    const job = await finished(stack, id);
+    assert.equal(job.status, "failed");
+    assert.match(job.error ?? "", /timed out after 1 s \(timeout_seconds\)/);
+    assert.equal(await exists(stack, "out/long.mp3"), false);
+    // The executor still runs jobs afterwards.
+    const next = await submit(stack, "image/colors", {
+      source_bucket: TEST_BUCKET,
+      source_key: "in/small.jpg",
+    });
+    assert.equal((await finished(stack, next)).status, "completed");
+  });
+
+  test("a runner killed mid-job is a transient failure: the job is retried and completes", async () => {
+    const id = await submit(stack, "audio/convert", {
+      source_bucket: TEST_BUCKET,
+      source_key: "in/long.wav",
+      dest_bucket: TEST_BUCKET,
+      dest_key: "out/retried.mp3",
+      format: "mp3",
+    });
+    let pid: number | undefined;
+    const deadline = Date.now() + 30_000;
+    while (!pid && Date.now() < deadline) {
+      const job = await stack.services.store.getJob(id);
+      if (job?.status === "processing") pid = stack.executor!.runnerPid(id);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.ok(pid, "the job started in a runner process");
+    process.kill(pid, "SIGKILL");
+    const job = await finished(stack, id, 120_000);
+    assert.equal(job.status, "completed", job.error);
+    assert.equal(job.attempts, 2);
+    const requeued = (await streamEvents(stack.services.store, "job.requeued")).filter(
+      (e) => e.fields.job_id === id,
+    );
+    assert.equal(requeued.length, 1);
+    assert.ok(await exists(stack, "out/retried.mp3"));
+  });
+});
+
+describe("recovery", () => {
+  let redis: TestRedis;
+  before(async () => {
+    redis = await startTestRedis();
+  });
+  after(async () => {
+    await redis?.stop();
+  });
+
+  test("jobs a crashed executor held are re-queued when it starts again, and complete", async () => {
+    const stack = await startTestStack({ redis });
+    try {
+      await put(stack, "in/a.jpg", await jpeg(64, 64), "image/jpeg");
+      const id = await submit(stack, "image/colors", { source_bucket: TEST_BUCKET, source_key: "in/a.jpg" });
+      const opts = {
+        config: stack.config,
+        store: stack.services.store,
+        subscriber: stack.services.subscriber,
+        logger: stack.api.app.log as never,
+      };
+      // What a crash leaves: the job claimed by this executor's identity and processing, no runner.
+      const crashed = new LocalExecutor(opts);
+      assert.equal(await stack.services.store.claim("image_colors", 60_000, crashed.owner), id);
+      assert.equal(await stack.services.store.start(id, 60_000), true);
+      const restarted = new LocalExecutor(opts);
+      await restarted.start();
+      try {
+        const job = await finished(stack, id);
+        assert.equal(job.status, "completed", job.error);
+        assert.equal(job.attempts, 2);
+      } finally {
+        await restarted.stop(0);
+      }
+    } finally {
+      await stack.close();
+    }
+  });
+
+  test("a job whose lease ran out (its executor vanished) is taken back and completes", async () => {
+    const stack = await startTestStack({ redis, config: { executor: { lease: "2s" } } });
+    try {
+      await put(stack, "in/b.jpg", await jpeg(64, 64), "image/jpeg");
+      const id = await submit(stack, "image/colors", { source_bucket: TEST_BUCKET, source_key: "in/b.jpg" });
+      assert.equal(await stack.services.store.claim("image_colors", 500, "vanished-executor"), id);
+      assert.equal(await stack.services.store.start(id, 500), true);
+      const executor = new LocalExecutor({
+        config: stack.config,
+        store: stack.services.store,
+        subscriber: stack.services.subscriber,
+        logger: stack.api.app.log as never,
+      });
+      await executor.start();
+      try {
+        const job = await finished(stack, id);
+        assert.equal(job.status, "completed", job.error);
+        const requeued = (await streamEvents(stack.services.store, "job.requeued")).filter(
+          (e) => e.fields.job_id === id,
+        );
+        assert.equal(requeued.length, 1);
+      } finally {
+        await executor.stop(0);
+      }
+    } finally {
+      await stack.close();
+    }
+  });
+});
+
+describe("runner exit codes (media-service runner --job)", () => {
+  let stack: TestStack;
+  before(async () => {
+    stack = await startTestStack();
+    await put(stack, "bad/garbage.bin", Buffer.from("this is not media at all, just text\n".repeat(20)));
+    await put(stack, "bad/empty.bin", Buffer.alloc(0));
+  });
+  after(async () => {
+    await stack?.close();
+  });
+
+  /** Runs the real CLI on one job, as the Kubernetes executor's pod will. */
+  async function runner(jobId: string): Promise<number> {
+    const entry = runnerEntry();
+    const child = spawn(process.execPath, [...entry.execArgv, entry.path, "runner", "--job", jobId], {
+      env: { ...process.env, [RESOLVED_CONFIG_ENV]: JSON.stringify(stack.config) },
+      stdio: ["ignore", "ignore", "inherit"],
+    });
+    return new Promise((resolve) => child.once("exit", (code) => resolve(code ?? -1)));
+  }
+
+  async function queued(type: JobType, spec: Record<string, unknown>): Promise<string> {
+    const { jobIds } = await stack.services.store.submit([
+      { type, source_bucket: TEST_BUCKET, source_key: "bad/garbage.bin", parameters: {}, ...spec } as never,
+    ]);
+    assert.equal(await stack.services.store.claim(type, 60_000, "test"), jobIds[0]);
+    return jobIds[0]!;
+  }
+
+  const out = (name: string) => ({ dest_bucket: TEST_BUCKET, dest_key: `bad-out/${name}` });
+  const cases: Array<[JobType, Record<string, unknown>, RegExp]> = [
+    [
+      "image_resize",
+      { ...out("r.jpg"), parameters: { width: 10, height: 10, quality: 85, fit: "cover", enlarge: false } },
+      /not a decodable image/,
+    ],
+    [
+      "image_optimize",
+      { ...out("o.jpg"), parameters: { quality: 80, strip_metadata: false } },
+      /not a decodable image/,
+    ],
+    [
+      "image_watermark",
+      {
+        ...out("w.jpg"),
+        parameters: { watermark_text: "x", position: "center", opacity: 100, color: "#ffffff" },
+      },
+      /not a decodable image/,
+    ],
+    ["image_colors", { parameters: { color_count: 5, format: "hex" } }, /not a decodable image/],
+    [
+      "video_thumbnail",
+      { ...out("t.jpg"), parameters: { timestamp: "00:00:01", format: "jpeg" } },
+      /not a decodable video/,
+    ],
+    ["audio_convert", { ...out("a.mp3"), parameters: { format: "mp3" } }, /not a decodable audio/],
+    ["image_ai_keywords", { parameters: { keyword_count: 15, language: "en" } }, /needs an AI provider/],
+    ["analyze", { parameters: { max_frames: 8, language: "en" } }, /needs an AI provider/],
+  ];
+  for (const [type, spec, message] of cases) {
+    test(`${type} on bad input: exit code 2, job failed with a clear error, no output`, async () => {
+      const id = await queued(type, spec);
+      assert.equal(await runner(id), 2);
+      const job = await stack.services.store.getJob(id);
+      assert.equal(job?.status, "failed");
+      assert.match(job?.error ?? "", message);
+      if (spec.dest_key) assert.equal(await exists(stack, spec.dest_key as string), false);
+    });
+  }
+
+  test("an empty source fails with exit code 2", async () => {
+    const id = await queued("image_resize", {
+      source_key: "bad/empty.bin",
+      ...out("e.jpg"),
+      parameters: { width: 5, height: 5 },
+    });
+    assert.equal(await runner(id), 2);
+    assert.match((await stack.services.store.getJob(id))?.error ?? "", /is empty/);
+  });
+
+  test("a good job exits 0 and a job that already ended exits 0 without touching it", async () => {
+    await put(stack, "good/a.jpg", await jpeg(40, 30), "image/jpeg");
+    const id = await queued("image_colors", {
+      source_key: "good/a.jpg",
+      parameters: { color_count: 3, format: "hex" },
+    });
+    assert.equal(await runner(id), 0);
+    const done = await stack.services.store.getJob(id);
+    assert.equal(done?.status, "completed");
+    assert.equal(await runner(id), 0);
+    assert.deepEqual(await stack.services.store.getJob(id), done);
+  });
+});

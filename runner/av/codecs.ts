@@ -16,6 +16,12 @@ export interface AudioCodec {
   contentType: string;
   /** Bitrate used when the job gives none; undefined for lossless and PCM. */
   defaultBitrate?: string;
+  /**
+   * Without a requested bitrate, encode at this VBR quality (-q:a) instead of defaultBitrate: an
+   * encoder whose bitrate bounds depend on the source (Vorbis at a low sample rate) then always
+   * has a setting it can do.
+   */
+  defaultQuality?: string;
   /** Sample rates the encoder takes; others are resampled to `preferredSampleRate`. */
   sampleRates?: readonly number[];
   preferredSampleRate?: number;
@@ -88,6 +94,7 @@ export const AUDIO_CODECS: Readonly<Record<AudioFormat, AudioCodec>> = {
     extension: "ogg",
     contentType: "audio/ogg",
     defaultBitrate: "160k",
+    defaultQuality: "5",
     maxChannels: 8,
   },
   flac: {
@@ -124,8 +131,8 @@ export function audioEncodeOptions(
 ): string[] {
   const codec = audioCodec(format);
   const options = ["-c:a", codec.encoder];
-  const rate = bitrate ?? codec.defaultBitrate;
-  if (rate && codec.defaultBitrate) options.push("-b:a", rate);
+  if (bitrate === undefined && codec.defaultQuality) options.push("-q:a", codec.defaultQuality);
+  else if (codec.defaultBitrate) options.push("-b:a", bitrate ?? codec.defaultBitrate);
   if (codec.sampleRates && source.sampleRate && !codec.sampleRates.includes(source.sampleRate)) {
     options.push("-ar", String(codec.preferredSampleRate ?? codec.sampleRates[0]));
   }

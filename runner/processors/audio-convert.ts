@@ -43,7 +43,7 @@ export const audioConvert: Processor = async (ctx) => {
 
   const output = join(ctx.scratchDir, `audio.${codec.extension}`);
   ctx.progress(CONVERT_FROM, `converting to ${format}`);
-  const bitrate = parameters.bitrate ?? codec.defaultBitrate;
+  const bitrate = parameters.bitrate ?? (codec.defaultQuality ? undefined : codec.defaultBitrate);
   const encodeOptions = audioEncodeOptions(format, audio, parameters.bitrate);
   const run = await runFfmpeg(
     {

@@ -16,6 +16,7 @@ import type { Job } from "../../core/jobs/records.js";
 import type { JobType } from "../../core/jobs/types.js";
 import { startTestStack, TEST_BUCKET, type TestStack } from "../support/api.js";
 import { startTestRedis, type TestRedis } from "../support/redis.js";
+import { openStream } from "../support/sse.js";
 import { streamEvents } from "../support/store.js";
 
 const run = promisify(execFile);
@@ -202,6 +203,33 @@ describe("jobs through the local stack", () => {
       source_key: "in/small.jpg",
     });
     assert.equal((await finished(stack, next)).status, "completed");
+  });
+
+  test("a long conversion streams real progress over SSE, then complete", async () => {
+    const id = await submit(stack, "audio/convert", {
+      source_bucket: TEST_BUCKET,
+      source_key: "in/long.wav",
+      dest_bucket: TEST_BUCKET,
+      dest_key: "out/progress.ogg",
+      format: "ogg",
+    });
+    const stream = await openStream(`${stack.baseUrl}/api/v1/jobs/${id}/stream`);
+    await stream.closed;
+    const progress = stream.events
+      .filter((e) => e.event === "progress")
+      .map((e) => (e.json as { percent: number }).percent);
+    assert.ok(progress.length >= 3, `progress events: ${JSON.stringify(progress)}`);
+    assert.ok(
+      progress.every((p, i) => i === 0 || p > progress[i - 1]!),
+      `percent only increases: ${JSON.stringify(progress)}`,
+    );
+    assert.ok(
+      progress.some((p) => p > 5 && p < 95),
+      "percent between download and upload (ffmpeg's own)",
+    );
+    const last = stream.events.at(-1)!;
+    assert.equal(last.event, "complete");
+    assert.equal((last.json as { status: string }).status, "completed");
   });
 
   test("a runner killed mid-job is a transient failure: the job is retried and completes", async () => {

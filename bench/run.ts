@@ -1,9 +1,18 @@
 // npm run bench: figures and ratios, never pass/fail. Each comparison is measured side by side in
 // one run, alternating the two targets so drift on a shared machine hits both alike.
+//
+//   npm run bench                                  all of them
+//   npm run bench -- submit resize thumbnail rss   the ones named, in this order
+//
+//   submit     the API's submit path vs a bare route (below)
+//   resize     image_resize jobs/s through the local stack vs a bare S3 → sharp → S3 loop (runner.ts)
+//   thumbnail  a video thumbnail 50 minutes in vs plain ffmpeg (runner.ts)
+//   rss        peak RSS resizing a 50-megapixel JPEG vs vipsthumbnail (runner.ts)
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import autocannon from "autocannon";
 import { Redis } from "ioredis";
+import { resizeBenchmark, rssBenchmark, thumbnailBenchmark } from "./runner.js";
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -120,4 +129,21 @@ async function submitBenchmark(): Promise<void> {
   console.log(`p99 ratio api/bare:        ${(a.p99 / Math.max(b.p99, 1)).toFixed(2)} (target <= 2.00)`);
 }
 
-await submitBenchmark();
+const BENCHMARKS: Record<string, () => Promise<void>> = {
+  submit: submitBenchmark,
+  resize: resizeBenchmark,
+  thumbnail: thumbnailBenchmark,
+  rss: rssBenchmark,
+};
+
+const asked = process.argv.slice(2).filter((a) => a !== "--");
+const unknown = asked.filter((name) => !(name in BENCHMARKS));
+if (unknown.length > 0) {
+  console.error(
+    `unknown benchmark(s): ${unknown.join(", ")}; choose from: ${Object.keys(BENCHMARKS).join(", ")}`,
+  );
+  process.exit(2);
+}
+for (const [name, benchmark] of Object.entries(BENCHMARKS)) {
+  if (asked.length === 0 || asked.includes(name)) await benchmark();
+}

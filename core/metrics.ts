@@ -7,8 +7,9 @@ import {
 } from "prom-client";
 import { JOB_TYPES, type JobType } from "./jobs/types.js";
 
-/** Bounds (seconds) of media_job_duration_seconds; the store keeps the counts in Redis. */
-export const JOB_DURATION_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
+import { JOB_DURATION_BUCKETS } from "./jobs/duration-buckets.js";
+
+export { JOB_DURATION_BUCKETS };
 
 /** What the job metrics are read from: the store's counters (see JobStore). */
 export interface JobFigures {

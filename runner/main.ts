@@ -70,7 +70,7 @@ export async function runOne(jobId: string, config: Config, logger: Logger): Pro
  * when its executor goes away (the IPC channel closes), so it never outlives the controller.
  */
 export async function serve(config: Config, logger: Logger, maxJobs: number): Promise<number> {
-  if (!process.send) {
+  if (!process.send || !process.connected) {
     logger.error("runner --serve must be started by the local executor (it talks over IPC)");
     return EXIT_PERMANENT;
   }
@@ -112,7 +112,7 @@ export async function serve(config: Config, logger: Logger, maxJobs: number): Pr
   await finished;
   await busy;
   await deps.close();
-  process.disconnect?.();
+  if (process.connected) process.disconnect();
   return 0;
 }
 

@@ -69,7 +69,7 @@ export const ExecutorConfig = Type.Object(
     // 0 = one per CPU.
     local_concurrency: Type.Integer({ minimum: 0, default: 0 }),
     // Jobs one local runner process serves before it is replaced (1 = a fresh process per job).
-    local_runner_max_jobs: Type.Integer({ minimum: 1, default: 50 }),
+    local_runner_max_jobs: Type.Integer({ minimum: 1, default: 500 }),
     // Processing time allowed per job type, unless the job sets timeout_seconds.
     timeouts: JobTimeouts,
     // Attempts of a job that fails transiently (runner crash, storage error) before it fails.

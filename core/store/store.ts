@@ -3,7 +3,7 @@ import { Redis, type RedisOptions } from "ioredis";
 import type { Batch, Job, JobSummary, QueueStats } from "../jobs/records.js";
 import type { JobSpec } from "../jobs/spec.js";
 import { JOB_TYPES, type BatchStatus, type JobStatus, type JobType } from "../jobs/types.js";
-import { JOB_DURATION_BUCKETS } from "../metrics.js";
+import { JOB_DURATION_BUCKETS } from "../jobs/duration-buckets.js";
 import { decodeBatch, decodeJob, decodeSummary, SUMMARY_FIELDS, type Hash } from "./codec.js";
 import { translateScriptError } from "./errors.js";
 import { Keys } from "./keys.js";

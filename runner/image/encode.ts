@@ -2,10 +2,11 @@
 //
 // Two modes. `standard` (resize, watermark) favours speed at a good size; `optimize` (the optimize
 // job, whose whole point is the smallest file) spends more CPU where it pays:
-// - JPEG: mozjpeg in both. `optimize` uses all of it (trellis quantisation, optimised progressive
-//   scans): ~13 % smaller than libjpeg at the same quality, but ~18× slower (6 s for 12 megapixels
-//   on 2 cores). `standard` keeps mozjpeg's quantisation tables, progressive mode and deringing and
-//   skips trellis and scan optimisation: ~6 % smaller than libjpeg at ~4× its time (1.3 s).
+// - JPEG: `optimize` uses all of mozjpeg (trellis quantisation, optimised progressive scans):
+//   ~13 % smaller than libjpeg at the same quality, but ~18× slower (6 s for 12 megapixels on 2
+//   cores). `standard` uses libjpeg-turbo's defaults: mozjpeg's tables and deringing alone made
+//   files ~2.5 % smaller at 3× the encode time (48.6 ms against 16.0 ms for 800×600), which was
+//   the largest single cost of a resize job (the resize benchmark, README "Performance").
 // - PNG: lossless with adaptive row filters in `standard` (filters matter more than the zlib level:
 //   a tenth of the size of unfiltered output on smooth photos), kept as a palette image when the
 //   source was one. `optimize` quantises to a palette (libimagequant, as pngquant/TinyPNG do) with
@@ -75,9 +76,7 @@ export function encode(pipeline: Sharp, options: EncodeOptions): Sharp {
       // JPEG has no alpha: transparent areas become white, as they look on a web page, rather
       // than libvips' black.
       if (options.hasAlpha) pipeline = pipeline.flatten({ background: "#ffffff" });
-      return mode === "optimize"
-        ? pipeline.jpeg({ quality, mozjpeg: true })
-        : pipeline.jpeg({ quality, mozjpeg: true, trellisQuantisation: false, optimiseScans: false });
+      return mode === "optimize" ? pipeline.jpeg({ quality, mozjpeg: true }) : pipeline.jpeg({ quality });
     case "png":
       return mode === "optimize"
         ? pipeline.png({ palette: true, quality, effort: 10, compressionLevel: 9 })

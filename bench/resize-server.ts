@@ -1,0 +1,354 @@
+// The image_resize throughput benchmark's two targets, in one child process of the benchmark
+// (bench/runner.ts drives it over IPC), so both run on the same machinery:
+//
+// - stack: jobs submitted over HTTP to the real API, claimed by the local executor, run by its
+//   `media-service runner --serve` processes (S3 GET → sharp → S3 PUT → complete);
+// - bare: a loop in this process doing the same S3 GET → sharp resize → S3 PUT with the same
+//   concurrency, and nothing else.
+//
+// Both use the same redis-server, the same embedded S3-protocol store (served from this process)
+// and the same source image. This process's stdout goes to /dev/null, and with it the runners'
+// logs, written at the production level (info) as in a deployment.
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { CreateBucketCommand, GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
+import { pino } from "pino";
+import { buildApi } from "../api/server.js";
+import { LocalExecutor } from "../controller/local-executor.js";
+import { loadConfig, type Config } from "../core/config/load.js";
+import type { Logger } from "../core/logger.js";
+import { createMetricsRegistry } from "../core/metrics.js";
+import { openCoreServices } from "../core/services.js";
+import { createS3Client } from "../core/storage/s3.js";
+import { spawnRedisServer } from "../local/redis.js";
+import { startEmbeddedS3 } from "../local/s3/server.js";
+import { applyExecutorProposal, clearExecutorProposal } from "./executor-proposal.js";
+import { SHARP_PATCH_ENV, type SharpPatch } from "./sharp-patch.js";
+
+export const BUCKET = "bench";
+export const SOURCE_KEY = "in/photo.jpg";
+const API_KEY = "bench-key-0123456789abcdef0123456789abcdef0123456789abcdef01234567";
+const ACCESS_KEY = "bench";
+const SECRET_KEY = "bench-secret";
+
+/** What the resize does, in both targets: an 800×600 cover crop, JPEG quality 85. */
+export const RESIZE = { width: 800, height: 600, format: "jpeg", quality: 85 } as const;
+
+export type ServerRequest =
+  | { id: number; cmd: "setup"; source: string; concurrency: number }
+  | {
+      id: number;
+      cmd: "bare";
+      jobs: number;
+      /** JPEG as the runner encodes it (runner/image/encode.ts, standard mode) instead of sharp's default. */
+      runnerEncoder?: boolean;
+    }
+  | {
+      id: number;
+      cmd: "stack";
+      jobs: number;
+      maxJobs: number;
+      /** sharp settings applied in the runner processes (bench/sharp-patch.ts). */
+      patch?: SharpPatch;
+      /** Extra environment of the runner processes (e.g. MALLOC_ARENA_MAX). */
+      env?: Record<string, string>;
+      /** The executor as proposed (bench/executor-proposal.ts). */
+      proposal?: boolean;
+    }
+  | { id: number; cmd: "stop" };
+
+export type ServerReply =
+  { id: number; ok: true; result: RoundResult } | { id: number; ok: false; error: string };
+
+export interface RoundResult {
+  /** Jobs completed. */
+  jobs: number;
+  /** Jobs that failed (the stack only): counted in the round's time, not in `jobs`. */
+  failed?: number;
+  /** The first failure's error. */
+  error?: string;
+  seconds: number;
+  /** Size of one output, as a check that both targets did the same work. */
+  outputBytes?: number;
+  /** Stack only, means over the round's jobs: started → completed as the store saw it, and the processor's own time. */
+  jobSeconds?: number;
+  processorSeconds?: number;
+  /** Stack only: jobs started more than once (a runner failed them transiently). */
+  retried?: number;
+}
+
+// Run from source (tsx) or compiled (bench/compile.ts): the preload is the same kind of file.
+const FROM_SOURCE = import.meta.url.endsWith(".ts");
+const PRELOAD = fileURLToPath(
+  new URL(FROM_SOURCE ? "./runner-preload.ts" : "./runner-preload.js", import.meta.url),
+);
+
+let config: Config;
+let services: ReturnType<typeof openCoreServices>;
+let logger: Logger;
+let apiUrl = "";
+let concurrency = 2;
+let executor: { key: string; executor: LocalExecutor } | undefined;
+let outputs = 0;
+const cleanups: Array<() => Promise<unknown>> = [];
+
+async function setup(source: string, localConcurrency: number): Promise<RoundResult> {
+  concurrency = localConcurrency;
+  const redis = await spawnRedisServer({ args: ["--save", "", "--appendonly", "no"] });
+  cleanups.unshift(() => redis.stop());
+  const dataDir = await mkdtemp(join(tmpdir(), "media-service-bench-resize-"));
+  cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+  const s3 = await startEmbeddedS3({
+    port: 0,
+    dataDir: join(dataDir, "s3"),
+    accessKeyId: ACCESS_KEY,
+    secretAccessKey: SECRET_KEY,
+  });
+  cleanups.unshift(() => s3.close());
+  config = loadConfig({
+    env: {},
+    overrides: {
+      server: { host: "127.0.0.1", port: 0, api_keys: [API_KEY] },
+      redis: { url: redis.url },
+      storage: {
+        endpoint: s3.url,
+        access_key_id: ACCESS_KEY,
+        secret_access_key: SECRET_KEY,
+        force_path_style: true,
+      },
+      data_dir: dataDir,
+      executor: { scratch_dir: join(dataDir, "scratch"), local_concurrency: localConcurrency },
+      log_level: "info",
+    },
+  });
+  logger = pino({ level: "info" }, pino.destination({ dest: "/dev/null", sync: false })) as unknown as Logger;
+  services = openCoreServices(config, logger, "bench");
+  cleanups.unshift(() => services.close());
+  await services.ready(10_000);
+  await services.s3.send(new CreateBucketCommand({ Bucket: BUCKET }));
+  await services.s3.send(
+    new PutObjectCommand({
+      Bucket: BUCKET,
+      Key: SOURCE_KEY,
+      Body: await readFile(source),
+      ContentType: "image/jpeg",
+    }),
+  );
+  const api = await buildApi(
+    {
+      config,
+      store: services.store,
+      events: services.events,
+      health: services.health,
+      metrics: createMetricsRegistry(services.store),
+    },
+    logger,
+  );
+  await api.app.listen({ host: "127.0.0.1", port: 0 });
+  cleanups.unshift(() => api.close());
+  const address = api.app.server.address() as { port: number };
+  apiUrl = `http://127.0.0.1:${address.port}/api/v1/jobs/image/resize`;
+  return { jobs: 0, seconds: 0 };
+}
+
+/** The executor for a runner configuration, started fresh; any other one is stopped first. */
+async function useExecutor(
+  maxJobs: number,
+  patch: SharpPatch | undefined,
+  env: Record<string, string> | undefined,
+  proposal: boolean,
+): Promise<void> {
+  const key = JSON.stringify({ maxJobs, patch, env, proposal });
+  if (executor?.key === key) return;
+  await executor?.executor.stop(0);
+  executor = undefined;
+  // The executor hands its own environment to its runners, read when it is constructed.
+  const saved = process.env;
+  process.env = {
+    ...saved,
+    ...(patch
+      ? {
+          [SHARP_PATCH_ENV]: JSON.stringify(patch),
+          NODE_OPTIONS: FROM_SOURCE ? `--import tsx --import ${PRELOAD}` : `--import ${PRELOAD}`,
+        }
+      : {}),
+    ...env,
+  };
+  const runnerConfig: Config = structuredClone(config);
+  runnerConfig.executor.localRunnerMaxJobs = maxJobs;
+  let next: LocalExecutor;
+  try {
+    next = new LocalExecutor({
+      config: runnerConfig,
+      store: services.store,
+      subscriber: services.subscriber,
+      logger,
+    });
+  } finally {
+    process.env = saved;
+  }
+  if (proposal) applyExecutorProposal(next, maxJobs);
+  else clearExecutorProposal();
+  await next.start();
+  executor = { key, executor: next };
+}
+
+async function completedTotal(): Promise<{ completed: number; failed: number }> {
+  const c = (await services.store.counters()).image_resize;
+  return { completed: c.completedTotal, failed: c.failedTotal };
+}
+
+/** Submits `jobs` jobs over HTTP and waits until all have completed. */
+async function stackRound(request: Extract<ServerRequest, { cmd: "stack" }>): Promise<RoundResult> {
+  await useExecutor(request.maxJobs, request.patch, request.env, request.proposal ?? false);
+  const before = await completedTotal();
+  const started = performance.now();
+  const body = (i: number) =>
+    JSON.stringify({
+      source_bucket: BUCKET,
+      source_key: SOURCE_KEY,
+      dest_bucket: BUCKET,
+      dest_key: `out/stack-${++outputs}-${i}.jpg`,
+      ...RESIZE,
+    });
+  const submitted = await Promise.all(
+    Array.from({ length: request.jobs }, async (_, i) => {
+      const res = await fetch(apiUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": API_KEY },
+        body: body(i),
+      });
+      if (res.status !== 202) throw new Error(`submit answered ${res.status}: ${await res.text()}`);
+      return ((await res.json()) as { job_id: string }).job_id;
+    }),
+  );
+  let now = before;
+  while (now.completed + now.failed - before.completed - before.failed < request.jobs) {
+    await new Promise((r) => setTimeout(r, 5));
+    now = await completedTotal();
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const jobs = await Promise.all(submitted.map((id) => services.store.getJob(id)));
+  const completed = jobs.filter((j) => j?.status === "completed");
+  const failed = jobs.filter((j) => j?.status === "failed");
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+  const results = completed.map((j) => j!.result as { file_size?: number; duration?: number });
+  return {
+    jobs: request.jobs - failed.length,
+    seconds,
+    ...(failed.length > 0 ? { failed: failed.length, error: failed[0]!.error } : {}),
+    outputBytes: results[0]?.file_size,
+    jobSeconds: mean(
+      completed.map((j) => (Date.parse(j!.completed_at!) - Date.parse(j!.started_at!)) / 1000),
+    ),
+    processorSeconds: mean(results.map((r) => r.duration ?? 0)),
+    retried: jobs.filter((j) => (j?.attempts ?? 1) > 1).length,
+  };
+}
+
+let bareClient: ReturnType<typeof createS3Client> | undefined;
+
+/** `concurrency` workers taking jobs off one counter: GET → sharp → PUT, all in memory. */
+async function bareRound(request: Extract<ServerRequest, { cmd: "bare" }>): Promise<RoundResult> {
+  const { default: sharp } = await import("sharp");
+  // Pure functions, no sharp settings: importing them leaves this process's sharp at its defaults.
+  const { encode } = await import("../runner/image/encode.js");
+  // The bare loop has its own client, as a runner has.
+  bareClient ??= createS3Client(config.storage);
+  const s3 = bareClient;
+  let next = 0;
+  let outputBytes = 0;
+  const round = ++outputs;
+  const started = performance.now();
+  const worker = async () => {
+    while (next < request.jobs) {
+      const i = next++;
+      const got = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: SOURCE_KEY }));
+      const input = await got.Body!.transformToByteArray();
+      const resized = sharp(input).resize(RESIZE.width, RESIZE.height);
+      const output = await (
+        request.runnerEncoder
+          ? encode(resized, { format: "jpeg", quality: RESIZE.quality, mode: "standard", hasAlpha: false })
+          : resized.jpeg({ quality: RESIZE.quality })
+      ).toBuffer();
+      await s3.send(
+        new PutObjectCommand({
+          Bucket: BUCKET,
+          Key: `out/bare-${round}-${i}.jpg`,
+          Body: output,
+          ContentType: "image/jpeg",
+        }),
+      );
+      outputBytes = output.length;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return { jobs: request.jobs, seconds: (performance.now() - started) / 1000, outputBytes };
+}
+
+/**
+ * Runner processes the executor left behind: LocalExecutor.stop() stops idle and running runners,
+ * not those still starting, and a runner whose IPC channel closed before it listened for that
+ * waits forever. Only this process's own children running `runner --serve` are stopped.
+ */
+async function stopLeftRunners(): Promise<void> {
+  let children: number[] = [];
+  try {
+    const text = await readFile(`/proc/${process.pid}/task/${process.pid}/children`, "utf8");
+    children = text.trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return; // no /proc
+  }
+  for (const pid of children) {
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
+    if (cmdline.replaceAll("\0", " ").includes("runner --serve")) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+  }
+}
+
+let stopping: Promise<void> | undefined;
+function stop(): Promise<void> {
+  stopping ??= (async () => {
+    await executor?.executor.stop(0);
+    await stopLeftRunners();
+    bareClient?.destroy();
+    for (const cleanup of cleanups) await cleanup().catch(() => undefined);
+  })();
+  return stopping;
+}
+
+process.on("message", (request: ServerRequest) => {
+  const handle = async (): Promise<RoundResult> => {
+    switch (request.cmd) {
+      case "setup":
+        return setup(resolve(request.source), request.concurrency);
+      case "bare":
+        return bareRound(request);
+      case "stack":
+        return stackRound(request);
+      case "stop":
+        await stop();
+        return { jobs: 0, seconds: 0 };
+    }
+  };
+  handle().then(
+    (result) => {
+      process.send!({ id: request.id, ok: true, result } satisfies ServerReply);
+      if (request.cmd === "stop") process.disconnect();
+    },
+    (err: unknown) =>
+      process.send!({
+        id: request.id,
+        ok: false,
+        error: err instanceof Error ? err.message : String(err),
+      } satisfies ServerReply),
+  );
+});
+process.on("disconnect", () => void stop().finally(() => process.exit(0)));

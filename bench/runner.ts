@@ -1,0 +1,499 @@
+// The runner's benchmarks: each compares the runner with the plainest way of doing the same work,
+// side by side in one run, alternating the two across rounds so drift on a shared machine hits both
+// alike. They print figures and ratios, never pass/fail.
+//
+//   resize     image_resize jobs/s through the whole local stack vs a bare S3 → sharp → S3 loop
+//   thumbnail  video_thumbnail 50 minutes into a 60-minute video vs one plain ffmpeg command
+//   rss        peak RSS of the runner's resize of a 50-megapixel JPEG vs vipsthumbnail
+//
+// Media is generated once into BENCH_CACHE_DIR (bench/fixtures.ts). Knobs (environment):
+//   BENCH_RESIZE_JOBS (60), BENCH_RESIZE_ROUNDS (3), BENCH_RESIZE_FRESH_JOBS (12),
+//   BENCH_RESIZE_MAX_JOBS (50: executor.local_runner_max_jobs of the measured stack)
+//   BENCH_RESIZE_PATCH   sharp settings for the runner processes, JSON (bench/sharp-patch.ts)
+//   BENCH_RUNNER_ENV     extra environment of the runner processes, JSON (e.g. {"MALLOC_ARENA_MAX":"2"})
+//   BENCH_EXECUTOR_PROPOSAL=1  the executor with the change proposed in bench/executor-proposal.ts
+//   BENCH_THUMB_ROUNDS (7), BENCH_RSS_ROUNDS (3)
+//   BENCH_NODE           the node binary of the runner processes (resize) and resize processes (rss)
+//   BENCH_RUNNER_SOURCE=1  runners from source under tsx instead of compiled (bench/compile.ts)
+import { execFile, fork, spawn, type ChildProcess } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { mkdtemp, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { compileProject } from "./compile.js";
+import { processContext } from "./context.js";
+import { longVideo, photo } from "./fixtures.js";
+import type { RoundResult, ServerReply, ServerRequest } from "./resize-server.js";
+import type { SharpPatch } from "./sharp-patch.js";
+
+const run = promisify(execFile);
+// Read before anything here loads sharp (see shellEnv).
+const ORIGINAL_VIPSHOME = process.env.VIPSHOME;
+const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
+const num = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+const json = <T>(name: string): T | undefined => {
+  const raw = process.env[name];
+  return raw ? (JSON.parse(raw) as T) : undefined;
+};
+const log = (line: string) => console.error(line);
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+const fmt = (n: number, digits = 2) => n.toFixed(digits);
+
+// ---------------------------------------------------------------------------------------------
+// (a) image_resize throughput
+
+type Request = ServerRequest extends infer R ? (R extends { id: number } ? Omit<R, "id"> : never) : never;
+
+/**
+ * The child process holding the stack and the bare loop (bench/resize-server.ts), compiled (its
+ * runners then start from the compiled cli.js, as in production) or, with BENCH_RUNNER_SOURCE=1,
+ * from source under tsx (runners too).
+ */
+class ResizeServer {
+  private readonly child: ChildProcess;
+  private nextId = 0;
+  private readonly pending = new Map<
+    number,
+    { resolve: (r: RoundResult) => void; reject: (e: Error) => void }
+  >();
+  private readonly exited: Promise<void>;
+
+  constructor(compiledDir: string | undefined) {
+    this.child = fork(
+      compiledDir ? join(compiledDir, "bench", "resize-server.js") : here("./resize-server.ts"),
+      [],
+      {
+        execArgv: compiledDir ? [] : ["--import", "tsx"],
+        ...(process.env.BENCH_NODE ? { execPath: process.env.BENCH_NODE } : {}),
+        stdio: ["ignore", "ignore", "inherit", "ipc"],
+        serialization: "json",
+        // The AWS SDK warns once per process on Node < 22: once per runner process, on stderr.
+        env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" },
+      },
+    );
+    this.child.on("message", (reply: ServerReply) => {
+      const waiter = this.pending.get(reply.id);
+      this.pending.delete(reply.id);
+      if (reply.ok) waiter?.resolve(reply.result);
+      else waiter?.reject(new Error(reply.error));
+    });
+    this.exited = new Promise((resolve) =>
+      this.child.once("exit", (code) => {
+        for (const waiter of this.pending.values())
+          waiter.reject(new Error(`bench server exited with ${code}`));
+        this.pending.clear();
+        resolve();
+      }),
+    );
+  }
+
+  send(request: Request): Promise<RoundResult> {
+    const id = ++this.nextId;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.child.send({ ...request, id } as ServerRequest);
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.child.connected) await this.send({ cmd: "stop" }).catch(() => undefined);
+    const timer = setTimeout(() => this.child.kill("SIGKILL"), 10_000);
+    await this.exited;
+    clearTimeout(timer);
+  }
+}
+
+interface Rate {
+  jobSeconds: number[];
+  processorSeconds: number[];
+  retried: number;
+  jobs: number;
+  failed: number;
+  error?: string;
+  seconds: number;
+  rounds: number[];
+  outputBytes?: number;
+}
+
+const addRound = (rate: Rate, r: RoundResult) => {
+  rate.jobs += r.jobs;
+  rate.failed += r.failed ?? 0;
+  rate.retried += r.retried ?? 0;
+  rate.error ??= r.error;
+  rate.seconds += r.seconds;
+  rate.rounds.push(r.jobs / r.seconds);
+  if (r.outputBytes !== undefined) rate.outputBytes = r.outputBytes;
+  if (r.jobSeconds !== undefined) rate.jobSeconds.push(r.jobSeconds);
+  if (r.processorSeconds !== undefined) rate.processorSeconds.push(r.processorSeconds);
+};
+const newRate = (): Rate => ({
+  jobs: 0,
+  failed: 0,
+  retried: 0,
+  seconds: 0,
+  rounds: [],
+  jobSeconds: [],
+  processorSeconds: [],
+});
+const perSecond = (r: Rate) => r.jobs / r.seconds;
+
+export async function resizeBenchmark(): Promise<void> {
+  const jobs = num("BENCH_RESIZE_JOBS", 60);
+  const rounds = num("BENCH_RESIZE_ROUNDS", 3);
+  const freshJobs = num("BENCH_RESIZE_FRESH_JOBS", 12);
+  const concurrency = 2;
+  // executor.local_runner_max_jobs: its default unless BENCH_RESIZE_MAX_JOBS says otherwise.
+  const maxJobs = num("BENCH_RESIZE_MAX_JOBS", 50);
+  const patch = json<SharpPatch>("BENCH_RESIZE_PATCH");
+  const env = json<Record<string, string>>("BENCH_RUNNER_ENV");
+  const proposal = process.env.BENCH_EXECUTOR_PROPOSAL === "1";
+  const source = await photo(3000, 2000);
+  const fromSource = process.env.BENCH_RUNNER_SOURCE === "1";
+  const server = new ResizeServer(fromSource ? undefined : await compileProject());
+  const stack = newRate();
+  const bare = newRate();
+  const bareEnc = newRate();
+  const fresh = newRate();
+  try {
+    await server.send({ cmd: "setup", source, concurrency });
+    const stackRound = (n: number, runnerMaxJobs: number) =>
+      server.send({
+        cmd: "stack",
+        jobs: n,
+        maxJobs: runnerMaxJobs,
+        ...(patch ? { patch } : {}),
+        ...(env ? { env } : {}),
+        ...(proposal ? { proposal } : {}),
+      });
+    // Warm-up of both, not counted: runner processes started and their processor loaded, the
+    // connection pools and sharp of the bare loop.
+    await stackRound(10, maxJobs);
+    await server.send({ cmd: "bare", jobs: 10 });
+    await server.send({ cmd: "bare", jobs: 4, runnerEncoder: true });
+    for (let round = 1; round <= rounds; round++) {
+      addRound(bare, await server.send({ cmd: "bare", jobs }));
+      addRound(stack, await stackRound(jobs, maxJobs));
+      addRound(bareEnc, await server.send({ cmd: "bare", jobs, runnerEncoder: true }));
+      log(
+        `resize round ${round}/${rounds}: stack ${fmt(stack.rounds.at(-1)!, 1)} jobs/s ` +
+          `(job ${Math.round(1000 * stack.jobSeconds.at(-1)!)} ms, processor ${Math.round(1000 * stack.processorSeconds.at(-1)!)} ms), ` +
+          `bare ${fmt(bare.rounds.at(-1)!, 1)} jobs/s, bare with the runner's encoder ${fmt(bareEnc.rounds.at(-1)!, 1)} jobs/s`,
+      );
+    }
+    if (freshJobs > 0) {
+      await stackRound(2, 1);
+      addRound(fresh, await stackRound(freshJobs, 1));
+      log(`resize, a fresh runner process per job: ${fmt(fresh.rounds.at(-1)!, 2)} jobs/s`);
+    }
+  } finally {
+    await server.close();
+  }
+
+  const row = (r: Rate) => ({
+    "jobs/s": Number(fmt(perSecond(r))),
+    "ms/job": Math.round((1000 * r.seconds) / r.jobs),
+    "per round": r.rounds.map((x) => fmt(x, 1)).join(" "),
+    "output bytes": r.outputBytes,
+    failed: r.failed,
+    retried: r.retried,
+  });
+  console.log(
+    `\nimage_resize throughput: 3000x2000 JPEG (${Math.round((await fileSize(source)) / 1024)} KiB) -> 800x600 JPEG q85, ` +
+      `concurrency ${concurrency}`,
+  );
+  console.log(
+    `(${jobs} jobs per round, ${rounds} alternating rounds after a warm-up; jobs/s = all jobs / all time)` +
+      (patch ? `\nrunner sharp settings: ${JSON.stringify(patch)}` : "") +
+      (env ? `\nrunner environment: ${JSON.stringify(env)}` : "") +
+      (proposal ? "\nexecutor: as proposed (bench/executor-proposal.ts)" : "") +
+      "\n",
+  );
+  console.table({
+    [`local stack (API → executor → runner, local_runner_max_jobs ${maxJobs})`]: row(stack),
+    "bare loop (S3 GET → sharp → S3 PUT, in memory)": row(bare),
+    "bare loop with the runner's JPEG encoder (encode.ts)": row(bareEnc),
+    ...(fresh.jobs > 0 ? { "local stack, local_runner_max_jobs 1 (a process per job)": row(fresh) } : {}),
+  });
+  for (const [name, r] of Object.entries({ stack, fresh })) {
+    if (r.failed > 0) console.log(`${name}: ${r.failed} job(s) failed, e.g. ${r.error}`);
+  }
+  console.log(
+    `throughput ratio stack/bare:          ${fmt(perSecond(stack) / perSecond(bare))} (target >= 0.85)`,
+  );
+  console.log(
+    `throughput ratio stack/bare with the runner's encoder: ${fmt(perSecond(stack) / perSecond(bareEnc))} (information)`,
+  );
+  if (fresh.jobs > 0) {
+    console.log(
+      `a process per job (max_jobs 1)/bare:  ${fmt(perSecond(fresh) / perSecond(bare))} (information)`,
+    );
+  }
+}
+
+async function fileSize(path: string): Promise<number> {
+  return (await stat(path)).size;
+}
+
+// ---------------------------------------------------------------------------------------------
+// (b) a video thumbnail far into a long video
+
+const THUMB_SECONDS = 3000;
+
+async function timed<T>(work: () => Promise<T>): Promise<{ ms: number; value: T }> {
+  const started = performance.now();
+  const value = await work();
+  return { ms: performance.now() - started, value };
+}
+
+export async function thumbnailBenchmark(): Promise<void> {
+  const rounds = num("BENCH_THUMB_ROUNDS", 7);
+  const video = await longVideo();
+  const { videoThumbnail } = await import("../runner/processors/video-thumbnail.js");
+  const { oneSpawnThumbnail, probeInParallel } = await import("./thumbnail-proposal.js");
+  const work = await mkdtemp(join(tmpdir(), "media-service-bench-thumb-"));
+  const processor = async () => {
+    const bench = await processContext("video_thumbnail", video, { timestamp: "00:50:00", format: "jpeg" });
+    try {
+      return await videoThumbnail(bench.ctx);
+    } finally {
+      await bench.cleanup();
+    }
+  };
+  const ffmpegArgs = ["-v", "error", "-y", "-ss", String(THUMB_SECONDS), "-i", video, "-frames:v", "1"];
+  const limits = { seconds: THUMB_SECONDS, maxDimension: 16_384, maxInputPixels: 100_000_000 };
+  let n = 0;
+  const targets: Record<string, () => Promise<unknown>> = {
+    processor,
+    ffmpeg: () => run("ffmpeg", [...ffmpegArgs, join(work, "out.jpg")]),
+    oneSpawn: () => oneSpawnThumbnail(video, join(work, `one-${++n}.jpg`), limits),
+    parallel: () => probeInParallel(video, join(work, `par-${++n}.jpg`), limits),
+    // Where the time goes: one ffprobe of the source, and starting ffmpeg at all.
+    probe: () => run("ffprobe", ["-v", "error", "-show_format", "-show_streams", "-of", "json", video]),
+    spawn: () => run("ffmpeg", ["-version"]),
+  };
+  const ms: Record<string, number[]> = {};
+  let cold = 0;
+  let result: Record<string, unknown> = {};
+  try {
+    // The first call in a process also loads fluent-ffmpeg, sharp (for the header), and pays
+    // fluent-ffmpeg's one-off capability checks (`ffmpeg -formats`, `ffmpeg -encoders`): what the
+    // first video job of a runner process pays.
+    cold = (await timed(processor)).ms;
+    for (const target of Object.values(targets)) await target();
+    for (let round = 1; round <= rounds; round++) {
+      for (const [name, target] of Object.entries(targets)) {
+        const t = await timed(target);
+        (ms[name] ??= []).push(t.ms);
+        if (name === "processor") result = (t.value as { result: Record<string, unknown> }).result;
+      }
+      log(
+        `thumbnail round ${round}/${rounds}: processor ${Math.round(ms.processor!.at(-1)!)} ms, ` +
+          `ffmpeg ${Math.round(ms.ffmpeg!.at(-1)!)} ms`,
+      );
+    }
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+  const row = (name: string) => ({
+    "median ms": Math.round(median(ms[name]!)),
+    "min ms": Math.round(Math.min(...ms[name]!)),
+  });
+  const p = median(ms.processor!);
+  const f = median(ms.ffmpeg!);
+  console.log(`\nvideo_thumbnail at 00:50:00 of a 60-minute 320x240 H.264 video (5 fps, keyframe every 5 s)`);
+  console.log(
+    `(median of ${rounds} alternating rounds; the processor called in-process as the runner calls it)\n`,
+  );
+  console.table({
+    "runner processor (video_thumbnail)": row("processor"),
+    [`ffmpeg -ss ${THUMB_SECONDS} -i f -frames:v 1 out.jpg`]: row("ffmpeg"),
+    "processor, first call in a process": { "median ms": Math.round(cold), "min ms": Math.round(cold) },
+    "proposal: one ffmpeg, no probe (bench/thumbnail-proposal.ts)": row("oneSpawn"),
+    "proposal: ffprobe and ffmpeg in parallel": row("parallel"),
+    "ffprobe of the source alone": row("probe"),
+    "ffmpeg -version (starting ffmpeg at all)": row("spawn"),
+  });
+  console.log(`processor result: ${JSON.stringify(result)}`);
+  console.log(`time ratio processor/ffmpeg:          ${fmt(p / f)} (target <= 1.20)`);
+  console.log(`time ratio proposal one-ffmpeg/ffmpeg: ${fmt(median(ms.oneSpawn!) / f)} (information)`);
+  console.log(`time ratio proposal parallel/ffmpeg:   ${fmt(median(ms.parallel!) / f)} (information)`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// (c) peak RSS of a 50-megapixel resize
+
+interface Peak {
+  /** Peak RSS (GNU time's maximum resident set size, else VmHWM as the script read it). */
+  kb: number;
+  /** Highest anonymous and file-backed RSS seen while polling /proc every few ms (approximate). */
+  anonKb: number;
+  fileKb: number;
+  ms: number;
+}
+
+function procStatus(pid: number): { anonKb: number; fileKb: number } | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/status`, "utf8");
+    const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? 0);
+    return { anonKb: field("RssAnon"), fileKb: field("RssFile") };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The process GNU time runs (its only child). */
+function childOf(pid: number): number | undefined {
+  try {
+    const first = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/)[0];
+    return first ? Number(first) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The environment as the shell gave it. Loading sharp sets VIPSHOME (to its build prefix) in this
+ * process's environment; a Debian vipsthumbnail inheriting it looks for its loadable modules
+ * (ImageMagick, poppler, HEIF, ...) there, finds none, and peaks ~8 MiB lower than as users run it.
+ */
+function shellEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  if (ORIGINAL_VIPSHOME === undefined) delete env.VIPSHOME;
+  else env.VIPSHOME = ORIGINAL_VIPSHOME;
+  return { ...env, ...extra };
+}
+
+/** Runs a command to its end; its peak RSS from GNU time (or, without it, from the script). */
+async function peak(command: string, args: string[], env: NodeJS.ProcessEnv = shellEnv()): Promise<Peak> {
+  const gnuTime = existsSync("/usr/bin/time");
+  const argv = gnuTime ? ["-f", "maxrss_kb=%M", command, ...args] : args;
+  const started = performance.now();
+  let anonKb = 0;
+  let fileKb = 0;
+  const { stdout, stderr } = await new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
+    const child = spawn(gnuTime ? "/usr/bin/time" : command, argv, {
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d: Buffer) => (out += d));
+    child.stderr.on("data", (d: Buffer) => (err += d));
+    const poll = setInterval(() => {
+      const pid = gnuTime ? childOf(child.pid!) : child.pid;
+      const now = pid ? procStatus(pid) : undefined;
+      if (now) {
+        anonKb = Math.max(anonKb, now.anonKb);
+        fileKb = Math.max(fileKb, now.fileKb);
+      }
+    }, 2);
+    child.once("error", (e) => {
+      clearInterval(poll);
+      reject(e);
+    });
+    child.once("close", (code) => {
+      clearInterval(poll);
+      if (code !== 0) reject(new Error(`${command} ${args.join(" ")} exited with ${code}: ${err.trim()}`));
+      else resolve({ stdout: out, stderr: err });
+    });
+  });
+  const ms = performance.now() - started;
+  const fromTime = /maxrss_kb=(\d+)/.exec(stderr)?.[1];
+  if (fromTime) return { kb: Number(fromTime), anonKb, fileKb, ms };
+  const line = stdout.trim().split("\n").at(-1);
+  const hwm = line ? (JSON.parse(line) as { hwmKb?: number }).hwmKb : undefined;
+  if (!hwm) throw new Error(`no peak RSS for ${command}: install GNU time (apt-get install time)`);
+  return { kb: hwm, anonKb, fileKb, ms };
+}
+
+export async function rssBenchmark(): Promise<void> {
+  const rounds = num("BENCH_RSS_ROUNDS", 3);
+  const node = process.env.BENCH_NODE ?? process.execPath;
+  const large = await photo(8660, 5773);
+  const tiny = await photo(64, 64);
+  const script = join(await compileProject(), "bench", "resize-once.js");
+  const work = await mkdtemp(join(tmpdir(), "media-service-bench-rss-"));
+  const out = (name: string) => join(work, name);
+  const vips = (source: string, name: string, env?: NodeJS.ProcessEnv) =>
+    peak("vipsthumbnail", [source, "--size", "800x", "-o", `${out(name)}[Q=85]`], env);
+  const targets: Record<string, () => Promise<Peak>> = {
+    runner: () => peak(node, [script, "processor", large, "800", out("runner.jpg")]),
+    vipsthumbnail: () => vips(large, "vips.jpg"),
+  };
+  const info: Record<string, () => Promise<Peak>> = {
+    "node, nothing loaded": () => peak(node, [script, "node"]),
+    "node + sharp loaded (import: ESM build)": () => peak(node, [script, "load-sharp"]),
+    "node + sharp loaded (require: CommonJS build)": () => peak(node, [script, "load-sharp-cjs"]),
+    "vipsthumbnail of a 64x64 JPEG (its floor)": () => vips(tiny, "tiny.jpg"),
+    "vipsthumbnail without its loadable modules": () =>
+      vips(large, "vips2.jpg", shellEnv({ VIPSHOME: "/nonexistent" })),
+    "plain sharp(path).resize(800).jpeg(), ESM build": () =>
+      peak(node, [script, "sharp", large, "800", out("sharp.jpg")]),
+    "plain sharp(path).resize(800).jpeg(), CommonJS build": () =>
+      peak(node, [script, "sharp-cjs", large, "800", out("sharp-cjs.jpg")]),
+    "runner processor, MALLOC_ARENA_MAX=2": () =>
+      peak(
+        node,
+        [script, "processor", large, "800", out("runner2.jpg")],
+        shellEnv({ MALLOC_ARENA_MAX: "2" }),
+      ),
+    "runner processor under tsx (npm run dev)": () =>
+      peak(process.execPath, ["--import", "tsx", here("./resize-once.ts"), "processor", large, "800"]),
+  };
+  const peaks: Record<string, Peak[]> = {};
+  try {
+    for (let round = 1; round <= rounds; round++) {
+      for (const [name, measure] of Object.entries(targets)) (peaks[name] ??= []).push(await measure());
+      log(
+        `rss round ${round}/${rounds}: runner ${Math.round(peaks.runner!.at(-1)!.kb / 1024)} MiB, ` +
+          `vipsthumbnail ${Math.round(peaks.vipsthumbnail!.at(-1)!.kb / 1024)} MiB`,
+      );
+    }
+    for (const [name, measure] of Object.entries(info)) {
+      for (let round = 1; round <= rounds; round++) (peaks[name] ??= []).push(await measure());
+    }
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+  const mib = (name: string, field: "kb" | "anonKb" | "fileKb" = "kb") =>
+    median(peaks[name]!.map((p) => p[field])) / 1024;
+  const table: Record<string, Record<string, number>> = {};
+  for (const name of [...Object.keys(targets), ...Object.keys(info)]) {
+    table[name] = {
+      "peak RSS MiB": Number(fmt(mib(name), 1)),
+      "~anon MiB": Number(fmt(mib(name, "anonKb"), 1)),
+      "~file MiB": Number(fmt(mib(name, "fileKb"), 1)),
+      "wall ms": Math.round(median(peaks[name]!.map((p) => p.ms))),
+    };
+  }
+  const nodeVersion = (await run(node, ["--version"])).stdout.trim();
+  const sourceMiB = Math.round((await fileSize(large)) / 1048576);
+  console.log(
+    `\nPeak RSS resizing a 50-megapixel JPEG (8660x5773, ${sourceMiB} MiB) to 800 px wide, JPEG q85`,
+  );
+  console.log(
+    `(median of ${rounds} runs, each a process of its own; peak RSS from ` +
+      `${existsSync("/usr/bin/time") ? "GNU time" : "VmHWM"}; ~anon/~file: the highest anonymous and ` +
+      `file-backed RSS seen polling /proc every 2 ms; runner = the image_resize processor, compiled, ` +
+      `on node ${nodeVersion})\n`,
+  );
+  console.table(table);
+  const runnerMiB = mib("runner");
+  const vipsMiB = mib("vipsthumbnail");
+  const floor = mib("node + sharp loaded (import: ESM build)");
+  const vipsFloor = mib("vipsthumbnail of a 64x64 JPEG (its floor)");
+  console.log(`peak RSS ratio runner/vipsthumbnail: ${fmt(runnerMiB / vipsMiB)} (target <= 1.50)`);
+  console.log(
+    `above each one's floor: runner +${fmt(runnerMiB - floor, 1)} MiB over node + sharp, ` +
+      `vipsthumbnail +${fmt(vipsMiB - vipsFloor, 1)} MiB over its own (information)`,
+  );
+  console.log(
+    `node + sharp before any work / vipsthumbnail's whole peak: ${fmt(floor / vipsMiB)} (information)`,
+  );
+}

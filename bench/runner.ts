@@ -8,13 +8,14 @@
 //
 // Media is generated once into BENCH_CACHE_DIR (bench/fixtures.ts). Knobs (environment):
 //   BENCH_RESIZE_JOBS (60), BENCH_RESIZE_ROUNDS (3), BENCH_RESIZE_FRESH_JOBS (12),
-//   BENCH_RESIZE_MAX_JOBS (50: executor.local_runner_max_jobs of the measured stack)
+//   BENCH_RESIZE_MAX_JOBS (executor.local_runner_max_jobs of the measured stack; default: the config's)
 //   BENCH_RESIZE_PATCH   sharp settings for the runner processes, JSON (bench/sharp-patch.ts)
 //   BENCH_RUNNER_ENV     extra environment of the runner processes, JSON (e.g. {"MALLOC_ARENA_MAX":"2"})
 //   BENCH_EXECUTOR_PROPOSAL=1  the executor with the change proposed in bench/executor-proposal.ts
 //   BENCH_THUMB_ROUNDS (7), BENCH_RSS_ROUNDS (3)
 //   BENCH_NODE           the node binary of the runner processes (resize) and resize processes (rss)
 //   BENCH_RUNNER_SOURCE=1  runners from source under tsx instead of compiled (bench/compile.ts)
+import { loadConfig } from "../core/config/load.js";
 import { execFile, fork, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm, stat } from "node:fs/promises";
@@ -149,7 +150,7 @@ export async function resizeBenchmark(): Promise<void> {
   const freshJobs = num("BENCH_RESIZE_FRESH_JOBS", 12);
   const concurrency = 2;
   // executor.local_runner_max_jobs: its default unless BENCH_RESIZE_MAX_JOBS says otherwise.
-  const maxJobs = num("BENCH_RESIZE_MAX_JOBS", 50);
+  const maxJobs = num("BENCH_RESIZE_MAX_JOBS", loadConfig({ env: {} }).executor.localRunnerMaxJobs);
   const patch = json<SharpPatch>("BENCH_RESIZE_PATCH");
   const env = json<Record<string, string>>("BENCH_RUNNER_ENV");
   const proposal = process.env.BENCH_EXECUTOR_PROPOSAL === "1";

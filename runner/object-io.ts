@@ -2,13 +2,22 @@ import { createReadStream, createWriteStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { pipeline } from "node:stream/promises";
 import type { Readable } from "node:stream";
-import { GetObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
-import { Upload } from "@aws-sdk/lib-storage";
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  GetObjectCommand,
+  PutObjectCommand,
+  UploadPartCommand,
+  type S3Client,
+} from "@aws-sdk/client-s3";
 import { PermanentError } from "./errors.js";
 
 /** Files larger than this are uploaded in parts (and in parallel). */
 export const MULTIPART_THRESHOLD = 16 * 1024 * 1024;
 const PART_SIZE = 8 * 1024 * 1024;
+/** Parts in flight at once. */
+const PART_CONCURRENCY = 4;
 
 const where = (bucket: string, key: string) => `s3://${bucket}/${key}`;
 
@@ -97,6 +106,7 @@ export async function uploadFile(
   signal: AbortSignal,
 ): Promise<number> {
   const { size } = await stat(path);
+  signal.throwIfAborted();
   try {
     if (size <= MULTIPART_THRESHOLD) {
       await s3.send(
@@ -110,20 +120,7 @@ export async function uploadFile(
         { abortSignal: signal },
       );
     } else {
-      const upload = new Upload({
-        client: s3,
-        params: { Bucket: bucket, Key: key, Body: createReadStream(path), ContentType: contentType },
-        partSize: PART_SIZE,
-        queueSize: 4,
-        leavePartsOnError: false,
-      });
-      const abort = () => void upload.abort();
-      signal.addEventListener("abort", abort, { once: true });
-      try {
-        await upload.done();
-      } finally {
-        signal.removeEventListener("abort", abort);
-      }
+      await multipartUpload(s3, bucket, key, path, size, contentType, signal);
     }
   } catch (err) {
     throw storeError(err, bucket, key, "destination");
@@ -131,17 +128,65 @@ export async function uploadFile(
   return size;
 }
 
-export async function headObject(
+/**
+ * Parts of PART_SIZE read straight from the file, PART_CONCURRENCY at a time. Written here rather
+ * than with @aws-sdk/lib-storage's Upload: an Upload stopped by its abort() leaves the multipart
+ * upload open on the store (measured against our store), and the runner promises no partial
+ * upload left behind; here any failure or abort ends in AbortMultipartUpload.
+ */
+async function multipartUpload(
   s3: S3Client,
   bucket: string,
   key: string,
-): Promise<{ size: number } | undefined> {
+  path: string,
+  size: number,
+  contentType: string,
+  signal: AbortSignal,
+): Promise<void> {
+  const created = await s3.send(
+    new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ContentType: contentType }),
+    { abortSignal: signal },
+  );
+  const uploadId = created.UploadId!;
   try {
-    const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
-    return { size: head.ContentLength ?? 0 };
+    const count = Math.ceil(size / PART_SIZE);
+    const etags: string[] = new Array(count);
+    let next = 0;
+    const worker = async () => {
+      while (next < count) {
+        const index = next++;
+        const start = index * PART_SIZE;
+        const length = Math.min(PART_SIZE, size - start);
+        const part = await s3.send(
+          new UploadPartCommand({
+            Bucket: bucket,
+            Key: key,
+            UploadId: uploadId,
+            PartNumber: index + 1,
+            ContentLength: length,
+            Body: createReadStream(path, { start, end: start + length - 1 }),
+          }),
+          { abortSignal: signal },
+        );
+        etags[index] = part.ETag!;
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(PART_CONCURRENCY, count) }, worker));
+    signal.throwIfAborted();
+    await s3.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: bucket,
+        Key: key,
+        UploadId: uploadId,
+        MultipartUpload: { Parts: etags.map((ETag, i) => ({ ETag, PartNumber: i + 1 })) },
+      }),
+      { abortSignal: signal },
+    );
   } catch (err) {
-    const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
-    if (e.name === "NotFound" || e.$metadata?.httpStatusCode === 404) return undefined;
+    // Not under the job's signal: the abort must reach the store even when the job was stopped.
+    await s3
+      .send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }))
+      .catch(() => undefined);
     throw err;
   }
 }

@@ -57,9 +57,9 @@ export class ProbeError extends Error {
 }
 
 // Demuxers that accept nearly anything and would turn a text file into "video".
-const NOT_MEDIA_FORMATS = new Set(["tty"]);
+export const NOT_MEDIA_FORMATS: ReadonlySet<string> = new Set(["tty"]);
 // Playlists and lists of other files: their media would come from elsewhere on the runner's disk.
-const REFERENCE_FORMATS = new Set(["hls", "dash", "concat"]);
+export const REFERENCE_FORMATS: ReadonlySet<string> = new Set(["hls", "dash", "concat"]);
 
 /**
  * Input options for every ffprobe/ffmpeg run on a job's file: the local file protocol only, so a

@@ -1,10 +1,16 @@
 // video_thumbnail: one frame of a video at a timestamp, as a JPEG, PNG or WebP image.
 //
-// Pipeline: probe (the source must hold a video stream) → resolve the timestamp (past the end is a
-// permanent failure naming the duration) → ffmpeg with input seeking (`-ss` before `-i`: jumps to
-// the keyframe before the timestamp and decodes from there, so it is fast and still exact) →
-// autorotate (ffmpeg's default) → scale to `width` keeping the shown aspect (square pixels, even
-// height) → encode one frame → read the real size back from the image (sharp, header only).
+// Fast path, one process: ffmpeg with input seeking (`-ss` before `-i`: jumps to the keyframe
+// before the timestamp and decodes from there, so it is fast and still exact) on the first video
+// stream that is not cover art (`-map 0:V:0`), the pixel limit enforced by the decoder
+// (`-max_pixels`), demuxers that are not media or refer to other files refused (`-format_whitelist`),
+// autorotate (ffmpeg's default), then a scale filter whose expressions compute targetSize() from
+// the decoded frame → encode one frame → read the real size back from the image (sharp, header only).
+// Starting ffmpeg or ffprobe costs ~100–150 ms by itself, so a success runs no ffprobe at all.
+//
+// Only when no frame comes out (or ffmpeg fails) does the slow path run: probe (the source must
+// hold a video stream within the pixel limit) → resolve the timestamp (past the end is a permanent
+// failure naming the duration) → the near-the-end retry below → else a precise error.
 //
 // Width: absent → the video's size as shown; given → honoured, larger than the source too (a
 // caller asking for a size gets it), but capped so neither side exceeds limits.maxOutputDimension.
@@ -15,15 +21,15 @@
 // before the timestamp (two frame intervals, at least a quarter second) and keeps its last frame:
 // the one on screen at that moment. A frame further back is not that moment, so a source whose
 // data stops earlier (truncated) fails rather than giving a picture from somewhere else.
-import { stat } from "node:fs/promises";
+import { rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import ffmpeg from "fluent-ffmpeg";
 import sharp from "sharp";
 import type { VideoThumbnailParameters } from "../../core/jobs/parameters.js";
 import { PermanentError } from "../errors.js";
 import type { Processor } from "../processor.js";
-import { probeSource, type VideoStreamInfo } from "../av/probe.js";
-import { runFfmpeg, tellingLine } from "../av/run.js";
+import { NOT_MEDIA_FORMATS, probeSource, REFERENCE_FORMATS, type VideoStreamInfo } from "../av/probe.js";
+import { runFfmpeg, tellingLine, type RunResult } from "../av/run.js";
 import { formatDuration, formatTimestamp, parseTimestamp } from "../av/timestamp.js";
 
 type ThumbnailFormat = "jpeg" | "png" | "webp";
@@ -48,79 +54,115 @@ export const videoThumbnail: Processor = async (ctx) => {
   if (!(format in FORMATS)) throw new PermanentError(`unsupported thumbnail format ${String(format)}`);
   const seconds = parseTimestamp(parameters.timestamp ?? "00:00:01");
   const timestamp = formatTimestamp(seconds);
+  const { maxInputPixels, maxOutputDimension } = ctx.limits;
 
-  ctx.progress(5, "reading the video");
-  const info = await probeSource(ctx.sourcePath, "video", ctx.signal);
-  const video = info.video!;
-  if (video.width * video.height > ctx.limits.maxInputPixels) {
-    throw new PermanentError(
-      `video frames of ${video.width}x${video.height} exceed the limit of ${ctx.limits.maxInputPixels} pixels`,
-    );
-  }
-  const duration = video.duration ?? info.duration;
-  if (duration !== undefined && seconds >= duration) {
-    throw new PermanentError(
-      `timestamp ${timestamp} is past the end of the video (duration ${formatDuration(duration)})`,
-    );
-  }
-
-  const size = targetSize(video, parameters.width, ctx.limits.maxOutputDimension);
-  const encoder = await ffmpegFormatFor(format);
+  const [encoder, demuxers] = await Promise.all([ffmpegFormatFor(format), mediaDemuxers()]);
   const spec = FORMATS[encoder];
   const output = join(ctx.scratchDir, `thumbnail.${spec.extension}`);
-  const outputOptions = [
-    "-map",
-    `0:${video.index}`,
-    "-an",
-    "-sn",
-    "-dn",
-    "-map_metadata",
-    "-1",
-    ...(size ? ["-vf", `scale=${size.width}:${size.height},setsar=1`] : []),
-    ...spec.encode,
-    "-update",
-    "1",
-    "-f",
-    "image2",
-  ];
+  const common = ["-an", "-sn", "-dn", "-map_metadata", "-1"];
+  const encode = [...spec.encode, "-update", "1", "-f", "image2"];
+  const seek = seconds > 0 ? ["-ss", seconds.toFixed(3)] : [];
 
+  // The fast path: one ffmpeg, no probe.
   ctx.progress(20, `extracting the frame at ${timestamp}`);
-  const first = await runFfmpeg(
-    {
-      input: ctx.sourcePath,
-      inputOptions: seconds > 0 ? ["-ss", seconds.toFixed(3)] : [],
-      output,
-      outputOptions: ["-frames:v", "1", ...outputOptions],
-    },
-    { signal: ctx.signal },
-  );
-  let errors = first.errors;
-  if (!(await nonEmpty(output))) {
-    ctx.logger.info({ timestamp, errors }, "no frame after the seek; decoding the window before it");
-    ctx.progress(50, `no frame after ${timestamp}; decoding the seconds before it`);
-    const start = Math.max(0, seconds - retryWindow(video.frameRate));
-    const retry = await runFfmpeg(
-      {
-        input: ctx.sourcePath,
-        inputOptions: [
-          ...(start > 0 ? ["-ss", start.toFixed(3)] : []),
-          "-t",
-          (seconds - start + 0.001).toFixed(3),
-        ],
-        output,
-        outputOptions,
-      },
-      { signal: ctx.signal },
-    );
-    errors = [...errors, ...retry.errors];
-    if (!(await nonEmpty(output))) {
-      const why = tellingLine(errors);
-      throw new PermanentError(
-        `no video frame could be decoded at ${timestamp}` +
-          (why
-            ? `: ${why}; the file may be truncated or corrupt`
-            : " (the video may end before it, or be truncated or corrupt)"),
+  let fast: RunResult | undefined;
+  // Without the list of demuxers, no fast path: nothing would keep a text file or a playlist out.
+  if (demuxers) {
+    try {
+      fast = await runFfmpeg(
+        {
+          input: ctx.sourcePath,
+          inputOptions: ["-format_whitelist", demuxers, "-max_pixels", String(maxInputPixels), ...seek],
+          output,
+          outputOptions: [
+            "-map",
+            "0:V:0",
+            ...common,
+            "-vf",
+            scaleFilter(parameters.width, maxOutputDimension),
+            "-frames:v",
+            "1",
+            ...encode,
+          ],
+        },
+        { signal: ctx.signal },
       );
+    } catch (err) {
+      if (ctx.signal.aborted) throw err;
+      ctx.logger.info({ timestamp, err }, "ffmpeg gave no frame; probing the source to say why");
+    }
+  }
+
+  if (!fast || !(await nonEmpty(output))) {
+    // The slow path: probe for the precise error, or retry near the end.
+    await rm(output, { force: true });
+    ctx.progress(30, "reading the video");
+    const info = await probeSource(ctx.sourcePath, "video", ctx.signal);
+    const video = info.video!;
+    if (video.width * video.height > maxInputPixels) {
+      throw new PermanentError(
+        `video frames of ${video.width}x${video.height} exceed the limit of ${maxInputPixels} pixels`,
+      );
+    }
+    const duration = video.duration ?? info.duration;
+    if (duration !== undefined && seconds >= duration) {
+      throw new PermanentError(
+        `timestamp ${timestamp} is past the end of the video (duration ${formatDuration(duration)})`,
+      );
+    }
+
+    const size = targetSize(video, parameters.width, maxOutputDimension);
+    const outputOptions = [
+      "-map",
+      `0:${video.index}`,
+      ...common,
+      ...(size ? ["-vf", `scale=${size.width}:${size.height},setsar=1`] : []),
+      ...encode,
+    ];
+    // A fast path that ran to its end without a frame is the plain seek done already; one that
+    // failed is run again the way it always was, to fail (or not) on its own terms.
+    let errors = fast?.errors;
+    if (!errors) {
+      ctx.progress(40, `extracting the frame at ${timestamp}`);
+      errors = (
+        await runFfmpeg(
+          {
+            input: ctx.sourcePath,
+            inputOptions: seek,
+            output,
+            outputOptions: ["-frames:v", "1", ...outputOptions],
+          },
+          { signal: ctx.signal },
+        )
+      ).errors;
+    }
+    if (!(await nonEmpty(output))) {
+      ctx.logger.info({ timestamp, errors }, "no frame after the seek; decoding the window before it");
+      ctx.progress(50, `no frame after ${timestamp}; decoding the seconds before it`);
+      const start = Math.max(0, seconds - retryWindow(video.frameRate));
+      const retry = await runFfmpeg(
+        {
+          input: ctx.sourcePath,
+          inputOptions: [
+            ...(start > 0 ? ["-ss", start.toFixed(3)] : []),
+            "-t",
+            (seconds - start + 0.001).toFixed(3),
+          ],
+          output,
+          outputOptions,
+        },
+        { signal: ctx.signal },
+      );
+      errors = [...errors, ...retry.errors];
+      if (!(await nonEmpty(output))) {
+        const why = tellingLine(errors);
+        throw new PermanentError(
+          `no video frame could be decoded at ${timestamp}` +
+            (why
+              ? `: ${why}; the file may be truncated or corrupt`
+              : " (the video may end before it, or be truncated or corrupt)"),
+        );
+      }
     }
   }
 
@@ -143,6 +185,27 @@ export const videoThumbnail: Processor = async (ctx) => {
     result: { timestamp, metadata: { width: image.width, height: image.height } },
   };
 };
+
+/**
+ * The `-vf` of the fast path: targetSize() computed by ffmpeg's scale filter on the decoded (and
+ * autorotated) frame. The shown width is `round(iw*sar)` and the shown height `ih`, as the probe
+ * computes them; with no width asked, square pixels within the limit pass through unscaled.
+ */
+export function scaleFilter(width: number | undefined, maxDimension: number): string {
+  const max = maxDimension;
+  const maxEven = max - (max % 2);
+  const shownWidth = "max(1,round(iw*sar))";
+  const w0 = width !== undefined ? String(Math.max(1, Math.min(width, max))) : `min(${shownWidth},${max})`;
+  const h0 = `max(2,2*round(${w0}*ih/${shownWidth}/2))`;
+  let w = `if(gt(${h0},${max}),max(1,min(${max},round(${maxEven}*${shownWidth}/ih))),${w0})`;
+  let h = `min(${h0},${maxEven})`;
+  if (width === undefined) {
+    const asDecoded = `lt(abs(sar-1),0.001)*lte(iw,${max})*lte(ih,${max})`;
+    w = `if(${asDecoded},iw,${w})`;
+    h = `if(${asDecoded},ih,${h})`;
+  }
+  return `scale=w='${w}':h='${h}',setsar=1`;
+}
 
 /**
  * Output size, or undefined to keep the frame as decoded (square pixels, within the limit, no
@@ -186,4 +249,26 @@ async function ffmpegFormatFor(format: ThumbnailFormat): Promise<ThumbnailFormat
     ffmpeg.getAvailableEncoders((err, encoders) => resolve(!err && Boolean(encoders?.libwebp))),
   );
   return (await libwebp) ? "webp" : "png";
+}
+
+let demuxerList: Promise<string | undefined> | undefined;
+
+/**
+ * ffmpeg's demuxers less those probeSource() refuses (text, playlists, lists of files), for
+ * `-format_whitelist`: such a source makes the fast path fail, and the probe then says why. From
+ * fluent-ffmpeg's `ffmpeg -formats`, which it runs (once) for every command anyway.
+ */
+function mediaDemuxers(): Promise<string | undefined> {
+  demuxerList ??= new Promise<string | undefined>((resolve) =>
+    ffmpeg.getAvailableFormats((err, formats) => {
+      if (err || !formats) return resolve(undefined);
+      const refused = (name: string) =>
+        name.split(",").some((n) => NOT_MEDIA_FORMATS.has(n) || REFERENCE_FORMATS.has(n));
+      const names = Object.entries(formats)
+        .filter(([name, f]) => f.canDemux && !refused(name))
+        .map(([name]) => name);
+      resolve(names.length > 0 ? names.join(",") : undefined);
+    }),
+  );
+  return demuxerList;
 }

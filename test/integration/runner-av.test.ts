@@ -259,6 +259,37 @@ describe("video_thumbnail", { concurrency: 2 }, () => {
       assert.equal(await magic(outputPath(out)), "jpeg", `${container} source`);
     }
   });
+
+  test("odd sizes: square pixels kept as decoded; sides capped at the output limit", async () => {
+    const odd = await makeVideo({
+      durationSeconds: 2,
+      container: "mkv",
+      // testsrc2 rounds its size down to even sides: scale after it, to RGB (odd sides allowed).
+      codec: ["-vf", "scale=321:241,format=bgr0", "-c:v", "ffv1"],
+    });
+    const { out } = await thumbnail(odd, { format: "png" });
+    assert.deepEqual(out.result.metadata, { width: 321, height: 241 });
+    const scaled = await thumbnail(odd, { width: 100, format: "png" });
+    assert.deepEqual(
+      scaled.out.result.metadata,
+      targetSize({ displayWidth: 321, displayHeight: 241, sampleAspectRatio: 1 }, 100, 16_384),
+    );
+
+    const capped = await makeContext("video_thumbnail", odd, { timestamp: 1 });
+    capped.ctx.limits = { ...capped.ctx.limits, maxOutputDimension: 201 };
+    const small = await videoThumbnail(capped.ctx);
+    assert.deepEqual(small.result.metadata, { width: 201, height: 150 });
+  });
+
+  test("frames over the pixel limit fail permanently, naming the limit", BOUNDED, async () => {
+    const { ctx } = await makeContext("video_thumbnail", mp4, { timestamp: 1 });
+    ctx.limits = { ...ctx.limits, maxInputPixels: 320 * 240 - 1 };
+    await assert.rejects(videoThumbnail(ctx), (err: Error) => {
+      assert.ok(isPermanent(err), `permanent: ${err.message}`);
+      assert.match(err.message, /^video frames of 320x240 exceed the limit of 76799 pixels$/);
+      return true;
+    });
+  });
 });
 
 describe("audio_convert", { concurrency: 2 }, () => {

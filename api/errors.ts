@@ -2,16 +2,10 @@ import type { FastifyError, FastifyInstance } from "fastify";
 import { InvalidJobError } from "../core/jobs/spec.js";
 import { ConflictError, IllegalTransitionError, NotFoundError } from "../core/store/errors.js";
 
-/** The queue store could not be reached: the request may be retried. */
-export class StoreUnavailableError extends Error {
-  override name = "StoreUnavailableError";
-}
-
 const REDIS_DOWN =
   /ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|Connection is closed|Stream isn't writeable|MaxRetriesPerRequest|enableOfflineQueue/;
 
 export function isStoreUnavailable(err: unknown): boolean {
-  if (err instanceof StoreUnavailableError) return true;
   const e = err as { name?: string; message?: string; code?: string };
   return e?.name === "MaxRetriesPerRequestError" || REDIS_DOWN.test(`${e?.code ?? ""} ${e?.message ?? ""}`);
 }

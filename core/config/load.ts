@@ -68,7 +68,26 @@ export interface Config {
     leaseMs: number;
     scratchDir: string;
   };
-  kubernetes: Record<string, unknown>;
+  kubernetes: {
+    namespace: string;
+    instance: string;
+    image: string;
+    imagePullPolicy: "Always" | "IfNotPresent" | "Never";
+    imagePullSecrets: string[];
+    serviceAccount?: string;
+    nodeSelector?: Record<string, string>;
+    tolerations?: KubernetesToleration[];
+    affinity?: Record<string, unknown>;
+    priorityClassName?: string;
+    backoffLimit: number;
+    ttlSecondsAfterFinished: number;
+    scratchSize: string;
+    resources: Record<JobType, KubernetesResources>;
+    maxResources: { cpu: string; memory: string };
+    redisSecret?: { name: string; key: string };
+    s3Secret?: { name: string; accessKeyKey: string; secretKeyKey: string };
+    aiSecret?: { name: string; key: string };
+  };
   webhooks: { signingSecret?: string; allowPrivate: boolean; allowedHosts: string[] };
   ai: { baseUrl?: string; apiKey?: string; model?: string };
   limits: {
@@ -84,6 +103,30 @@ export interface Config {
   };
   dataDir: string;
   logLevel: string;
+}
+
+export interface KubernetesResources {
+  requests: { cpu: string; memory: string };
+  limits: { cpu: string; memory: string };
+}
+
+export interface KubernetesToleration {
+  key?: string;
+  operator?: "Exists" | "Equal";
+  value?: string;
+  effect?: "NoSchedule" | "PreferNoSchedule" | "NoExecute";
+  tolerationSeconds?: number;
+}
+
+/** Where a pod finds its own namespace (the projected ServiceAccount volume). */
+export const POD_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+function ownNamespace(): string {
+  try {
+    return readFileSync(POD_NAMESPACE_FILE, "utf8").trim() || "default";
+  } catch {
+    return "default";
+  }
 }
 
 export interface LoadOptions {
@@ -240,7 +283,30 @@ function resolve(c: ConfigFile): Config {
       leaseMs: duration("executor.lease", c.executor.lease),
       scratchDir: c.executor.scratch_dir ?? join(tmpdir(), "media-service"),
     },
-    kubernetes: c.kubernetes,
+    kubernetes: {
+      namespace: c.kubernetes.namespace ?? ownNamespace(),
+      instance: c.kubernetes.instance,
+      image: c.kubernetes.image,
+      imagePullPolicy: c.kubernetes.image_pull_policy,
+      imagePullSecrets: c.kubernetes.image_pull_secrets,
+      serviceAccount: c.kubernetes.service_account,
+      nodeSelector: c.kubernetes.node_selector,
+      tolerations: c.kubernetes.tolerations,
+      affinity: c.kubernetes.affinity,
+      priorityClassName: c.kubernetes.priority_class_name,
+      backoffLimit: c.kubernetes.backoff_limit,
+      ttlSecondsAfterFinished: c.kubernetes.ttl_seconds_after_finished,
+      scratchSize: c.kubernetes.scratch_size,
+      resources: c.kubernetes.resources,
+      maxResources: c.kubernetes.max_resources,
+      redisSecret: c.kubernetes.redis_secret,
+      s3Secret: c.kubernetes.s3_secret && {
+        name: c.kubernetes.s3_secret.name,
+        accessKeyKey: c.kubernetes.s3_secret.access_key_key,
+        secretKeyKey: c.kubernetes.s3_secret.secret_key_key,
+      },
+      aiSecret: c.kubernetes.ai_secret,
+    },
     webhooks: {
       signingSecret: c.webhooks.signing_secret || undefined,
       allowPrivate: c.webhooks.allow_private,

@@ -82,11 +82,117 @@ export const ExecutorConfig = Type.Object(
   { additionalProperties: false, default: {} },
 );
 
+// Kubernetes quantities (500m, 2, 512Mi, 1G) and names (DNS-1123 labels and subdomains).
+const CPU_QUANTITY = "^\\d+(?:\\.\\d+)?m?$";
+const MEMORY_QUANTITY = "^\\d+(?:\\.\\d+)?(?:[KMGTPE]i?|k|e\\d+)?$";
+const DNS_LABEL = "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$";
+const DNS_SUBDOMAIN = "^[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?$";
+const LABEL_VALUE = "^(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?)?$";
+const SECRET_KEY = "^[-._a-zA-Z0-9]+$";
+
+const Cpu = (def: string) => Type.String({ pattern: CPU_QUANTITY, default: def });
+const Memory = (def: string) => Type.String({ pattern: MEMORY_QUANTITY, default: def });
+const ResourceList = (cpu: string, memory: string) =>
+  Type.Object({ cpu: Cpu(cpu), memory: Memory(memory) }, { additionalProperties: false, default: {} });
+const Resources = (requests: [string, string], limits: [string, string]) =>
+  Type.Object(
+    { requests: ResourceList(...requests), limits: ResourceList(...limits) },
+    { additionalProperties: false, default: {} },
+  );
+const IMAGE_RESOURCES = () => Resources(["250m", "256Mi"], ["1", "1Gi"]);
+const MEDIA_RESOURCES = () => Resources(["500m", "512Mi"], ["2", "2Gi"]);
+const AI_RESOURCES = () => Resources(["100m", "128Mi"], ["500m", "512Mi"]);
+
+// Per job type: requests and limits of the runner container, unless the job sets `resources`.
+const JobResources = Type.Object(
+  {
+    image_resize: IMAGE_RESOURCES(),
+    image_optimize: IMAGE_RESOURCES(),
+    image_watermark: IMAGE_RESOURCES(),
+    image_colors: IMAGE_RESOURCES(),
+    image_ai_keywords: AI_RESOURCES(),
+    video_thumbnail: MEDIA_RESOURCES(),
+    audio_convert: MEDIA_RESOURCES(),
+    analyze: AI_RESOURCES(),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+// Kubernetes objects passed through as Kubernetes spells them (camelCase), like Helm values do.
+const Toleration = Type.Object(
+  {
+    key: Type.Optional(Type.String()),
+    operator: Type.Optional(Type.Union([Type.Literal("Exists"), Type.Literal("Equal")])),
+    value: Type.Optional(Type.String()),
+    effect: Type.Optional(
+      Type.Union([Type.Literal("NoSchedule"), Type.Literal("PreferNoSchedule"), Type.Literal("NoExecute")]),
+    ),
+    tolerationSeconds: Type.Optional(Type.Integer()),
+  },
+  { additionalProperties: false },
+);
+
 export const KubernetesConfig = Type.Object(
   {
-    namespace: Type.Optional(Type.String()),
+    // Where runner Jobs are created; unset: the controller pod's own namespace, else "default".
+    namespace: Type.Optional(Type.String({ pattern: DNS_LABEL })),
+    // The app.kubernetes.io/instance label of every Job (the Helm release name).
+    instance: Type.String({ pattern: LABEL_VALUE, minLength: 1, default: "media-service" }),
+    image: Type.String({ minLength: 1, default: "media-service:latest" }),
+    image_pull_policy: Type.Union(
+      [Type.Literal("Always"), Type.Literal("IfNotPresent"), Type.Literal("Never")],
+      { default: "IfNotPresent" },
+    ),
+    image_pull_secrets: Type.Array(Type.String({ pattern: DNS_SUBDOMAIN }), { default: [] }),
+    // Unset: the namespace's default ServiceAccount (its token is never mounted either way).
+    service_account: Type.Optional(Type.String({ pattern: DNS_SUBDOMAIN })),
+    node_selector: Type.Optional(Type.Record(Type.String(), Type.String())),
+    tolerations: Type.Optional(Type.Array(Toleration)),
+    // A core/v1 Affinity, passed through unchanged.
+    affinity: Type.Optional(Type.Object({}, { additionalProperties: true })),
+    priority_class_name: Type.Optional(Type.String({ pattern: DNS_SUBDOMAIN })),
+    // Pod retries of a Job after a transient failure (a permanent one, exit code 2, is never retried).
+    backoff_limit: Type.Integer({ minimum: 0, default: 2 }),
+    ttl_seconds_after_finished: Type.Integer({ minimum: 0, default: 3600 }),
+    // sizeLimit of the emptyDir the runner works in (sources and outputs).
+    scratch_size: Memory("2Gi"),
+    resources: JobResources,
+    // Largest per-job `resources` accepted at submit (400 beyond).
+    max_resources: Type.Object(
+      { cpu: Cpu("4"), memory: Memory("8Gi") },
+      { additionalProperties: false, default: {} },
+    ),
+    // Secrets the runner pods read credentials from; only their names and keys are in the Job.
+    redis_secret: Type.Optional(
+      Type.Object(
+        {
+          name: Type.String({ pattern: DNS_SUBDOMAIN }),
+          key: Type.String({ pattern: SECRET_KEY, default: "redis-url" }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    s3_secret: Type.Optional(
+      Type.Object(
+        {
+          name: Type.String({ pattern: DNS_SUBDOMAIN }),
+          access_key_key: Type.String({ pattern: SECRET_KEY, default: "access-key-id" }),
+          secret_key_key: Type.String({ pattern: SECRET_KEY, default: "secret-access-key" }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    ai_secret: Type.Optional(
+      Type.Object(
+        {
+          name: Type.String({ pattern: DNS_SUBDOMAIN }),
+          key: Type.String({ pattern: SECRET_KEY, default: "api-key" }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
-  { additionalProperties: true, default: {} },
+  { additionalProperties: false, default: {} },
 );
 
 export const WebhooksConfig = Type.Object(

@@ -13,7 +13,6 @@ export type JobType = (typeof JOB_TYPES)[number];
 
 export const JOB_STATUSES = ["pending", "processing", "completed", "failed"] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
-export const TERMINAL_STATUSES: readonly JobStatus[] = ["completed", "failed"];
 
 export const BATCH_STATUSES = ["queued", "processing", "completed", "failed", "partial"] as const;
 export type BatchStatus = (typeof BATCH_STATUSES)[number];
@@ -29,7 +28,3 @@ export const WRITES_OUTPUT: Readonly<Record<JobType, boolean>> = {
   audio_convert: true,
   analyze: false,
 };
-
-export function isJobType(value: string): value is JobType {
-  return (JOB_TYPES as readonly string[]).includes(value);
-}

@@ -167,8 +167,5 @@ export const invalidPartOrder = () =>
 export const metadataTooLarge = () =>
   new S3Error("MetadataTooLarge", 400, "Your metadata headers exceed the maximum allowed metadata size.");
 
-export const missingContentLength = () =>
-  new S3Error("MissingContentLength", 411, "You must provide the Content-Length HTTP header.");
-
 export const internalError = () =>
   new S3Error("InternalError", 500, "We encountered an internal error. Please try again.");

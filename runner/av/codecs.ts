@@ -142,10 +142,3 @@ export function audioEncodeOptions(
   options.push(...(codec.muxerOptions ?? []), "-f", codec.muxer);
   return options;
 }
-
-/** "192k" → 192000. */
-export function bitrateBits(bitrate: string): number {
-  const m = /^(\d+)k$/i.exec(bitrate.trim());
-  if (!m) throw new Error(`invalid bitrate ${bitrate}`);
-  return Number(m[1]) * 1000;
-}

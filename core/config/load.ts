@@ -18,6 +18,8 @@ const ENV_OVERRIDES: Array<[string, string[], "string" | "list"]> = [
   ["PORT", ["server", "port"], "string"],
   ["API_KEYS", ["server", "api_keys"], "list"],
   ["REDIS_URL", ["redis", "url"], "string"],
+  ["REDIS_KEY_PREFIX", ["redis", "key_prefix"], "string"],
+  ["SCRATCH_DIR", ["executor", "scratch_dir"], "string"],
   ["S3_ENDPOINT", ["storage", "endpoint"], "string"],
   ["S3_REGION", ["storage", "region"], "string"],
   ["S3_ACCESS_KEY_ID", ["storage", "access_key_id"], "string"],

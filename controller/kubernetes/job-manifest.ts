@@ -1,0 +1,243 @@
+// The batch/v1 Job that runs one media job: `media-service runner --job <id>` in a hardened pod.
+// A pure function of the job record and the settings; only types come from @kubernetes/client-node,
+// so building a manifest loads nothing of the client.
+import type { V1EnvVar, V1Job, V1ResourceRequirements } from "@kubernetes/client-node";
+import type { Config } from "../../core/config/load.js";
+import type { Job } from "../../core/jobs/records.js";
+import { jobName, labelValue } from "./names.js";
+
+/** The container's name; the pod failure policy's exit-code rule is bound to it. */
+export const RUNNER_CONTAINER = "runner";
+/** The runner's exit code for a permanent input error (runner/errors.ts EXIT_PERMANENT). */
+export const PERMANENT_EXIT_CODE = 2;
+export const SCRATCH_MOUNT = "/scratch";
+export const RUNNER_UID = 10001;
+export const TERMINATION_MESSAGE_PATH = "/dev/termination-log";
+
+export const LABELS = {
+  name: "app.kubernetes.io/name",
+  component: "app.kubernetes.io/component",
+  managedBy: "app.kubernetes.io/managed-by",
+  instance: "app.kubernetes.io/instance",
+  jobId: "media-service.io/job-id",
+  jobType: "media-service.io/job-type",
+  batchId: "media-service.io/batch-id",
+} as const;
+
+/** Raw (unsanitized) ids, for when a label value had to be cleaned or cut. */
+export const ANNOTATIONS = {
+  jobId: "media-service.io/job-id",
+  batchId: "media-service.io/batch-id",
+} as const;
+
+/**
+ * Environment variables the runner's configuration reads. REDIS_KEY_PREFIX and SCRATCH_DIR have no
+ * entry in core/config/load.ts ENV_OVERRIDES yet (redis.key_prefix, executor.scratch_dir).
+ */
+export const RUNNER_ENV = {
+  redisUrl: "REDIS_URL",
+  redisKeyPrefix: "REDIS_KEY_PREFIX",
+  s3Endpoint: "S3_ENDPOINT",
+  s3Region: "S3_REGION",
+  s3ForcePathStyle: "S3_FORCE_PATH_STYLE",
+  s3PublicBaseUrl: "S3_PUBLIC_BASE_URL",
+  s3AccessKeyId: "S3_ACCESS_KEY_ID",
+  s3SecretAccessKey: "S3_SECRET_ACCESS_KEY",
+  aiBaseUrl: "AI_BASE_URL",
+  aiModel: "AI_MODEL",
+  aiApiKey: "AI_API_KEY",
+  logLevel: "LOG_LEVEL",
+  scratchDir: "SCRATCH_DIR",
+  tmpdir: "TMPDIR",
+  terminationMessagePath: "TERMINATION_MESSAGE_PATH",
+} as const;
+
+/** Non-secret settings the runner pods receive inline. */
+export interface RunnerEnvSettings {
+  redisKeyPrefix: string;
+  s3Endpoint?: string;
+  s3Region: string;
+  s3ForcePathStyle: boolean;
+  s3PublicBaseUrl?: string;
+  aiBaseUrl?: string;
+  aiModel?: string;
+  logLevel: string;
+}
+
+/** What a manifest is built from: the `kubernetes` section plus the runner's non-secret settings. */
+type KubernetesSection = Config["kubernetes"];
+export interface KubernetesSettings extends KubernetesSection {
+  runner: RunnerEnvSettings;
+}
+
+/**
+ * The settings of the Kubernetes executor from the configuration. Secret values (Redis URL, S3 and
+ * AI keys) are deliberately not copied: the pods read them from the configured Secrets.
+ */
+export function kubernetesSettings(config: Config): KubernetesSettings {
+  if (!config.kubernetes.redisSecret) {
+    throw new Error(
+      "kubernetes.redis_secret is required by the kubernetes executor: runner pods read REDIS_URL from that Secret",
+    );
+  }
+  return {
+    ...config.kubernetes,
+    runner: {
+      redisKeyPrefix: config.redis.keyPrefix,
+      s3Endpoint: config.storage.endpoint,
+      s3Region: config.storage.region,
+      s3ForcePathStyle: config.storage.forcePathStyle,
+      s3PublicBaseUrl: config.storage.publicBaseUrl,
+      aiBaseUrl: config.ai.baseUrl,
+      aiModel: config.ai.model,
+      logLevel: config.logLevel,
+    },
+  };
+}
+
+/** The labels that select every runner Job (and pod) of one controller installation. */
+export function selectorLabels(instance: string): Record<string, string> {
+  return {
+    [LABELS.name]: "media-service",
+    [LABELS.component]: "runner",
+    [LABELS.managedBy]: "media-service-controller",
+    [LABELS.instance]: labelValue(instance),
+  };
+}
+
+function jobLabels(job: Job, settings: KubernetesSettings): Record<string, string> {
+  return {
+    ...selectorLabels(settings.instance),
+    [LABELS.jobId]: labelValue(job.id),
+    [LABELS.jobType]: labelValue(job.type),
+    ...(job.batch_id ? { [LABELS.batchId]: labelValue(job.batch_id) } : {}),
+  };
+}
+
+/** Per-type defaults, then the job's own `resources` (each given value is both request and limit). */
+export function containerResources(job: Job, settings: KubernetesSettings): V1ResourceRequirements {
+  const defaults = settings.resources[job.type];
+  const requests = { ...defaults.requests };
+  const limits = { ...defaults.limits };
+  if (job.resources?.cpu) requests.cpu = limits.cpu = job.resources.cpu;
+  if (job.resources?.memory) requests.memory = limits.memory = job.resources.memory;
+  return { requests, limits };
+}
+
+function runnerEnv(settings: KubernetesSettings): V1EnvVar[] {
+  const r = settings.runner;
+  const env: V1EnvVar[] = [];
+  const inline = (name: string, value: string | undefined) => {
+    if (value !== undefined && value !== "") env.push({ name, value });
+  };
+  const secret = (name: string, ref: { name: string; key: string } | undefined) => {
+    if (ref) env.push({ name, valueFrom: { secretKeyRef: { name: ref.name, key: ref.key } } });
+  };
+  secret(RUNNER_ENV.redisUrl, settings.redisSecret);
+  inline(RUNNER_ENV.redisKeyPrefix, r.redisKeyPrefix);
+  inline(RUNNER_ENV.s3Endpoint, r.s3Endpoint);
+  inline(RUNNER_ENV.s3Region, r.s3Region);
+  inline(RUNNER_ENV.s3ForcePathStyle, String(r.s3ForcePathStyle));
+  inline(RUNNER_ENV.s3PublicBaseUrl, r.s3PublicBaseUrl);
+  if (settings.s3Secret) {
+    const { name, accessKeyKey, secretKeyKey } = settings.s3Secret;
+    secret(RUNNER_ENV.s3AccessKeyId, { name, key: accessKeyKey });
+    secret(RUNNER_ENV.s3SecretAccessKey, { name, key: secretKeyKey });
+  }
+  inline(RUNNER_ENV.aiBaseUrl, r.aiBaseUrl);
+  inline(RUNNER_ENV.aiModel, r.aiModel);
+  secret(RUNNER_ENV.aiApiKey, settings.aiSecret);
+  inline(RUNNER_ENV.logLevel, r.logLevel);
+  inline(RUNNER_ENV.scratchDir, SCRATCH_MOUNT);
+  inline(RUNNER_ENV.tmpdir, SCRATCH_MOUNT);
+  inline(RUNNER_ENV.terminationMessagePath, TERMINATION_MESSAGE_PATH);
+  return env;
+}
+
+/**
+ * One batch/v1 Job running `media-service runner --job <id>`: deterministic name, per-type resources
+ * overridden by the job's, `activeDeadlineSeconds` = timeoutSeconds, a pod failure policy that fails
+ * the Job at once on the runner's permanent exit code and ignores disruptions, and a pod with no
+ * privileges, no service-account token and credentials only by Secret reference.
+ */
+export function buildJobManifest(job: Job, settings: KubernetesSettings, timeoutSeconds: number): V1Job {
+  if (!Number.isInteger(timeoutSeconds) || timeoutSeconds < 1) {
+    throw new RangeError(`timeoutSeconds must be a positive integer (got ${timeoutSeconds})`);
+  }
+  const labels = jobLabels(job, settings);
+  const annotations: Record<string, string> = {
+    [ANNOTATIONS.jobId]: job.id,
+    ...(job.batch_id ? { [ANNOTATIONS.batchId]: job.batch_id } : {}),
+  };
+  return {
+    apiVersion: "batch/v1",
+    kind: "Job",
+    metadata: { name: jobName(job.id), namespace: settings.namespace, labels, annotations },
+    spec: {
+      completions: 1,
+      parallelism: 1,
+      backoffLimit: settings.backoffLimit,
+      activeDeadlineSeconds: timeoutSeconds,
+      ttlSecondsAfterFinished: settings.ttlSecondsAfterFinished,
+      podFailurePolicy: {
+        rules: [
+          {
+            action: "FailJob",
+            onExitCodes: { containerName: RUNNER_CONTAINER, operator: "In", values: [PERMANENT_EXIT_CODE] },
+          },
+          { action: "Ignore", onPodConditions: [{ type: "DisruptionTarget", status: "True" }] },
+        ],
+      },
+      template: {
+        metadata: { labels, annotations },
+        spec: {
+          restartPolicy: "Never",
+          automountServiceAccountToken: false,
+          enableServiceLinks: false,
+          ...(settings.serviceAccount ? { serviceAccountName: settings.serviceAccount } : {}),
+          ...(settings.priorityClassName ? { priorityClassName: settings.priorityClassName } : {}),
+          ...(settings.nodeSelector && Object.keys(settings.nodeSelector).length > 0
+            ? { nodeSelector: { ...settings.nodeSelector } }
+            : {}),
+          ...(settings.tolerations && settings.tolerations.length > 0
+            ? { tolerations: settings.tolerations.map((t) => ({ ...t })) }
+            : {}),
+          ...(settings.affinity && Object.keys(settings.affinity).length > 0
+            ? { affinity: structuredClone(settings.affinity) }
+            : {}),
+          ...(settings.imagePullSecrets.length > 0
+            ? { imagePullSecrets: settings.imagePullSecrets.map((name) => ({ name })) }
+            : {}),
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: RUNNER_UID,
+            runAsGroup: RUNNER_UID,
+            fsGroup: RUNNER_UID,
+            seccompProfile: { type: "RuntimeDefault" },
+          },
+          containers: [
+            {
+              name: RUNNER_CONTAINER,
+              image: settings.image,
+              imagePullPolicy: settings.imagePullPolicy,
+              command: ["media-service", "runner", "--job", job.id],
+              env: runnerEnv(settings),
+              resources: containerResources(job, settings),
+              volumeMounts: [{ name: "scratch", mountPath: SCRATCH_MOUNT }],
+              terminationMessagePath: TERMINATION_MESSAGE_PATH,
+              terminationMessagePolicy: "FallbackToLogsOnError",
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                readOnlyRootFilesystem: true,
+                runAsNonRoot: true,
+                privileged: false,
+                capabilities: { drop: ["ALL"] },
+              },
+            },
+          ],
+          volumes: [{ name: "scratch", emptyDir: { sizeLimit: settings.scratchSize } }],
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,360 @@
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { describe, test } from "node:test";
+import { loadConfig, type Config } from "../../core/config/load.js";
+import type { Job } from "../../core/jobs/records.js";
+import { JOB_TYPES, type JobType } from "../../core/jobs/types.js";
+import {
+  ANNOTATIONS,
+  buildJobManifest,
+  kubernetesSettings,
+  LABELS,
+  PERMANENT_EXIT_CODE,
+  RUNNER_CONTAINER,
+  type KubernetesSettings,
+} from "../../controller/kubernetes/job-manifest.js";
+import { isDnsLabel, isLabelValue, jobName, labelValue } from "../../controller/kubernetes/names.js";
+
+const SENTINEL = "s3cr3t-SENTINEL-do-not-leak";
+
+function config(kubernetes: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Config {
+  return loadConfig({
+    env: {},
+    file: "/dev/null",
+    overrides: {
+      redis: { url: `redis://:${SENTINEL}@redis:6379/0`, key_prefix: "media-test" },
+      storage: {
+        endpoint: "http://minio:9000",
+        region: "eu-west-1",
+        access_key_id: `AKIA${SENTINEL}`,
+        secret_access_key: SENTINEL,
+      },
+      ai: { base_url: "http://llm:8000/v1", api_key: SENTINEL, model: "tiny" },
+      webhooks: { signing_secret: SENTINEL },
+      kubernetes: {
+        namespace: "media",
+        instance: "prod",
+        image: "registry.example/media-service:1.2.3",
+        redis_secret: { name: "media-redis" },
+        s3_secret: { name: "media-s3" },
+        ai_secret: { name: "media-ai", key: "token" },
+        ...kubernetes,
+      },
+      ...extra,
+    },
+  });
+}
+
+function settings(kubernetes: Record<string, unknown> = {}): KubernetesSettings {
+  return kubernetesSettings(config(kubernetes));
+}
+
+function job(overrides: Partial<Job> = {}): Job {
+  const now = new Date().toISOString();
+  return {
+    id: randomUUID(),
+    type: "image_resize",
+    status: "pending",
+    source_bucket: "in",
+    source_key: "a.jpg",
+    dest_bucket: "out",
+    dest_key: "b.jpg",
+    parameters: { width: 100 },
+    created_at: now,
+    updated_at: now,
+    ...overrides,
+  };
+}
+
+function container(manifest: ReturnType<typeof buildJobManifest>) {
+  const c = manifest.spec!.template.spec!.containers[0]!;
+  assert.equal(c.name, RUNNER_CONTAINER);
+  return c;
+}
+
+describe("Kubernetes names", () => {
+  test("a job's name is deterministic and a DNS-1123 label, for UUIDs and any other id", () => {
+    const odd = [
+      "",
+      "-",
+      "UPPER-case-ID",
+      "with spaces and / slashes",
+      "ünïcödé-ïd",
+      "a".repeat(300),
+      "-".repeat(100),
+      "trailing-----",
+      "12345",
+      "job.with.dots",
+    ];
+    const ids = [...Array.from({ length: 500 }, () => randomUUID()), ...odd];
+    const names = new Set<string>();
+    for (const id of ids) {
+      const name = jobName(id);
+      assert.ok(isDnsLabel(name), `${JSON.stringify(id)} → ${name} is not a DNS label`);
+      assert.ok(name.length <= 63);
+      assert.equal(jobName(id), name, "same id, same name");
+      names.add(name);
+    }
+    assert.equal(names.size, ids.length, "distinct ids give distinct names");
+    const uuid = "0f8fad5b-d9cb-469f-a165-70867728950e";
+    assert.equal(jobName(uuid), `media-${uuid}`);
+  });
+
+  test("label values are valid for odd values and kept as they are when already valid", () => {
+    for (const v of ["batch-1", "image_resize", "A.b_c-9"]) assert.equal(labelValue(v), v);
+    const odd = [
+      "batch with spaces",
+      "-leading",
+      "trailing.",
+      "x".repeat(64),
+      "ü",
+      "a/b:c",
+      "_",
+      "..--..",
+      `${"b".repeat(60)}!!!!`,
+    ];
+    const values = new Set<string>();
+    for (const v of odd) {
+      const label = labelValue(v);
+      assert.ok(isLabelValue(label) && label.length > 0, `${JSON.stringify(v)} → ${label}`);
+      assert.equal(labelValue(v), label);
+      values.add(label);
+    }
+    assert.equal(values.size, odd.length);
+  });
+});
+
+describe("buildJobManifest", () => {
+  test("one batch/v1 Job running the runner for the job, with the labels and raw ids", () => {
+    const j = job({ batch_id: "Batch #42 / nightly run, from the importer (retry 3) ...." });
+    const m = buildJobManifest(j, settings(), 120);
+    assert.equal(m.apiVersion, "batch/v1");
+    assert.equal(m.kind, "Job");
+    assert.equal(m.metadata!.name, jobName(j.id));
+    assert.equal(m.metadata!.namespace, "media");
+    const labels = m.metadata!.labels!;
+    assert.equal(labels[LABELS.name], "media-service");
+    assert.equal(labels[LABELS.component], "runner");
+    assert.equal(labels[LABELS.managedBy], "media-service-controller");
+    assert.equal(labels[LABELS.instance], "prod");
+    assert.equal(labels[LABELS.jobId], j.id);
+    assert.equal(labels[LABELS.jobType], "image_resize");
+    for (const [key, value] of Object.entries(labels)) assert.ok(isLabelValue(value), `${key}=${value}`);
+    assert.equal(m.metadata!.annotations![ANNOTATIONS.batchId], j.batch_id);
+    assert.equal(m.metadata!.annotations![ANNOTATIONS.jobId], j.id);
+    assert.deepEqual(m.spec!.template.metadata!.labels, labels);
+    assert.deepEqual(container(m).command, ["media-service", "runner", "--job", j.id]);
+    assert.equal(container(m).image, "registry.example/media-service:1.2.3");
+    assert.equal(container(m).imagePullPolicy, "IfNotPresent");
+
+    const noBatch = buildJobManifest(job(), settings(), 120);
+    assert.equal(noBatch.metadata!.labels![LABELS.batchId], undefined);
+    assert.equal(noBatch.metadata!.annotations![ANNOTATIONS.batchId], undefined);
+  });
+
+  test("per-type resource defaults from the config", () => {
+    const expected: Record<JobType, [string, string, string, string]> = {
+      image_resize: ["250m", "256Mi", "1", "1Gi"],
+      image_optimize: ["250m", "256Mi", "1", "1Gi"],
+      image_watermark: ["250m", "256Mi", "1", "1Gi"],
+      image_colors: ["250m", "256Mi", "1", "1Gi"],
+      video_thumbnail: ["500m", "512Mi", "2", "2Gi"],
+      audio_convert: ["500m", "512Mi", "2", "2Gi"],
+      image_ai_keywords: ["100m", "128Mi", "500m", "512Mi"],
+      analyze: ["100m", "128Mi", "500m", "512Mi"],
+    };
+    const s = settings();
+    for (const type of JOB_TYPES) {
+      const [rc, rm, lc, lm] = expected[type];
+      const r = container(buildJobManifest(job({ type }), s, 60)).resources!;
+      assert.deepEqual(r, { requests: { cpu: rc, memory: rm }, limits: { cpu: lc, memory: lm } }, type);
+    }
+    const custom = settings({ resources: { audio_convert: { limits: { memory: "3Gi" } } } });
+    assert.deepEqual(container(buildJobManifest(job({ type: "audio_convert" }), custom, 60)).resources, {
+      requests: { cpu: "500m", memory: "512Mi" },
+      limits: { cpu: "2", memory: "3Gi" },
+    });
+    assert.deepEqual(config().kubernetes.maxResources, { cpu: "4", memory: "8Gi" });
+  });
+
+  test("a job's own resources are its request and its limit", () => {
+    const s = settings();
+    const both = buildJobManifest(
+      job({ type: "video_thumbnail", resources: { cpu: "3", memory: "6Gi" } }),
+      s,
+      60,
+    );
+    assert.deepEqual(container(both).resources, {
+      requests: { cpu: "3", memory: "6Gi" },
+      limits: { cpu: "3", memory: "6Gi" },
+    });
+    const memoryOnly = buildJobManifest(job({ resources: { memory: "768Mi" } }), s, 60);
+    assert.deepEqual(container(memoryOnly).resources, {
+      requests: { cpu: "250m", memory: "768Mi" },
+      limits: { cpu: "1", memory: "768Mi" },
+    });
+    const cpuOnly = buildJobManifest(job({ resources: { cpu: "100m" } }), s, 60);
+    assert.deepEqual(container(cpuOnly).resources, {
+      requests: { cpu: "100m", memory: "256Mi" },
+      limits: { cpu: "100m", memory: "1Gi" },
+    });
+    // The settings are not changed by a job's overrides.
+    assert.equal(s.resources.image_resize.requests.memory, "256Mi");
+  });
+
+  test("deadline, retries, TTL and the pod failure policy", () => {
+    const m = buildJobManifest(job(), settings({ backoff_limit: 5, ttl_seconds_after_finished: 60 }), 900);
+    assert.equal(m.spec!.activeDeadlineSeconds, 900);
+    assert.equal(m.spec!.backoffLimit, 5);
+    assert.equal(m.spec!.ttlSecondsAfterFinished, 60);
+    assert.equal(m.spec!.template.spec!.restartPolicy, "Never");
+    assert.deepEqual(m.spec!.podFailurePolicy, {
+      rules: [
+        {
+          action: "FailJob",
+          onExitCodes: { containerName: RUNNER_CONTAINER, operator: "In", values: [PERMANENT_EXIT_CODE] },
+        },
+        { action: "Ignore", onPodConditions: [{ type: "DisruptionTarget", status: "True" }] },
+      ],
+    });
+    const defaults = buildJobManifest(job(), settings(), 30);
+    assert.equal(defaults.spec!.backoffLimit, 2);
+    assert.equal(defaults.spec!.ttlSecondsAfterFinished, 3600);
+    assert.throws(() => buildJobManifest(job(), settings(), 0), RangeError);
+    assert.throws(() => buildJobManifest(job(), settings(), 1.5), RangeError);
+  });
+
+  test("a hardened pod: non-root, read-only root, no capabilities, seccomp, no token", () => {
+    const m = buildJobManifest(job(), settings({ service_account: "media-runner" }), 60);
+    const pod = m.spec!.template.spec!;
+    assert.equal(pod.automountServiceAccountToken, false);
+    assert.equal(pod.serviceAccountName, "media-runner");
+    assert.deepEqual(pod.securityContext, {
+      runAsNonRoot: true,
+      runAsUser: 10001,
+      runAsGroup: 10001,
+      fsGroup: 10001,
+      seccompProfile: { type: "RuntimeDefault" },
+    });
+    const c = container(m);
+    assert.equal(c.securityContext!.allowPrivilegeEscalation, false);
+    assert.equal(c.securityContext!.readOnlyRootFilesystem, true);
+    assert.deepEqual(c.securityContext!.capabilities, { drop: ["ALL"] });
+    assert.equal(c.terminationMessagePolicy, "FallbackToLogsOnError");
+    assert.equal(c.terminationMessagePath, "/dev/termination-log");
+    assert.deepEqual(pod.volumes, [{ name: "scratch", emptyDir: { sizeLimit: "2Gi" } }]);
+    assert.deepEqual(c.volumeMounts, [{ name: "scratch", mountPath: "/scratch" }]);
+    const env = Object.fromEntries(c.env!.map((e) => [e.name, e.value]));
+    assert.equal(env.TMPDIR, "/scratch");
+    assert.equal(env.SCRATCH_DIR, "/scratch");
+    assert.equal(env.TERMINATION_MESSAGE_PATH, "/dev/termination-log");
+    const sized = buildJobManifest(job(), settings({ scratch_size: "10Gi" }), 60);
+    assert.equal(sized.spec!.template.spec!.volumes![0]!.emptyDir!.sizeLimit, "10Gi");
+  });
+
+  test("credentials come from Secrets by reference; no secret value is anywhere in the manifest", () => {
+    const m = buildJobManifest(job({ batch_id: "b1" }), settings(), 60);
+    assert.ok(!JSON.stringify(m).includes(SENTINEL), "a secret value is inlined");
+    const env = new Map(container(m).env!.map((e) => [e.name, e]));
+    assert.deepEqual(env.get("REDIS_URL"), {
+      name: "REDIS_URL",
+      valueFrom: { secretKeyRef: { name: "media-redis", key: "redis-url" } },
+    });
+    assert.deepEqual(env.get("S3_ACCESS_KEY_ID")!.valueFrom, {
+      secretKeyRef: { name: "media-s3", key: "access-key-id" },
+    });
+    assert.deepEqual(env.get("S3_SECRET_ACCESS_KEY")!.valueFrom, {
+      secretKeyRef: { name: "media-s3", key: "secret-access-key" },
+    });
+    assert.deepEqual(env.get("AI_API_KEY")!.valueFrom, { secretKeyRef: { name: "media-ai", key: "token" } });
+    for (const e of env.values()) {
+      if (e.valueFrom) assert.equal(e.value, undefined, e.name);
+    }
+    assert.equal(env.get("S3_ENDPOINT")!.value, "http://minio:9000");
+    assert.equal(env.get("S3_REGION")!.value, "eu-west-1");
+    assert.equal(env.get("S3_FORCE_PATH_STYLE")!.value, "true");
+    assert.equal(env.get("REDIS_KEY_PREFIX")!.value, "media-test");
+    assert.equal(env.get("AI_BASE_URL")!.value, "http://llm:8000/v1");
+    assert.equal(env.get("LOG_LEVEL")!.value, "info");
+
+    // Without an S3 or AI Secret (e.g. workload identity), the keys are left out, never inlined.
+    const bare = buildJobManifest(job(), settings({ s3_secret: undefined, ai_secret: undefined }), 60);
+    assert.ok(!JSON.stringify(bare).includes(SENTINEL));
+    const names = container(bare).env!.map((e) => e.name);
+    assert.ok(!names.includes("S3_ACCESS_KEY_ID") && !names.includes("AI_API_KEY"));
+    assert.throws(() => kubernetesSettings(config({ redis_secret: undefined })), /kubernetes\.redis_secret/);
+  });
+
+  test("optional scheduling fields are present only when set", () => {
+    const plain = buildJobManifest(job(), settings(), 60).spec!.template.spec!;
+    for (const field of [
+      "nodeSelector",
+      "tolerations",
+      "affinity",
+      "priorityClassName",
+      "imagePullSecrets",
+      "serviceAccountName",
+    ] as const) {
+      assert.equal(field in plain, false, field);
+    }
+    const affinity = {
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: {
+          nodeSelectorTerms: [{ matchExpressions: [{ key: "pool", operator: "In", values: ["media"] }] }],
+        },
+      },
+    };
+    const s = settings({
+      node_selector: { "kubernetes.io/arch": "amd64" },
+      tolerations: [{ key: "media", operator: "Equal", value: "true", effect: "NoSchedule" }],
+      affinity,
+      priority_class_name: "media-batch",
+      image_pull_secrets: ["regcred"],
+      image_pull_policy: "Always",
+    });
+    const m = buildJobManifest(job(), s, 60);
+    const pod = m.spec!.template.spec!;
+    assert.deepEqual(pod.nodeSelector, { "kubernetes.io/arch": "amd64" });
+    assert.deepEqual(pod.tolerations, [
+      { key: "media", operator: "Equal", value: "true", effect: "NoSchedule" },
+    ]);
+    assert.deepEqual(pod.affinity, affinity);
+    assert.equal(pod.priorityClassName, "media-batch");
+    assert.deepEqual(pod.imagePullSecrets, [{ name: "regcred" }]);
+    assert.equal(container(m).imagePullPolicy, "Always");
+  });
+});
+
+describe("kubernetes configuration", () => {
+  test("defaults, and the namespace falls back to default outside a pod", () => {
+    const k = loadConfig({ env: {}, file: "/dev/null" }).kubernetes;
+    assert.equal(k.namespace, "default");
+    assert.equal(k.instance, "media-service");
+    assert.equal(k.backoffLimit, 2);
+    assert.equal(k.ttlSecondsAfterFinished, 3600);
+    assert.equal(k.scratchSize, "2Gi");
+    assert.deepEqual(k.imagePullSecrets, []);
+    assert.equal(k.redisSecret, undefined);
+  });
+
+  test("invalid settings are refused with the field named", () => {
+    const bad: Array<[Record<string, unknown>, RegExp]> = [
+      [{ unknown_field: 1 }, /kubernetes\.unknown_field: unexpected property/],
+      [{ backoff_limit: -1 }, /kubernetes\.backoff_limit/],
+      [{ scratch_size: "lots" }, /kubernetes\.scratch_size/],
+      [{ namespace: "Not_A_Namespace" }, /kubernetes\.namespace/],
+      [
+        { resources: { image_resize: { requests: { cpu: "fast" } } } },
+        /kubernetes\.resources\.image_resize\.requests\.cpu/,
+      ],
+      [
+        { image_pull_policy: "Sometimes" },
+        /kubernetes\.image_pull_policy: must be one of Always, IfNotPresent, Never/,
+      ],
+      [{ redis_secret: { key: "x" } }, /kubernetes\.redis_secret\.name/],
+    ];
+    for (const [kubernetes, message] of bad) {
+      assert.throws(() => loadConfig({ env: {}, file: "/dev/null", overrides: { kubernetes } }), message);
+    }
+  });
+});

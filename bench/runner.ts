@@ -256,7 +256,6 @@ export async function thumbnailBenchmark(): Promise<void> {
   const rounds = num("BENCH_THUMB_ROUNDS", 7);
   const video = await longVideo();
   const { videoThumbnail } = await import("../runner/processors/video-thumbnail.js");
-  const { oneSpawnThumbnail, probeInParallel } = await import("./thumbnail-proposal.js");
   const work = await mkdtemp(join(tmpdir(), "media-service-bench-thumb-"));
   const processor = async () => {
     const bench = await processContext("video_thumbnail", video, { timestamp: "00:50:00", format: "jpeg" });
@@ -267,13 +266,9 @@ export async function thumbnailBenchmark(): Promise<void> {
     }
   };
   const ffmpegArgs = ["-v", "error", "-y", "-ss", String(THUMB_SECONDS), "-i", video, "-frames:v", "1"];
-  const limits = { seconds: THUMB_SECONDS, maxDimension: 16_384, maxInputPixels: 100_000_000 };
-  let n = 0;
   const targets: Record<string, () => Promise<unknown>> = {
     processor,
     ffmpeg: () => run("ffmpeg", [...ffmpegArgs, join(work, "out.jpg")]),
-    oneSpawn: () => oneSpawnThumbnail(video, join(work, `one-${++n}.jpg`), limits),
-    parallel: () => probeInParallel(video, join(work, `par-${++n}.jpg`), limits),
     // Where the time goes: one ffprobe of the source, and starting ffmpeg at all.
     probe: () => run("ffprobe", ["-v", "error", "-show_format", "-show_streams", "-of", "json", video]),
     spawn: () => run("ffmpeg", ["-version"]),
@@ -315,15 +310,11 @@ export async function thumbnailBenchmark(): Promise<void> {
     "runner processor (video_thumbnail)": row("processor"),
     [`ffmpeg -ss ${THUMB_SECONDS} -i f -frames:v 1 out.jpg`]: row("ffmpeg"),
     "processor, first call in a process": { "median ms": Math.round(cold), "min ms": Math.round(cold) },
-    "proposal: one ffmpeg, no probe (bench/thumbnail-proposal.ts)": row("oneSpawn"),
-    "proposal: ffprobe and ffmpeg in parallel": row("parallel"),
     "ffprobe of the source alone": row("probe"),
     "ffmpeg -version (starting ffmpeg at all)": row("spawn"),
   });
   console.log(`processor result: ${JSON.stringify(result)}`);
   console.log(`time ratio processor/ffmpeg:          ${fmt(p / f)} (target <= 1.20)`);
-  console.log(`time ratio proposal one-ffmpeg/ffmpeg: ${fmt(median(ms.oneSpawn!) / f)} (information)`);
-  console.log(`time ratio proposal parallel/ffmpeg:   ${fmt(median(ms.parallel!) / f)} (information)`);
 }
 
 // ---------------------------------------------------------------------------------------------

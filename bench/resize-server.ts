@@ -24,7 +24,6 @@ import { openCoreServices } from "../core/services.js";
 import { createS3Client } from "../core/storage/s3.js";
 import { spawnRedisServer } from "../local/redis.js";
 import { startEmbeddedS3 } from "../local/s3/server.js";
-import { applyExecutorProposal, clearExecutorProposal } from "./executor-proposal.js";
 import { SHARP_PATCH_ENV, type SharpPatch } from "./sharp-patch.js";
 
 export const BUCKET = "bench";
@@ -54,8 +53,6 @@ export type ServerRequest =
       patch?: SharpPatch;
       /** Extra environment of the runner processes (e.g. MALLOC_ARENA_MAX). */
       env?: Record<string, string>;
-      /** The executor as proposed (bench/executor-proposal.ts). */
-      proposal?: boolean;
     }
   | { id: number; cmd: "stop" };
 
@@ -158,9 +155,8 @@ async function useExecutor(
   maxJobs: number,
   patch: SharpPatch | undefined,
   env: Record<string, string> | undefined,
-  proposal: boolean,
 ): Promise<void> {
-  const key = JSON.stringify({ maxJobs, patch, env, proposal });
+  const key = JSON.stringify({ maxJobs, patch, env });
   if (executor?.key === key) return;
   await executor?.executor.stop(0);
   executor = undefined;
@@ -189,8 +185,6 @@ async function useExecutor(
   } finally {
     process.env = saved;
   }
-  if (proposal) applyExecutorProposal(next, maxJobs);
-  else clearExecutorProposal();
   await next.start();
   executor = { key, executor: next };
 }
@@ -202,7 +196,7 @@ async function completedTotal(): Promise<{ completed: number; failed: number }> 
 
 /** Submits `jobs` jobs over HTTP and waits until all have completed. */
 async function stackRound(request: Extract<ServerRequest, { cmd: "stack" }>): Promise<RoundResult> {
-  await useExecutor(request.maxJobs, request.patch, request.env, request.proposal ?? false);
+  await useExecutor(request.maxJobs, request.patch, request.env);
   const before = await completedTotal();
   const started = performance.now();
   const body = (i: number) =>

@@ -11,7 +11,6 @@
 //   BENCH_RESIZE_MAX_JOBS (executor.local_runner_max_jobs of the measured stack; default: the config's)
 //   BENCH_RESIZE_PATCH   sharp settings for the runner processes, JSON (bench/sharp-patch.ts)
 //   BENCH_RUNNER_ENV     extra environment of the runner processes, JSON (e.g. {"MALLOC_ARENA_MAX":"2"})
-//   BENCH_EXECUTOR_PROPOSAL=1  the executor with the change proposed in bench/executor-proposal.ts
 //   BENCH_THUMB_ROUNDS (7), BENCH_RSS_ROUNDS (3)
 //   BENCH_NODE           the node binary of the runner processes (resize) and resize processes (rss)
 //   BENCH_RUNNER_SOURCE=1  runners from source under tsx instead of compiled (bench/compile.ts)
@@ -153,7 +152,6 @@ export async function resizeBenchmark(): Promise<void> {
   const maxJobs = num("BENCH_RESIZE_MAX_JOBS", loadConfig({ env: {} }).executor.localRunnerMaxJobs);
   const patch = json<SharpPatch>("BENCH_RESIZE_PATCH");
   const env = json<Record<string, string>>("BENCH_RUNNER_ENV");
-  const proposal = process.env.BENCH_EXECUTOR_PROPOSAL === "1";
   const source = await photo(3000, 2000);
   const fromSource = process.env.BENCH_RUNNER_SOURCE === "1";
   const server = new ResizeServer(fromSource ? undefined : await compileProject());
@@ -170,7 +168,6 @@ export async function resizeBenchmark(): Promise<void> {
         maxJobs: runnerMaxJobs,
         ...(patch ? { patch } : {}),
         ...(env ? { env } : {}),
-        ...(proposal ? { proposal } : {}),
       });
     // Warm-up of both, not counted: runner processes started and their processor loaded, the
     // connection pools and sharp of the bare loop.
@@ -212,7 +209,6 @@ export async function resizeBenchmark(): Promise<void> {
     `(${jobs} jobs per round, ${rounds} alternating rounds after a warm-up; jobs/s = all jobs / all time)` +
       (patch ? `\nrunner sharp settings: ${JSON.stringify(patch)}` : "") +
       (env ? `\nrunner environment: ${JSON.stringify(env)}` : "") +
-      (proposal ? "\nexecutor: as proposed (bench/executor-proposal.ts)" : "") +
       "\n",
   );
   console.table({

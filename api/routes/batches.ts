@@ -1,5 +1,11 @@
 import type { Static } from "@sinclair/typebox";
-import { checkJobSpec, InvalidJobError, normalizeParameters, type JobSpec } from "../../core/jobs/spec.js";
+import {
+  assertWebhookUrl,
+  buildJobSpec,
+  checkJobSpec,
+  normalizeParameters,
+  type JobSpec,
+} from "../../core/jobs/spec.js";
 import { addLogContext } from "../access-log.js";
 import type { ApiContext, App } from "../context.js";
 import {
@@ -15,21 +21,8 @@ import {
 } from "../schemas.js";
 
 function specFromEntry(entry: Static<typeof BatchEntry>, index: number, requestId: string): JobSpec {
-  const where = `jobs[${index}]`;
-  const style = entry.webhook_style;
-  return {
-    type: entry.type,
-    source_bucket: entry.source_bucket,
-    source_key: entry.source_key,
-    ...(entry.dest_bucket !== undefined ? { dest_bucket: entry.dest_bucket } : {}),
-    ...(entry.dest_key !== undefined ? { dest_key: entry.dest_key } : {}),
-    parameters: normalizeParameters(entry.type, entry.parameters ?? {}, `${where}.parameters`),
-    ...(entry.webhook_url !== undefined ? { webhook_url: entry.webhook_url } : {}),
-    ...(style !== undefined ? { webhook_style: style === "slack" ? "chat" : style } : {}),
-    request_id: entry.request_id ?? requestId,
-    ...(entry.resources !== undefined ? { resources: entry.resources } : {}),
-    ...(entry.timeout_seconds !== undefined ? { timeout_seconds: entry.timeout_seconds } : {}),
-  };
+  const parameters = normalizeParameters(entry.type, entry.parameters ?? {}, `jobs[${index}].parameters`);
+  return buildJobSpec(entry.type, entry, parameters, requestId);
 }
 
 export function batchRoutes(app: App, ctx: ApiContext): void {
@@ -53,14 +46,7 @@ export function batchRoutes(app: App, ctx: ApiContext): void {
         return spec;
       });
       const webhookUrl = body.options?.webhook_url;
-      if (webhookUrl !== undefined) {
-        try {
-          const url = new URL(webhookUrl);
-          if (!url.hostname) throw new Error("no host");
-        } catch {
-          throw new InvalidJobError("options.webhook_url must be an absolute http or https URL");
-        }
-      }
+      if (webhookUrl !== undefined) assertWebhookUrl(webhookUrl, "options.webhook_url");
       const submitted = await ctx.store.submit(specs, {
         ...(body.batch_id !== undefined ? { id: body.batch_id } : {}),
         failFast: body.options?.fail_fast ?? false,

@@ -1,5 +1,11 @@
 import { Type } from "@sinclair/typebox";
-import { assertParameterRules, checkJobSpec, type JobSpec } from "../../core/jobs/spec.js";
+import {
+  assertParameterRules,
+  buildJobSpec,
+  checkJobSpec,
+  type JobSpec,
+  type SubmissionFields,
+} from "../../core/jobs/spec.js";
 import type { JobType } from "../../core/jobs/types.js";
 import { addLogContext } from "../access-log.js";
 import type { ApiContext, App } from "../context.js";
@@ -28,22 +34,7 @@ export function specFromBody(type: JobType, body: Body, requestId: string): JobS
     if (!NON_PARAMETER_FIELDS.has(name)) parameters[name] = value;
   }
   assertParameterRules(type, parameters);
-  const style = body.webhook_style as string | undefined;
-  return {
-    type,
-    source_bucket: body.source_bucket as string,
-    source_key: body.source_key as string,
-    ...(body.dest_bucket !== undefined ? { dest_bucket: body.dest_bucket as string } : {}),
-    ...(body.dest_key !== undefined ? { dest_key: body.dest_key as string } : {}),
-    parameters,
-    ...(body.webhook_url !== undefined ? { webhook_url: body.webhook_url as string } : {}),
-    ...(style !== undefined
-      ? { webhook_style: style === "slack" ? "chat" : (style as "default" | "chat") }
-      : {}),
-    request_id: (body.request_id as string | undefined) ?? requestId,
-    ...(body.resources !== undefined ? { resources: body.resources as JobSpec["resources"] } : {}),
-    ...(body.timeout_seconds !== undefined ? { timeout_seconds: body.timeout_seconds as number } : {}),
-  };
+  return buildJobSpec(type, body as unknown as SubmissionFields, parameters, requestId);
 }
 
 export function jobRoutes(app: App, ctx: ApiContext): void {

@@ -1,14 +1,10 @@
 import { Type, type Static, type TObject } from "@sinclair/typebox";
 import type { JobType } from "./types.js";
+import { Enum } from "./enum.js";
 
 // Job parameters per type: names, rules and defaults of the interface, plus the decisions of
 // DESIGN.md. These schemas are the single source of truth for validation (API, batch entries),
 // the defaults the runner applies, and the OpenAPI document.
-const Enum = <T extends string>(values: readonly T[], options: Record<string, unknown> = {}) =>
-  Type.Union(
-    values.map((v) => Type.Literal(v)),
-    options,
-  );
 
 export const IMAGE_FORMATS = ["jpeg", "png", "webp", "avif"] as const;
 export const FIT_MODES = ["cover", "contain", "fill", "inside", "outside"] as const;

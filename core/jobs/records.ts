@@ -1,11 +1,6 @@
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
 import { BATCH_STATUSES, JOB_STATUSES, JOB_TYPES } from "./types.js";
-
-const Enum = <T extends string>(values: readonly T[], options: Record<string, unknown> = {}) =>
-  Type.Union(
-    values.map((v) => Type.Literal(v)),
-    options,
-  );
+import { Enum } from "./enum.js";
 
 export const JobTypeSchema = Enum(JOB_TYPES, { description: "Job type; also the name of its queue" });
 export const JobStatusSchema = Enum(JOB_STATUSES);

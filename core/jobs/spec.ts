@@ -72,20 +72,59 @@ export function checkJobSpec(spec: JobSpec, limits: SpecLimits, where = ""): voi
       if (!spec[field]) throw new InvalidJobError(`${at(field)} is required for ${spec.type}`);
     }
   }
-  if (spec.webhook_url !== undefined) {
-    let url: URL | undefined;
-    try {
-      url = new URL(spec.webhook_url);
-    } catch {
-      url = undefined;
-    }
-    if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || !url.hostname) {
-      throw new InvalidJobError(`${at("webhook_url")} must be an absolute http or https URL`);
-    }
-  }
+  if (spec.webhook_url !== undefined) assertWebhookUrl(spec.webhook_url, at("webhook_url"));
   if (spec.timeout_seconds !== undefined && spec.timeout_seconds > limits.maxTimeoutSeconds) {
     throw new InvalidJobError(
       `${at("timeout_seconds")} must be at most ${limits.maxTimeoutSeconds} (limits.max_timeout_seconds)`,
     );
   }
+}
+
+/** A webhook target must be an absolute http(s) URL with a host. */
+export function assertWebhookUrl(value: string, field: string): void {
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || !url.hostname) {
+    throw new InvalidJobError(`${field} must be an absolute http or https URL`);
+  }
+}
+
+/** What every submission carries besides its parameters, single body and batch entry alike. */
+export interface SubmissionFields {
+  source_bucket: string;
+  source_key: string;
+  dest_bucket?: string;
+  dest_key?: string;
+  webhook_url?: string;
+  webhook_style?: "default" | "chat" | "slack";
+  request_id?: string;
+  resources?: JobSpec["resources"];
+  timeout_seconds?: number;
+}
+
+/** The job the store records: `slack` is kept as its canonical `chat`; request_id defaults to the request's. */
+export function buildJobSpec(
+  type: JobType,
+  fields: SubmissionFields,
+  parameters: Record<string, unknown>,
+  requestId: string,
+): JobSpec {
+  const style = fields.webhook_style;
+  return {
+    type,
+    source_bucket: fields.source_bucket,
+    source_key: fields.source_key,
+    ...(fields.dest_bucket !== undefined ? { dest_bucket: fields.dest_bucket } : {}),
+    ...(fields.dest_key !== undefined ? { dest_key: fields.dest_key } : {}),
+    parameters,
+    ...(fields.webhook_url !== undefined ? { webhook_url: fields.webhook_url } : {}),
+    ...(style !== undefined ? { webhook_style: style === "slack" ? "chat" : style } : {}),
+    request_id: fields.request_id ?? requestId,
+    ...(fields.resources !== undefined ? { resources: fields.resources } : {}),
+    ...(fields.timeout_seconds !== undefined ? { timeout_seconds: fields.timeout_seconds } : {}),
+  };
 }

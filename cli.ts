@@ -18,7 +18,8 @@ commands:
   start        the whole local stack in one process: API + controller, with Redis and the
                embedded S3-protocol store started for you when REDIS_URL / S3_ENDPOINT are unset
   api          the HTTP API only
-  controller   the controller only (claims jobs, retention)
+  controller   the controller only: claims jobs and runs them (executor.kind local or kubernetes),
+               retention; serves /healthz, /readyz and /metrics on PORT
   runner       --job <id>: execute one job and exit (0 done, 2 permanent failure, other transient)
 
 configuration: CONFIG_FILE (default ./config.yaml) and environment variables; see README.md`;
@@ -69,25 +70,8 @@ async function main(argv: string[]): Promise<number> {
     });
 
     if (command === "start" || command === "controller") {
-      if (config.executor.kind !== "local") {
-        throw new Error(`executor.kind ${config.executor.kind} is not available in this version; use local`);
-      }
-      const { LocalExecutor } = await import("./controller/local-executor.js");
-      const executor = new LocalExecutor({
-        config,
-        store: services.store,
-        subscriber: services.subscriber,
-        logger: logger.child({ component: "executor" }),
-      });
-      await executor.start();
-      stops.unshift(() => executor.stop(Math.max(0, config.server.shutdownTimeoutMs - 5000)));
-      const { startRetention } = await import("./controller/retention.js");
-      const retention = startRetention(
-        services.store,
-        config.limits.pruneIntervalMs,
-        logger.child({ component: "retention" }),
-      );
-      stops.unshift(async () => retention.stop());
+      const controller = await startController(command, config, services, logger);
+      stops.unshift(...controller);
     }
     if (command === "start" || command === "api") {
       const api = await listen(config, services, logger);
@@ -100,6 +84,89 @@ async function main(argv: string[]): Promise<number> {
     return 1;
   }
   return -1; // keep running until a signal
+}
+
+async function startController(
+  command: string,
+  config: Config,
+  services: CoreServices,
+  logger: Logger,
+): Promise<Stop[]> {
+  const stops: Stop[] = [];
+  const { createMetricsRegistry } = await import("./core/metrics.js");
+  // `start` serves the API's /metrics and health on PORT; a lone controller serves its own.
+  const registry = command === "controller" ? createMetricsRegistry(services.store) : undefined;
+  let executorReadiness: () => string | undefined;
+  if (config.executor.kind === "kubernetes") {
+    if (command === "start") {
+      throw new Error(
+        "executor.kind kubernetes runs with `media-service controller` in a cluster; `start` runs jobs locally (EXECUTOR=local)",
+      );
+    }
+    const { KubernetesExecutor } = await import("./controller/kubernetes/executor.js");
+    const executor = new KubernetesExecutor({
+      config,
+      store: services.store,
+      subscriber: services.subscriber,
+      redis: services.redis,
+      logger: logger.child({ component: "executor" }),
+      ...(registry ? { registry } : {}),
+    });
+    await executor.start();
+    stops.push(() => executor.stop());
+    executorReadiness = () => {
+      const r = executor.readiness();
+      return r.ready ? undefined : r.reason;
+    };
+  } else {
+    const { LocalExecutor } = await import("./controller/local-executor.js");
+    const executor = new LocalExecutor({
+      config,
+      store: services.store,
+      subscriber: services.subscriber,
+      logger: logger.child({ component: "executor" }),
+    });
+    await executor.start();
+    stops.push(() => executor.stop(Math.max(0, config.server.shutdownTimeoutMs - 5000)));
+    executorReadiness = () => undefined;
+  }
+  const { startRetention } = await import("./controller/retention.js");
+  const retention = startRetention(
+    services.store,
+    config.limits.pruneIntervalMs,
+    logger.child({ component: "retention" }),
+  );
+  stops.push(async () => retention.stop());
+  if (registry) {
+    const { startProbeServer } = await import("./controller/probe-server.js");
+    const probes = await startProbeServer({
+      host: config.server.host,
+      port: config.server.port,
+      registry,
+      logger,
+      notReady: async () => {
+        try {
+          await withTimeout(services.redis.ping(), config.limits.healthCheckTimeoutMs);
+        } catch (err) {
+          return `queue store unreachable: ${(err as Error).message}`;
+        }
+        return executorReadiness();
+      },
+    });
+    stops.unshift(() => probes.close());
+  }
+  // Stopped in this order: probes, executor (a leader releases its Lease), retention.
+  return stops;
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
 }
 
 async function listen(config: Config, services: CoreServices, logger: Logger): Promise<Api> {

@@ -1,5 +1,5 @@
 import { writeFileSync } from "node:fs";
-import type { Config } from "../core/config/load.js";
+import { ConfigError, jobTimeoutFromEnv, type Config } from "../core/config/load.js";
 import type { Logger } from "../core/logger.js";
 import { createS3Client } from "../core/storage/s3.js";
 import { connectRedis, JobStore } from "../core/store/store.js";
@@ -50,13 +50,33 @@ function openDeps(
 /**
  * `media-service runner --job <id>`: executes one job and exits with the contract's code. The
  * reason of a failure also goes to the termination log (Kubernetes reads it into the pod status).
+ * JOB_TIMEOUT_SECONDS, when set, is the job's deadline (the Kubernetes executor passes the
+ * activeDeadlineSeconds it gave the Job).
  */
-export async function runOne(jobId: string, config: Config, logger: Logger): Promise<number> {
+export async function runOne(
+  jobId: string,
+  config: Config,
+  logger: Logger,
+  env: Record<string, string | undefined> = process.env,
+): Promise<number> {
+  let deadlineSeconds: number | undefined;
+  try {
+    deadlineSeconds = jobTimeoutFromEnv(env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    // As for any other configuration error: exit 2, before the job is touched.
+    logger.fatal(err.message);
+    writeTerminationMessage(err.message, logger);
+    return EXIT_PERMANENT;
+  }
   const shutdown = new AbortController();
   process.once("SIGTERM", () => shutdown.abort(new Error("runner received SIGTERM")));
   const deps = openDeps(config, logger, shutdown.signal);
   try {
-    const outcome = await runJob(jobId, deps);
+    const outcome = await runJob(jobId, {
+      ...deps,
+      ...(deadlineSeconds !== undefined ? { deadlineSeconds } : {}),
+    });
     if (outcome.error) writeTerminationMessage(outcome.error, logger);
     return outcome.code;
   } finally {

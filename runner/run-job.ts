@@ -3,6 +3,7 @@ import { mkdir, rm } from "node:fs/promises";
 import { extname, join } from "node:path";
 import type { S3Client } from "@aws-sdk/client-s3";
 import type { Config } from "../core/config/load.js";
+import { RUNNER_ENV } from "../core/config/runner-env.js";
 import type { Job } from "../core/jobs/records.js";
 import type { Logger } from "../core/logger.js";
 import { outputUrl } from "../core/storage/s3.js";
@@ -29,6 +30,11 @@ export interface RunnerDeps {
   logger: Logger;
   /** Aborted when the runner is told to stop (SIGTERM). */
   shutdown?: AbortSignal;
+  /**
+   * The deadline, in seconds, the executor gave this run (JOB_TIMEOUT_SECONDS: a Kubernetes Job's
+   * activeDeadlineSeconds). When set it is the job's time, whatever its timeout_seconds or type.
+   */
+  deadlineSeconds?: number;
 }
 
 export interface RunOutcome {
@@ -38,11 +44,25 @@ export interface RunOutcome {
   error?: string;
 }
 
-/** The time a job may take: its own timeout_seconds, else its type's configured timeout. */
-export function jobTimeoutMs(config: Config, job: Pick<Job, "type" | "timeout_seconds">): number {
+/**
+ * The time a job may take: the deadline the executor gave the run (JOB_TIMEOUT_SECONDS), else the
+ * job's own timeout_seconds, else its type's configured timeout.
+ */
+export function jobTimeoutMs(
+  config: Config,
+  job: Pick<Job, "type" | "timeout_seconds">,
+  deadlineSeconds?: number,
+): number {
+  if (deadlineSeconds !== undefined) return deadlineSeconds * 1000;
   return job.timeout_seconds !== undefined
     ? job.timeout_seconds * 1000
     : config.executor.timeoutsMs[job.type];
+}
+
+/** Where a job's time came from, for the message of a job that ran out of it. */
+function timeoutSource(job: Pick<Job, "type" | "timeout_seconds">, deadlineSeconds?: number): string {
+  if (deadlineSeconds !== undefined) return RUNNER_ENV.jobTimeoutSeconds;
+  return job.timeout_seconds !== undefined ? "timeout_seconds" : `executor.timeouts.${job.type}`;
 }
 
 /**
@@ -79,7 +99,8 @@ export async function runJob(jobId: string, deps: RunnerDeps): Promise<RunOutcom
     return { code: EXIT_TRANSIENT, error: `queue store unavailable: ${describeError(err)}` };
   }
 
-  const timeoutMs = jobTimeoutMs(config, job);
+  const timeoutMs = jobTimeoutMs(config, job, deps.deadlineSeconds);
+  const timeoutFrom = timeoutSource(job, deps.deadlineSeconds);
   const deadline = AbortSignal.timeout(timeoutMs);
   const signal = deps.shutdown ? AbortSignal.any([deadline, deps.shutdown]) : deadline;
   const scratchDir = join(config.executor.scratchDir, `${jobId}-${randomBytes(4).toString("hex")}`);
@@ -123,7 +144,7 @@ export async function runJob(jobId: string, deps: RunnerDeps): Promise<RunOutcom
       config,
     };
     const output = await processor(ctx);
-    if (signal.aborted) throw abortReason(signal, deadline, timeoutMs, job);
+    if (signal.aborted) throw abortReason(signal, deadline, timeoutMs, timeoutFrom);
 
     const result = { ...output.result };
     if (output.output) {
@@ -150,7 +171,7 @@ export async function runJob(jobId: string, deps: RunnerDeps): Promise<RunOutcom
     return { code: EXIT_DONE };
   } catch (caught) {
     const err =
-      signal.aborted && !isPermanent(caught) ? abortReason(signal, deadline, timeoutMs, job) : caught;
+      signal.aborted && !isPermanent(caught) ? abortReason(signal, deadline, timeoutMs, timeoutFrom) : caught;
     const message = describeError(err);
     await progress.flush();
     if (isPermanent(err)) {
@@ -172,9 +193,8 @@ export async function runJob(jobId: string, deps: RunnerDeps): Promise<RunOutcom
   }
 }
 
-function abortReason(signal: AbortSignal, deadline: AbortSignal, timeoutMs: number, job: Job): Error {
+function abortReason(signal: AbortSignal, deadline: AbortSignal, timeoutMs: number, source: string): Error {
   if (deadline.aborted) {
-    const source = job.timeout_seconds !== undefined ? "timeout_seconds" : `executor.timeouts.${job.type}`;
     return new TimeoutError(`job timed out after ${Math.round(timeoutMs / 1000)} s (${source})`);
   }
   return new Error(

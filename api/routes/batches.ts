@@ -4,6 +4,7 @@ import {
   buildJobSpec,
   checkJobSpec,
   normalizeParameters,
+  specLimits,
   type JobSpec,
 } from "../../core/jobs/spec.js";
 import { addLogContext } from "../access-log.js";
@@ -26,6 +27,7 @@ function specFromEntry(entry: Static<typeof BatchEntry>, index: number, requestI
 }
 
 export function batchRoutes(app: App, ctx: ApiContext): void {
+  const limits = specLimits(ctx.config);
   app.post(
     "/jobs/batch",
     {
@@ -42,7 +44,7 @@ export function batchRoutes(app: App, ctx: ApiContext): void {
       const body = request.body;
       const specs = body.jobs.map((entry, i) => {
         const spec = specFromEntry(entry, i, request.id);
-        checkJobSpec(spec, ctx.config.limits, `jobs[${i}]`);
+        checkJobSpec(spec, limits, `jobs[${i}]`);
         return spec;
       });
       const webhookUrl = body.options?.webhook_url;

@@ -3,6 +3,7 @@ import {
   assertParameterRules,
   buildJobSpec,
   checkJobSpec,
+  specLimits,
   type JobSpec,
   type SubmissionFields,
 } from "../../core/jobs/spec.js";
@@ -39,6 +40,7 @@ export function specFromBody(type: JobType, body: Body, requestId: string): JobS
 
 export function jobRoutes(app: App, ctx: ApiContext): void {
   const errors = { 400: ErrorRef, 401: ErrorRef, 503: ErrorRef };
+  const limits = specLimits(ctx.config);
 
   for (const route of SUBMIT_ROUTES) {
     app.post(
@@ -54,7 +56,7 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
       },
       async (request, reply) => {
         const spec = specFromBody(route.type, request.body as Body, request.id);
-        checkJobSpec(spec, ctx.config.limits);
+        checkJobSpec(spec, limits);
         const submitted = await ctx.store.submit([spec]);
         const jobId = submitted.jobIds[0]!;
         addLogContext(request, { job_id: jobId, type: route.type });

@@ -4,12 +4,15 @@
 import type { V1EnvVar, V1Job, V1ResourceRequirements } from "@kubernetes/client-node";
 import type { Config } from "../../core/config/load.js";
 import type { Job } from "../../core/jobs/records.js";
+import { RUNNER_ENV } from "../../core/config/runner-env.js";
 import { jobName, labelValue } from "./names.js";
 
 /** The container's name; the pod failure policy's exit-code rule is bound to it. */
 export const RUNNER_CONTAINER = "runner";
 /** The runner's exit code for a permanent input error (runner/errors.ts EXIT_PERMANENT). */
 export const PERMANENT_EXIT_CODE = 2;
+/** 128 + SIGKILL: what a container killed by the kernel at its memory limit exits with. */
+export const OOM_KILLED_EXIT_CODE = 137;
 export const SCRATCH_MOUNT = "/scratch";
 export const RUNNER_UID = 10001;
 export const TERMINATION_MESSAGE_PATH = "/dev/termination-log";
@@ -30,27 +33,7 @@ export const ANNOTATIONS = {
   batchId: "media-service.io/batch-id",
 } as const;
 
-/**
- * Environment variables the runner's configuration reads. REDIS_KEY_PREFIX and SCRATCH_DIR have no
- * entry in core/config/load.ts ENV_OVERRIDES yet (redis.key_prefix, executor.scratch_dir).
- */
-export const RUNNER_ENV = {
-  redisUrl: "REDIS_URL",
-  redisKeyPrefix: "REDIS_KEY_PREFIX",
-  s3Endpoint: "S3_ENDPOINT",
-  s3Region: "S3_REGION",
-  s3ForcePathStyle: "S3_FORCE_PATH_STYLE",
-  s3PublicBaseUrl: "S3_PUBLIC_BASE_URL",
-  s3AccessKeyId: "S3_ACCESS_KEY_ID",
-  s3SecretAccessKey: "S3_SECRET_ACCESS_KEY",
-  aiBaseUrl: "AI_BASE_URL",
-  aiModel: "AI_MODEL",
-  aiApiKey: "AI_API_KEY",
-  logLevel: "LOG_LEVEL",
-  scratchDir: "SCRATCH_DIR",
-  tmpdir: "TMPDIR",
-  terminationMessagePath: "TERMINATION_MESSAGE_PATH",
-} as const;
+export { RUNNER_ENV };
 
 /** Non-secret settings the runner pods receive inline. */
 export interface RunnerEnvSettings {
@@ -62,6 +45,9 @@ export interface RunnerEnvSettings {
   aiBaseUrl?: string;
   aiModel?: string;
   logLevel: string;
+  maxSourceBytes: number;
+  maxInputPixels: number;
+  maxOutputDimension: number;
 }
 
 /** What a manifest is built from: the `kubernetes` section plus the runner's non-secret settings. */
@@ -91,6 +77,9 @@ export function kubernetesSettings(config: Config): KubernetesSettings {
       aiBaseUrl: config.ai.baseUrl,
       aiModel: config.ai.model,
       logLevel: config.logLevel,
+      maxSourceBytes: config.limits.maxSourceBytes,
+      maxInputPixels: config.limits.maxInputPixels,
+      maxOutputDimension: config.limits.maxOutputDimension,
     },
   };
 }
@@ -124,7 +113,7 @@ export function containerResources(job: Job, settings: KubernetesSettings): V1Re
   return { requests, limits };
 }
 
-function runnerEnv(settings: KubernetesSettings): V1EnvVar[] {
+function runnerEnv(settings: KubernetesSettings, timeoutSeconds: number): V1EnvVar[] {
   const r = settings.runner;
   const env: V1EnvVar[] = [];
   const inline = (name: string, value: string | undefined) => {
@@ -148,6 +137,10 @@ function runnerEnv(settings: KubernetesSettings): V1EnvVar[] {
   inline(RUNNER_ENV.aiModel, r.aiModel);
   secret(RUNNER_ENV.aiApiKey, settings.aiSecret);
   inline(RUNNER_ENV.logLevel, r.logLevel);
+  inline(RUNNER_ENV.maxSourceBytes, String(r.maxSourceBytes));
+  inline(RUNNER_ENV.maxInputPixels, String(r.maxInputPixels));
+  inline(RUNNER_ENV.maxOutputDimension, String(r.maxOutputDimension));
+  inline(RUNNER_ENV.jobTimeoutSeconds, String(timeoutSeconds));
   inline(RUNNER_ENV.scratchDir, SCRATCH_MOUNT);
   inline(RUNNER_ENV.tmpdir, SCRATCH_MOUNT);
   inline(RUNNER_ENV.terminationMessagePath, TERMINATION_MESSAGE_PATH);
@@ -180,12 +173,19 @@ export function buildJobManifest(job: Job, settings: KubernetesSettings, timeout
       activeDeadlineSeconds: timeoutSeconds,
       ttlSecondsAfterFinished: settings.ttlSecondsAfterFinished,
       podFailurePolicy: {
+        // In order: a pod stopped by a disruption (eviction, preemption, node drain) is retried without
+        // counting; the runner's permanent exit code and the kernel's OOM kill at the memory limit
+        // (the same input needs the same memory again) fail the Job at once.
         rules: [
+          { action: "Ignore", onPodConditions: [{ type: "DisruptionTarget", status: "True" }] },
           {
             action: "FailJob",
-            onExitCodes: { containerName: RUNNER_CONTAINER, operator: "In", values: [PERMANENT_EXIT_CODE] },
+            onExitCodes: {
+              containerName: RUNNER_CONTAINER,
+              operator: "In",
+              values: [PERMANENT_EXIT_CODE, OOM_KILLED_EXIT_CODE],
+            },
           },
-          { action: "Ignore", onPodConditions: [{ type: "DisruptionTarget", status: "True" }] },
         ],
       },
       template: {
@@ -221,7 +221,7 @@ export function buildJobManifest(job: Job, settings: KubernetesSettings, timeout
               image: settings.image,
               imagePullPolicy: settings.imagePullPolicy,
               command: ["media-service", "runner", "--job", job.id],
-              env: runnerEnv(settings),
+              env: runnerEnv(settings, timeoutSeconds),
               resources: containerResources(job, settings),
               volumeMounts: [{ name: "scratch", mountPath: SCRATCH_MOUNT }],
               terminationMessagePath: TERMINATION_MESSAGE_PATH,

@@ -5,6 +5,8 @@ import { Value } from "@sinclair/typebox/value";
 import { parse as parseYaml } from "yaml";
 import { parseDuration } from "../duration.js";
 import { JOB_TYPES, type JobType } from "../jobs/types.js";
+import { parseQuantity } from "../quantity.js";
+import { RUNNER_ENV } from "./runner-env.js";
 import { ConfigFile } from "./schema.js";
 
 export class ConfigError extends Error {
@@ -14,28 +16,35 @@ export class ConfigError extends Error {
 type Env = Record<string, string | undefined>;
 
 // Environment variables that override the file, as DESIGN.md lists them: [variable, path, kind].
-const ENV_OVERRIDES: Array<[string, string[], "string" | "list"]> = [
-  ["PORT", ["server", "port"], "string"],
+// An "integer" is read as a number is in the file (1e9 is 1000000000) and must be a whole one:
+// 5.5, 0x10 or 12abc are refused rather than cut short to 5, 16 or 12.
+const ENV_OVERRIDES: Array<[string, string[], "string" | "integer" | "list"]> = [
+  ["PORT", ["server", "port"], "integer"],
   ["API_KEYS", ["server", "api_keys"], "list"],
-  ["REDIS_URL", ["redis", "url"], "string"],
-  ["REDIS_KEY_PREFIX", ["redis", "key_prefix"], "string"],
-  ["SCRATCH_DIR", ["executor", "scratch_dir"], "string"],
-  ["S3_ENDPOINT", ["storage", "endpoint"], "string"],
-  ["S3_REGION", ["storage", "region"], "string"],
-  ["S3_ACCESS_KEY_ID", ["storage", "access_key_id"], "string"],
-  ["S3_SECRET_ACCESS_KEY", ["storage", "secret_access_key"], "string"],
-  ["S3_FORCE_PATH_STYLE", ["storage", "force_path_style"], "string"],
-  ["S3_PUBLIC_BASE_URL", ["storage", "public_base_url"], "string"],
+  [RUNNER_ENV.redisUrl, ["redis", "url"], "string"],
+  [RUNNER_ENV.redisKeyPrefix, ["redis", "key_prefix"], "string"],
+  [RUNNER_ENV.scratchDir, ["executor", "scratch_dir"], "string"],
+  [RUNNER_ENV.s3Endpoint, ["storage", "endpoint"], "string"],
+  [RUNNER_ENV.s3Region, ["storage", "region"], "string"],
+  [RUNNER_ENV.s3AccessKeyId, ["storage", "access_key_id"], "string"],
+  [RUNNER_ENV.s3SecretAccessKey, ["storage", "secret_access_key"], "string"],
+  [RUNNER_ENV.s3ForcePathStyle, ["storage", "force_path_style"], "string"],
+  [RUNNER_ENV.s3PublicBaseUrl, ["storage", "public_base_url"], "string"],
   ["EXECUTOR", ["executor", "kind"], "string"],
-  ["LOCAL_CONCURRENCY", ["executor", "local_concurrency"], "string"],
+  ["LOCAL_CONCURRENCY", ["executor", "local_concurrency"], "integer"],
   ["DATA_DIR", ["data_dir"], "string"],
-  ["EMBEDDED_S3_PORT", ["storage", "embedded_port"], "string"],
-  ["LOG_LEVEL", ["log_level"], "string"],
-  ["AI_BASE_URL", ["ai", "base_url"], "string"],
-  ["AI_API_KEY", ["ai", "api_key"], "string"],
-  ["AI_MODEL", ["ai", "model"], "string"],
+  ["EMBEDDED_S3_PORT", ["storage", "embedded_port"], "integer"],
+  [RUNNER_ENV.logLevel, ["log_level"], "string"],
+  [RUNNER_ENV.aiBaseUrl, ["ai", "base_url"], "string"],
+  [RUNNER_ENV.aiApiKey, ["ai", "api_key"], "string"],
+  [RUNNER_ENV.aiModel, ["ai", "model"], "string"],
   ["WEBHOOK_SIGNING_SECRET", ["webhooks", "signing_secret"], "string"],
+  [RUNNER_ENV.maxSourceBytes, ["limits", "max_source_bytes"], "integer"],
+  [RUNNER_ENV.maxInputPixels, ["limits", "max_input_pixels"], "integer"],
+  [RUNNER_ENV.maxOutputDimension, ["limits", "max_output_dimension"], "integer"],
 ];
+
+const NUMBER = /^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
 
 export interface Config {
   server: {
@@ -86,6 +95,18 @@ export interface Config {
     scratchSize: string;
     resources: Record<JobType, KubernetesResources>;
     maxResources: { cpu: string; memory: string };
+    maxRunningJobs: number;
+    maxRunningJobsPerType: Partial<Record<JobType, number>>;
+    unschedulableTimeoutMs: number;
+    startFailureTimeoutMs: number;
+    reconcileIntervalMs: number;
+    leaderElection: {
+      enabled: boolean;
+      leaseName: string;
+      leaseDurationMs: number;
+      renewDeadlineMs: number;
+      retryPeriodMs: number;
+    };
     redisSecret?: { name: string; key: string };
     s3Secret?: { name: string; accessKeyKey: string; secretKeyKey: string };
     aiSecret?: { name: string; key: string };
@@ -166,23 +187,52 @@ export function loadConfig(options: LoadOptions = {}): Config {
     raw = dropEmpty(substituteEnv(raw, env, []));
   }
   const tree = raw as Record<string, unknown>;
+  const fromEnv: EnvSources = [];
   for (const [name, path, kind] of ENV_OVERRIDES) {
     const value = env[name];
     if (value === undefined || value === "") continue;
-    setPath(
-      tree,
-      path,
+    if (kind === "integer" && !(NUMBER.test(value) && Number.isInteger(Number(value)))) {
+      throw new ConfigError(
+        `invalid configuration: ${formatPath(path)}: expected integer (got ${JSON.stringify(value)} from ${name})`,
+      );
+    }
+    const setting =
       kind === "list"
         ? value
             .split(",")
             .map((v) => v.trim())
             .filter(Boolean)
-        : value,
-    );
+        : kind === "integer"
+          ? Number(value)
+          : value;
+    setPath(tree, path, setting);
+    fromEnv.push({ name, path, value: setting });
   }
   if (options.overrides) mergeInto(tree, options.overrides);
-  return resolve(validate(tree, file));
+  // Settings the overrides replaced did not come from the environment after all.
+  const sources = fromEnv.filter((s) => getPath(tree, s.path) === s.value);
+  return resolve(validate(tree, file, sources));
 }
+
+/**
+ * JOB_TIMEOUT_SECONDS: the deadline, in seconds, the executor gave this runner (a Kubernetes Job's
+ * activeDeadlineSeconds), or undefined when it is not set. It wins over the job's timeout_seconds
+ * and executor.timeouts.<type>. Anything but a positive integer is a ConfigError naming it.
+ */
+export function jobTimeoutFromEnv(env: Env = process.env): number | undefined {
+  const name = RUNNER_ENV.jobTimeoutSeconds;
+  const value = env[name];
+  if (value === undefined || value === "") return undefined;
+  const seconds = /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(seconds) || seconds < 1) {
+    throw new ConfigError(
+      `invalid configuration: ${name} must be a positive integer number of seconds (got ${JSON.stringify(value)})`,
+    );
+  }
+  return seconds;
+}
+
+type EnvSources = Array<{ name: string; path: string[]; value: unknown }>;
 
 // ${VAR} and ${VAR:-default} in every string of the file; $$ stands for a literal $.
 export function substituteEnv(value: unknown, env: Env, path: string[]): unknown {
@@ -220,14 +270,23 @@ function dropEmpty(value: unknown): unknown {
   return value;
 }
 
-function validate(tree: Record<string, unknown>, file: string | undefined): ConfigFile {
+function validate(tree: Record<string, unknown>, file: string | undefined, fromEnv: EnvSources): ConfigFile {
   const withDefaults = Value.Default(ConfigFile, Value.Convert(ConfigFile, tree));
   const converted = Value.Convert(ConfigFile, withDefaults);
   const first = Value.Errors(ConfigFile, converted).First();
   if (first) {
     const where = formatPath(first.path.split("/").filter(Boolean));
-    const got = first.value === undefined ? "" : ` (got ${JSON.stringify(first.value)})`;
-    const origin = file ? ` in ${file} or the environment` : "";
+    const variable = fromEnv.find(
+      (s) => where === formatPath(s.path) || where.startsWith(`${formatPath(s.path)}[`),
+    );
+    const from = variable ? ` from ${variable.name}` : "";
+    const got =
+      first.value === undefined
+        ? from
+          ? ` (${from.trim()})`
+          : ""
+        : ` (got ${JSON.stringify(first.value)}${from})`;
+    const origin = file && !variable ? ` in ${file} or the environment` : "";
     const choices = (first.schema.anyOf as Array<{ const?: unknown }> | undefined)?.map((s) => s.const);
     const message =
       choices && choices.every((c) => c !== undefined)
@@ -301,6 +360,30 @@ function resolve(c: ConfigFile): Config {
       scratchSize: c.kubernetes.scratch_size,
       resources: c.kubernetes.resources,
       maxResources: c.kubernetes.max_resources,
+      maxRunningJobs: c.kubernetes.max_running_jobs,
+      maxRunningJobsPerType: c.kubernetes.max_running_jobs_per_type,
+      unschedulableTimeoutMs: duration(
+        "kubernetes.unschedulable_timeout",
+        c.kubernetes.unschedulable_timeout,
+      ),
+      startFailureTimeoutMs: duration("kubernetes.start_failure_timeout", c.kubernetes.start_failure_timeout),
+      reconcileIntervalMs: duration("kubernetes.reconcile_interval", c.kubernetes.reconcile_interval),
+      leaderElection: {
+        enabled: c.kubernetes.leader_election.enabled,
+        leaseName: c.kubernetes.leader_election.lease_name ?? `${c.kubernetes.instance}-controller`,
+        leaseDurationMs: duration(
+          "kubernetes.leader_election.lease_duration",
+          c.kubernetes.leader_election.lease_duration,
+        ),
+        renewDeadlineMs: duration(
+          "kubernetes.leader_election.renew_deadline",
+          c.kubernetes.leader_election.renew_deadline,
+        ),
+        retryPeriodMs: duration(
+          "kubernetes.leader_election.retry_period",
+          c.kubernetes.leader_election.retry_period,
+        ),
+      },
       redisSecret: c.kubernetes.redis_secret,
       s3Secret: c.kubernetes.s3_secret && {
         name: c.kubernetes.s3_secret.name,
@@ -333,12 +416,48 @@ function resolve(c: ConfigFile): Config {
     dataDir: c.data_dir,
     logLevel: c.log_level ?? { debug: "debug", release: "info", test: "warn" }[c.server.mode],
   };
+  checkQuantities(c.kubernetes);
   if (config.server.sseHeartbeatMs >= config.server.writeTimeoutMs) {
     throw new ConfigError(
       "invalid configuration: server.sse_heartbeat must be shorter than server.write_timeout, or idle SSE streams are cut",
     );
   }
+  const election = config.kubernetes.leaderElection;
+  if (!(
+    election.leaseDurationMs > election.renewDeadlineMs && election.renewDeadlineMs > election.retryPeriodMs
+  )) {
+    throw new ConfigError(
+      "invalid configuration: kubernetes.leader_election needs lease_duration > renew_deadline > retry_period",
+    );
+  }
   return config;
+}
+
+// The schema's patterns let through some strings Kubernetes refuses (1K); each quantity must parse,
+// and a job type's default request must fit in its limit (else the apiserver refuses every Job).
+function checkQuantities(k: ConfigFile["kubernetes"]): void {
+  const quantity = (field: string, value: string) => {
+    try {
+      return parseQuantity(value);
+    } catch (err) {
+      throw new ConfigError(`invalid configuration: kubernetes.${field}: ${(err as Error).message}`);
+    }
+  };
+  quantity("scratch_size", k.scratch_size);
+  quantity("max_resources.cpu", k.max_resources.cpu);
+  quantity("max_resources.memory", k.max_resources.memory);
+  for (const type of JOB_TYPES) {
+    for (const resource of ["cpu", "memory"] as const) {
+      const { requests, limits } = k.resources[type];
+      const request = quantity(`resources.${type}.requests.${resource}`, requests[resource]);
+      const limit = quantity(`resources.${type}.limits.${resource}`, limits[resource]);
+      if (request > limit) {
+        throw new ConfigError(
+          `invalid configuration: kubernetes.resources.${type}.requests.${resource} ${requests[resource]} is above its limit ${limits[resource]} (kubernetes.resources.${type}.limits.${resource})`,
+        );
+      }
+    }
+  }
 }
 
 function formatPath(path: string[]): string {
@@ -346,6 +465,15 @@ function formatPath(path: string[]): string {
     (acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part),
     "",
   );
+}
+
+function getPath(tree: Record<string, unknown>, path: string[]): unknown {
+  let node: unknown = tree;
+  for (const key of path) {
+    if (!node || typeof node !== "object") return undefined;
+    node = (node as Record<string, unknown>)[key];
+  }
+  return node;
 }
 
 function setPath(tree: Record<string, unknown>, path: string[], value: unknown): void {

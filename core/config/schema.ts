@@ -1,4 +1,5 @@
 import { Type, type Static } from "@sinclair/typebox";
+import { JOB_TYPES } from "../jobs/types.js";
 
 // The configuration, with every default in one place. Durations are Go-style strings ("30s") or
 // seconds as numbers; they are converted to milliseconds by load.ts.
@@ -160,6 +161,30 @@ export const KubernetesConfig = Type.Object(
     // Largest per-job `resources` accepted at submit (400 beyond).
     max_resources: Type.Object(
       { cpu: Cpu("4"), memory: Memory("8Gi") },
+      { additionalProperties: false, default: {} },
+    ),
+    // Runner Jobs running at once, in total and per job type (a type not listed: only the total).
+    max_running_jobs: Type.Integer({ minimum: 1, default: 20 }),
+    max_running_jobs_per_type: Type.Partial(
+      Type.Object(Object.fromEntries(JOB_TYPES.map((t) => [t, Type.Integer({ minimum: 1 })]))),
+      { additionalProperties: false, default: {} },
+    ),
+    // A runner pod no node accepts for this long fails its job (with the scheduler's reason).
+    unschedulable_timeout: Duration("5m"),
+    // A runner pod whose image cannot be pulled, or whose Secrets are missing, for this long fails its job.
+    start_failure_timeout: Duration("1m"),
+    // Full level-triggered pass over the cluster and the store (on top of the watch events).
+    reconcile_interval: Duration("10s"),
+    // Leader election among controller replicas: one coordination.k8s.io Lease.
+    leader_election: Type.Object(
+      {
+        enabled: Type.Boolean({ default: true }),
+        // Unset: "<instance>-controller".
+        lease_name: Type.Optional(Type.String({ pattern: DNS_SUBDOMAIN })),
+        lease_duration: Duration("15s"),
+        renew_deadline: Duration("10s"),
+        retry_period: Duration("2s"),
+      },
       { additionalProperties: false, default: {} },
     ),
     // Secrets the runner pods read credentials from; only their names and keys are in the Job.

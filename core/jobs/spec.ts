@@ -1,6 +1,8 @@
 import type { TObject } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import { Value } from "@sinclair/typebox/value";
+import type { Config } from "../config/load.js";
+import { parseQuantity, QuantityError } from "../quantity.js";
 import { checkParameterRules, PARAMETER_SCHEMAS } from "./parameters.js";
 import { JOB_TYPES, WRITES_OUTPUT, type JobType } from "./types.js";
 
@@ -26,6 +28,16 @@ export class InvalidJobError extends Error {
 
 export interface SpecLimits {
   maxTimeoutSeconds: number;
+  /** Largest per-job `resources` (kubernetes.max_resources), as Kubernetes quantities. */
+  maxResources: { cpu: string; memory: string };
+}
+
+/** The configured maximums a submission is checked against. */
+export function specLimits(config: Pick<Config, "limits" | "kubernetes">): SpecLimits {
+  return {
+    maxTimeoutSeconds: config.limits.maxTimeoutSeconds,
+    maxResources: config.kubernetes.maxResources,
+  };
 }
 
 const checkers = new Map<JobType, TypeCheck<TObject>>(
@@ -76,6 +88,29 @@ export function checkJobSpec(spec: JobSpec, limits: SpecLimits, where = ""): voi
   if (spec.timeout_seconds !== undefined && spec.timeout_seconds > limits.maxTimeoutSeconds) {
     throw new InvalidJobError(
       `${at("timeout_seconds")} must be at most ${limits.maxTimeoutSeconds} (limits.max_timeout_seconds)`,
+    );
+  }
+  for (const resource of ["cpu", "memory"] as const) {
+    const value = spec.resources?.[resource];
+    if (value === undefined) continue;
+    assertResource(resource, value, limits.maxResources[resource], at(`resources.${resource}`));
+  }
+}
+
+// A per-job quantity must be above zero and at most the configured maximum (compared as numbers:
+// 8192Mi is 8Gi).
+function assertResource(resource: "cpu" | "memory", value: string, max: string, field: string): void {
+  let amount: number;
+  try {
+    amount = parseQuantity(value);
+  } catch (err) {
+    if (err instanceof QuantityError) throw new InvalidJobError(`${field}: ${err.message}`);
+    throw err;
+  }
+  if (!(amount > 0)) throw new InvalidJobError(`${field} must be more than zero (got ${value})`);
+  if (amount > parseQuantity(max)) {
+    throw new InvalidJobError(
+      `${field} ${value} exceeds the maximum ${max} (kubernetes.max_resources.${resource})`,
     );
   }
 }

@@ -11,6 +11,7 @@ import {
   buildJobManifest,
   kubernetesSettings,
   PERMANENT_EXIT_CODE,
+  OOM_KILLED_EXIT_CODE,
   type KubernetesSettings,
 } from "../../controller/kubernetes/job-manifest.js";
 import { jobName } from "../../controller/kubernetes/names.js";
@@ -179,12 +180,12 @@ describe("runner Job manifest on a real control plane", () => {
     assert.equal(spec.backoffLimit, 2);
     assert.equal(spec.ttlSecondsAfterFinished, 3600);
     const rules = spec.podFailurePolicy!.rules;
-    assert.equal(rules[0]!.action, "FailJob");
-    assert.equal(rules[0]!.onExitCodes!.containerName, "runner");
-    assert.equal(rules[0]!.onExitCodes!.operator, "In");
-    assert.deepEqual(rules[0]!.onExitCodes!.values, [PERMANENT_EXIT_CODE]);
-    assert.equal(rules[1]!.action, "Ignore");
-    assert.equal(rules[1]!.onPodConditions![0]!.type, "DisruptionTarget");
+    assert.equal(rules[0]!.action, "Ignore");
+    assert.equal(rules[0]!.onPodConditions![0]!.type, "DisruptionTarget");
+    assert.equal(rules[1]!.action, "FailJob");
+    assert.equal(rules[1]!.onExitCodes!.containerName, "runner");
+    assert.equal(rules[1]!.onExitCodes!.operator, "In");
+    assert.deepEqual(rules[1]!.onExitCodes!.values, [PERMANENT_EXIT_CODE, OOM_KILLED_EXIT_CODE]);
     const pod = spec.template.spec!;
     assert.equal(pod.automountServiceAccountToken, false);
     assert.equal(pod.serviceAccountName, "media-runner");

@@ -10,6 +10,7 @@ import {
   kubernetesSettings,
   LABELS,
   PERMANENT_EXIT_CODE,
+  OOM_KILLED_EXIT_CODE,
   RUNNER_CONTAINER,
   type KubernetesSettings,
 } from "../../controller/kubernetes/job-manifest.js";
@@ -210,11 +211,15 @@ describe("buildJobManifest", () => {
     assert.equal(m.spec!.template.spec!.restartPolicy, "Never");
     assert.deepEqual(m.spec!.podFailurePolicy, {
       rules: [
+        { action: "Ignore", onPodConditions: [{ type: "DisruptionTarget", status: "True" }] },
         {
           action: "FailJob",
-          onExitCodes: { containerName: RUNNER_CONTAINER, operator: "In", values: [PERMANENT_EXIT_CODE] },
+          onExitCodes: {
+            containerName: RUNNER_CONTAINER,
+            operator: "In",
+            values: [PERMANENT_EXIT_CODE, OOM_KILLED_EXIT_CODE],
+          },
         },
-        { action: "Ignore", onPodConditions: [{ type: "DisruptionTarget", status: "True" }] },
       ],
     });
     const defaults = buildJobManifest(job(), settings(), 30);

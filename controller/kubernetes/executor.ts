@@ -1,0 +1,722 @@
+// The Kubernetes executor: one batch/v1 Job per media job, pod state mirrored into the job record.
+// Only the leader (a coordination.k8s.io Lease) claims jobs and creates Jobs. Everything it does is
+// level-triggered: a sync of one Job compares the Job, its pods and the job record and acts on the
+// difference, so a duplicate event, a missed event (the periodic reconcile syncs everything) or a
+// restart at any point is harmless. Job names are derived from job ids: a create retried after a
+// crash meets AlreadyExists, never a second Job.
+import { hostname } from "node:os";
+import { randomUUID } from "node:crypto";
+import {
+  ApiException,
+  BatchV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  KubeConfig,
+  makeInformer,
+  type Informer,
+  type KubernetesObject,
+  type ObjectCache,
+  type V1Job,
+  type V1Pod,
+} from "@kubernetes/client-node";
+import type { Redis } from "ioredis";
+import type { Registry } from "prom-client";
+import type { Config } from "../../core/config/load.js";
+import type { Job } from "../../core/jobs/records.js";
+import { JOB_TYPES, type JobType } from "../../core/jobs/types.js";
+import type { Logger } from "../../core/logger.js";
+import type { JobStore } from "../../core/store/store.js";
+import {
+  ANNOTATIONS,
+  buildJobManifest,
+  kubernetesSettings,
+  LABELS,
+  selectorLabels,
+  type KubernetesSettings,
+} from "./job-manifest.js";
+import { isJobFinished, observeJob, type DeadlineSource, type FailureReason } from "./job-status.js";
+import { bodyMessage, LeaderElector } from "./leader-election.js";
+import { registerExecutorMetrics, type ExecutorMetrics } from "./metrics.js";
+import { jobName } from "./names.js";
+
+/** A finished job whose runner pod still runs after this long has its Job deleted. */
+const TERMINAL_GRACE_MS = 15_000;
+const IDLE_POLL_MS = 1000;
+const INFORMER_RESTART_MS = 2000;
+const SYNC_CONCURRENCY = 8;
+const JOB_NAME_LABEL = "batch.kubernetes.io/job-name";
+
+export interface KubernetesExecutorOptions {
+  config: Config;
+  store: JobStore;
+  /** A connection the executor may put in subscriber mode (queue notifications). */
+  subscriber: Redis;
+  /** A connection the executor duplicates for blocking reads of the events stream. */
+  redis: Redis;
+  logger: Logger;
+  kubeConfig?: KubeConfig;
+  /** Where the executor's metrics are registered (the controller's /metrics). */
+  registry?: Registry;
+  /** This replica's name in the leader Lease; default `<hostname>_<random>`. */
+  identity?: string;
+}
+
+interface InFlight {
+  id: string;
+  type: JobType;
+}
+
+/** One leadership term: its informers, caches and loops. A new term starts from scratch. */
+interface Term {
+  epoch: number;
+  jobs: Informer<V1Job> & ObjectCache<V1Job> & { latestResourceVersion?: () => string };
+  pods: Informer<V1Pod> & ObjectCache<V1Pod> & { latestResourceVersion?: () => string };
+  podsByJob: Map<string, Map<string, V1Pod>>;
+  inflight: Map<string, InFlight>;
+  dirty: Set<string>;
+  draining: Promise<void> | undefined;
+  firstSeenStuck: Map<string, number>;
+  timers: NodeJS.Timeout[];
+  synced: boolean;
+  claimLoop?: Promise<void>;
+}
+
+export function loadKubeConfig(): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  return kc;
+}
+
+export class KubernetesExecutor {
+  readonly identity: string;
+  /** The claim owner recorded on jobs: shared by every replica of the installation, so a new leader adopts. */
+  readonly owner: string;
+  private readonly config: Config;
+  private readonly settings: KubernetesSettings;
+  private readonly namespace: string;
+  private readonly store: JobStore;
+  private readonly log: Logger;
+  private readonly batch: BatchV1Api;
+  private readonly kc: KubeConfig;
+  private readonly elector: LeaderElector | undefined;
+  private readonly metrics: ExecutorMetrics | undefined;
+  private readonly selector: string;
+  private term: Term | undefined;
+  private epoch = 0;
+  private stopping = false;
+  private cursor = 0;
+  private wake: (() => void) | undefined;
+  private events: Redis | undefined;
+  private eventsLoop: Promise<void> | undefined;
+  private leaderSince = 0;
+
+  constructor(private readonly options: KubernetesExecutorOptions) {
+    this.config = options.config;
+    this.settings = kubernetesSettings(options.config);
+    this.namespace = this.settings.namespace;
+    this.store = options.store;
+    this.log = options.logger;
+    this.kc = options.kubeConfig ?? loadKubeConfig();
+    this.batch = this.kc.makeApiClient(BatchV1Api);
+    this.identity = options.identity ?? `${hostname()}_${randomUUID().slice(0, 8)}`;
+    this.owner = `kubernetes:${this.namespace}/${this.settings.instance}`;
+    this.selector = Object.entries(selectorLabels(this.settings.instance))
+      .map(([k, v]) => `${k}=${v}`)
+      .join(",");
+    const election = this.config.kubernetes.leaderElection;
+    if (election.enabled) {
+      this.elector = new LeaderElector({
+        api: this.kc.makeApiClient(CoordinationV1Api),
+        namespace: this.namespace,
+        leaseName: election.leaseName,
+        identity: this.identity,
+        leaseDurationMs: election.leaseDurationMs,
+        renewDeadlineMs: election.renewDeadlineMs,
+        retryPeriodMs: election.retryPeriodMs,
+        logger: this.log.child({ component: "leader-election" }),
+        onStartedLeading: () => void this.startLeading(),
+        onStoppedLeading: () => void this.stopLeading(),
+      });
+    }
+    if (options.registry) {
+      this.metrics = registerExecutorMetrics(options.registry, {
+        isLeader: () => this.isLeader,
+        activeJobs: () => this.activeByType(),
+      });
+    }
+  }
+
+  get isLeader(): boolean {
+    return this.term !== undefined;
+  }
+
+  /** Ready: the leader has its caches; a standby has reached the API server within a lease duration. */
+  readiness(): { ready: boolean; reason?: string } {
+    if (this.term) return this.term.synced ? { ready: true } : { ready: false, reason: "caches not synced" };
+    if (!this.elector) return { ready: false, reason: "not started" };
+    const age = Date.now() - this.elector.lastContactMs;
+    if (age <= this.config.kubernetes.leaderElection.leaseDurationMs) return { ready: true };
+    return { ready: false, reason: `Kubernetes API unreachable: ${this.elector.error ?? "no answer yet"}` };
+  }
+
+  /** Jobs created and not finished, by type (the leader's view; 0 on a standby). */
+  activeByType(): Map<JobType, number> {
+    const counts = new Map<JobType, number>();
+    const term = this.term;
+    if (!term) return counts;
+    const add = (type: JobType) => counts.set(type, (counts.get(type) ?? 0) + 1);
+    for (const job of term.jobs.list(this.namespace)) {
+      if (isJobFinished(job)) continue;
+      const type = job.metadata?.labels?.[LABELS.jobType] as JobType | undefined;
+      if (type && JOB_TYPES.includes(type)) add(type);
+    }
+    for (const [name, entry] of term.inflight) {
+      if (!term.jobs.get(name, this.namespace)) add(entry.type);
+    }
+    return counts;
+  }
+
+  async start(): Promise<void> {
+    const channel = this.store.keys.queuesChannel();
+    this.options.subscriber.on("message", (ch: string) => {
+      if (ch === channel) this.notify();
+    });
+    await this.options.subscriber.subscribe(channel);
+    this.events = this.options.redis.duplicate({ connectionName: "media-service-controller-events" });
+    this.events.on("error", (err: Error) => this.log.warn({ err: err.message }, "events connection error"));
+    this.eventsLoop = this.followEvents();
+    if (this.elector) this.elector.start();
+    else void this.startLeading();
+    this.log.info(
+      {
+        namespace: this.namespace,
+        instance: this.settings.instance,
+        identity: this.identity,
+        max_running_jobs: this.config.kubernetes.maxRunningJobs,
+        leader_election: Boolean(this.elector),
+      },
+      "kubernetes executor started",
+    );
+  }
+
+  /** Stops claiming and gives up leadership; running Jobs are left to the next leader. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.notify();
+    await this.stopLeading();
+    await this.elector?.stop();
+    this.events?.disconnect();
+    await this.eventsLoop;
+    this.log.info("kubernetes executor stopped");
+  }
+
+  private notify(): void {
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
+  }
+
+  private waitForWork(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.wake = undefined;
+        resolve();
+      }, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  private current(term: Term): boolean {
+    return !this.stopping && this.term === term;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Leadership
+
+  private async startLeading(): Promise<void> {
+    if (this.stopping || this.term) return;
+    const epoch = ++this.epoch;
+    this.leaderSince = Date.now();
+    const term: Term = {
+      epoch,
+      jobs: this.makeJobInformer(),
+      pods: this.makePodInformer(),
+      podsByJob: new Map(),
+      inflight: new Map(),
+      dirty: new Set(),
+      draining: undefined,
+      firstSeenStuck: new Map(),
+      timers: [],
+      synced: false,
+    };
+    this.term = term;
+    this.wireInformers(term);
+    try {
+      await Promise.all([term.jobs.start(), term.pods.start()]);
+      while (this.current(term) && !(hasListed(term.jobs) && hasListed(term.pods))) await sleep(50);
+      if (!this.current(term)) return;
+      term.synced = true;
+      this.log.info(
+        { jobs: term.jobs.list(this.namespace).length, took_ms: Date.now() - this.leaderSince },
+        "leading: caches synced",
+      );
+      await this.reconcile(term);
+    } catch (err) {
+      this.log.error(
+        { err: describe(err) },
+        "starting the leader's work failed; retrying at the next reconcile",
+      );
+    }
+    if (!this.current(term)) return;
+    const leaseMs = this.config.executor.leaseMs;
+    term.timers.push(setInterval(() => void this.renewLeases(term), Math.max(1000, leaseMs / 3)));
+    term.timers.push(
+      setInterval(() => void this.reconcile(term), this.config.kubernetes.reconcileIntervalMs),
+    );
+    for (const t of term.timers) t.unref();
+    term.claimLoop = this.claimLoop(term);
+  }
+
+  private async stopLeading(): Promise<void> {
+    const term = this.term;
+    if (!term) return;
+    this.term = undefined;
+    this.epoch++;
+    for (const t of term.timers) clearInterval(t);
+    this.notify();
+    await Promise.allSettled([term.jobs.stop(), term.pods.stop()]);
+    await term.claimLoop;
+    await term.draining;
+    this.log.info({ in_flight: term.inflight.size }, "no longer leading: stopped claiming");
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Informers
+
+  private makeJobInformer(): Term["jobs"] {
+    return makeInformer<V1Job>(
+      this.kc,
+      `/apis/batch/v1/namespaces/${this.namespace}/jobs`,
+      () => this.batch.listNamespacedJob({ namespace: this.namespace, labelSelector: this.selector }),
+      this.selector,
+    );
+  }
+
+  private makePodInformer(): Term["pods"] {
+    const core = this.kc.makeApiClient(CoreV1Api);
+    return makeInformer<V1Pod>(
+      this.kc,
+      `/api/v1/namespaces/${this.namespace}/pods`,
+      () => core.listNamespacedPod({ namespace: this.namespace, labelSelector: this.selector }),
+      this.selector,
+    );
+  }
+
+  private wireInformers(term: Term): void {
+    const onJob = (job: V1Job) => {
+      const name = job.metadata?.name;
+      if (!name || !this.current(term)) return;
+      term.inflight.delete(name);
+      if (isJobFinished(job) || job.metadata?.deletionTimestamp) this.notify();
+      this.markDirty(term, name);
+    };
+    term.jobs.on("add", onJob);
+    term.jobs.on("update", onJob);
+    term.jobs.on("delete", (job) => {
+      const name = job.metadata?.name;
+      if (name) term.inflight.delete(name);
+      this.notify();
+    });
+    const onPod = (pod: V1Pod, deleted: boolean) => {
+      const job = pod.metadata?.labels?.[JOB_NAME_LABEL];
+      const name = pod.metadata?.name;
+      if (!job || !name || !this.current(term)) return;
+      let pods = term.podsByJob.get(job);
+      if (deleted) {
+        pods?.delete(name);
+        if (pods?.size === 0) term.podsByJob.delete(job);
+      } else {
+        if (!pods) term.podsByJob.set(job, (pods = new Map()));
+        pods.set(name, pod);
+      }
+      this.markDirty(term, job);
+    };
+    term.pods.on("add", (pod) => onPod(pod, false));
+    term.pods.on("update", (pod) => onPod(pod, false));
+    term.pods.on("delete", (pod) => onPod(pod, true));
+    for (const [what, informer] of [
+      ["jobs", term.jobs],
+      ["pods", term.pods],
+    ] as const) {
+      (informer as Informer<KubernetesObject>).on("error", (err: unknown) => {
+        if (!this.current(term)) return;
+        this.log.warn({ err: describe(err), informer: what }, "watch failed; restarting it");
+        setTimeout(() => {
+          if (this.current(term)) void informer.start().catch(() => undefined);
+        }, INFORMER_RESTART_MS).unref();
+      });
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Claiming and creating Jobs
+
+  private capacity(): { total: number; perType: Map<JobType, number> } {
+    const active = this.activeByType();
+    let running = 0;
+    for (const n of active.values()) running += n;
+    const perType = new Map<JobType, number>();
+    const caps = this.config.kubernetes.maxRunningJobsPerType;
+    for (const type of JOB_TYPES) {
+      const cap = caps[type];
+      perType.set(type, cap === undefined ? Infinity : cap - (active.get(type) ?? 0));
+    }
+    return { total: this.config.kubernetes.maxRunningJobs - running, perType };
+  }
+
+  private async claimLoop(term: Term): Promise<void> {
+    while (this.current(term)) {
+      const capacity = this.capacity();
+      if (capacity.total <= 0) {
+        await this.waitForWork(IDLE_POLL_MS);
+        continue;
+      }
+      let claimed: { id: string; type: JobType } | null = null;
+      try {
+        claimed = await this.claimNext(capacity.perType);
+      } catch (err) {
+        this.log.warn({ err: describe(err) }, "claiming a job failed; retrying");
+      }
+      if (!claimed) {
+        await this.waitForWork(IDLE_POLL_MS);
+        continue;
+      }
+      if (!this.current(term)) {
+        await this.store.requeue(claimed.id, "the controller lost leadership").catch(() => undefined);
+        return;
+      }
+      await this.launch(term, claimed.id, claimed.type);
+    }
+  }
+
+  /** Round-robin over the queues with room, so a long queue of one type never starves the others. */
+  private async claimNext(room: Map<JobType, number>): Promise<{ id: string; type: JobType } | null> {
+    for (let i = 0; i < JOB_TYPES.length; i++) {
+      const index = (this.cursor + i) % JOB_TYPES.length;
+      const type = JOB_TYPES[index]!;
+      if ((room.get(type) ?? 0) <= 0) continue;
+      const id = await this.store.claim(type, this.config.executor.leaseMs, this.owner);
+      if (id) {
+        this.cursor = index + 1;
+        return { id, type };
+      }
+    }
+    return null;
+  }
+
+  private deadline(job: Job, kjob?: V1Job): DeadlineSource {
+    const seconds =
+      kjob?.spec?.activeDeadlineSeconds ??
+      job.timeout_seconds ??
+      Math.ceil(this.config.executor.timeoutsMs[job.type as JobType] / 1000);
+    const setting = job.timeout_seconds !== undefined ? "timeout_seconds" : `executor.timeouts.${job.type}`;
+    return { seconds, setting };
+  }
+
+  private async launch(term: Term, id: string, type: JobType): Promise<void> {
+    const name = jobName(id);
+    const log = this.log.child({ job_id: id, kubernetes_job: name });
+    term.inflight.set(name, { id, type });
+    try {
+      const job = await this.store.getJob(id);
+      if (!job || job.status !== "pending") {
+        term.inflight.delete(name);
+        log.info({ status: job?.status }, "claimed job is no longer pending; skipped");
+        return;
+      }
+      const manifest = buildJobManifest(job, this.settings, this.deadline(job).seconds);
+      await this.batch.createNamespacedJob({ namespace: this.namespace, body: manifest });
+      this.metrics?.jobCreated(type);
+      log.info({ type }, "Kubernetes Job created");
+    } catch (err) {
+      if (err instanceof ApiException && err.code === 409) {
+        log.info("Kubernetes Job exists already (created before a restart); adopted");
+        return;
+      }
+      term.inflight.delete(name);
+      if (err instanceof ApiException && (err.code === 400 || err.code === 422)) {
+        const message = `Kubernetes refused the runner Job: ${bodyMessage(err.body)}`;
+        log.error({ err: message }, "runner Job refused; job failed");
+        await this.failJob(id, "rejected", message);
+        return;
+      }
+      log.error({ err: describe(err) }, "creating the Kubernetes Job failed; job re-queued");
+      await this.store
+        .requeue(id, `creating its Kubernetes Job failed: ${describe(err)}`)
+        .catch(() => undefined);
+      await sleep(IDLE_POLL_MS);
+    }
+  }
+
+  private async renewLeases(term: Term): Promise<void> {
+    if (!this.current(term) || !term.synced) return;
+    const ids = new Set<string>();
+    for (const job of term.jobs.list(this.namespace)) {
+      const id = job.metadata?.annotations?.[ANNOTATIONS.jobId];
+      if (id && !isJobFinished(job)) ids.add(id);
+    }
+    for (const entry of term.inflight.values()) ids.add(entry.id);
+    const leaseMs = this.config.executor.leaseMs;
+    await Promise.all([...ids].map((id) => this.store.renewLease(id, leaseMs).catch(() => false)));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Mirroring Jobs and pods into job records
+
+  private markDirty(term: Term, name: string): void {
+    term.dirty.add(name);
+    term.draining ??= this.drain(term).finally(() => {
+      term.draining = undefined;
+      if (term.dirty.size > 0 && this.current(term)) this.markDirty(term, [...term.dirty][0]!);
+    });
+  }
+
+  private async drain(term: Term): Promise<void> {
+    await Promise.resolve();
+    while (term.dirty.size > 0 && this.current(term)) {
+      const names = [...term.dirty].slice(0, SYNC_CONCURRENCY);
+      for (const n of names) term.dirty.delete(n);
+      await Promise.all(
+        names.map((n) =>
+          this.sync(term, n).catch((err) =>
+            this.log.warn(
+              { kubernetes_job: n, err: describe(err) },
+              "sync failed; the next reconcile retries it",
+            ),
+          ),
+        ),
+      );
+    }
+  }
+
+  private async sync(term: Term, name: string): Promise<void> {
+    const kjob = term.jobs.get(name, this.namespace);
+    if (!kjob || kjob.metadata?.deletionTimestamp) return;
+    const id = kjob.metadata?.annotations?.[ANNOTATIONS.jobId];
+    if (!id) return;
+    const log = this.log.child({ job_id: id, kubernetes_job: name });
+    const record = await this.store.getJob(id);
+    if (!record) {
+      await this.deleteJob(name, "its job record no longer exists (pruned or never stored)", log);
+      return;
+    }
+    const finished = isJobFinished(kjob);
+    if (record.status === "completed" || record.status === "failed") {
+      if (finished) return;
+      const endedAt = Date.parse(record.completed_at ?? record.updated_at ?? "");
+      if (!Number.isFinite(endedAt) || Date.now() - endedAt >= TERMINAL_GRACE_MS) {
+        await this.deleteJob(name, `the job is ${record.status} but its runner pod still runs`, log);
+      }
+      return;
+    }
+    const pods = [...(term.podsByJob.get(name)?.values() ?? [])];
+    const observed = observeJob(kjob, pods, this.deadline(record, kjob));
+    switch (observed.state) {
+      case "running":
+        if (record.status === "pending") {
+          await this.store.start(id, this.config.executor.leaseMs).catch((err: Error) => {
+            log.warn({ err: err.message }, "could not mark the job processing");
+          });
+        }
+        return;
+      case "succeeded": {
+        const again = await this.store.getJob(id);
+        if (again && again.status !== "completed" && again.status !== "failed") {
+          await this.failJob(id, "no_report", "the runner finished without reporting a result");
+        }
+        return;
+      }
+      case "failed":
+        await this.failJob(id, observed.reason, observed.error);
+        return;
+      case "stuck": {
+        const key = `${observed.pod}/${observed.reason}`;
+        const now = Date.now();
+        if (!term.firstSeenStuck.has(key)) term.firstSeenStuck.set(key, now);
+        const since = observed.since ?? term.firstSeenStuck.get(key)!;
+        const limit =
+          observed.reason === "unschedulable"
+            ? this.config.kubernetes.unschedulableTimeoutMs
+            : this.config.kubernetes.startFailureTimeoutMs;
+        if (now - since < limit) return;
+        const waited = Math.round((now - since) / 1000);
+        await this.failJob(id, observed.reason, `${observed.error} (waited ${waited} s)`);
+        await this.deleteJob(name, "its pod could not start", log);
+        term.firstSeenStuck.delete(key);
+        return;
+      }
+      case "waiting":
+        return;
+    }
+  }
+
+  private async failJob(id: string, reason: FailureReason, error: string): Promise<void> {
+    if (await this.store.fail(id, error)) {
+      this.metrics?.jobFailed(reason);
+      this.log.warn({ job_id: id, reason, error }, "job failed");
+    }
+  }
+
+  private async deleteJob(name: string, why: string, log: Logger): Promise<void> {
+    try {
+      await this.batch.deleteNamespacedJob({
+        name,
+        namespace: this.namespace,
+        propagationPolicy: "Background",
+      });
+      log.info({ why }, "Kubernetes Job deleted");
+    } catch (err) {
+      if (err instanceof ApiException && err.code === 404) return;
+      throw err;
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Reconcile: the store and the cluster compared in full
+
+  private async reconcile(term: Term): Promise<void> {
+    if (!this.current(term) || !term.synced) return;
+    const started = performance.now();
+    try {
+      for (const job of term.jobs.list(this.namespace)) {
+        if (job.metadata?.name) term.dirty.add(job.metadata.name);
+      }
+      if (term.dirty.size > 0) this.markDirty(term, [...term.dirty][0]!);
+      await term.draining;
+      await this.adoptOrRelease(term);
+      const live = new Set<string>();
+      for (const pods of term.podsByJob.values()) for (const name of pods.keys()) live.add(name);
+      for (const key of term.firstSeenStuck.keys()) {
+        if (!live.has(key.slice(0, key.indexOf("/")))) term.firstSeenStuck.delete(key);
+      }
+    } catch (err) {
+      this.log.warn({ err: describe(err) }, "reconcile failed; retrying at the next interval");
+    } finally {
+      this.metrics?.reconciled((performance.now() - started) / 1000);
+    }
+  }
+
+  /**
+   * Claimed or processing jobs with no Job in the cluster: a controller died between its claim and
+   * its create, or the Job was deleted. Once their lease has run out (no leader renewed it, so no
+   * Job was seen for it), they go back to their queue, or fail when their attempts are spent.
+   */
+  private async adoptOrRelease(term: Term): Promise<void> {
+    for (const type of JOB_TYPES) {
+      for (const entry of await this.store.activeJobs(type)) {
+        if (!this.current(term)) return;
+        const name = jobName(entry.id);
+        if (term.jobs.get(name, this.namespace) || term.inflight.has(name)) continue;
+        if (entry.leaseUntil > Date.now()) continue;
+        // The cache may lag behind a create: ask the API server before giving the job back.
+        if (await this.jobExists(name)) {
+          await this.store.renewLease(entry.id, this.config.executor.leaseMs);
+          continue;
+        }
+        const record = await this.store.getJob(entry.id);
+        if (!record) continue;
+        if (record.status === "pending") {
+          if (await this.store.requeue(entry.id, "claimed, but its Kubernetes Job was never created")) {
+            this.log.info({ job_id: entry.id }, "re-queued a claimed job that has no Kubernetes Job");
+          }
+        } else if (record.status === "processing") {
+          const attempts = record.attempts ?? 1;
+          if (attempts >= this.config.executor.maxAttempts) {
+            await this.failJob(
+              entry.id,
+              "job_lost",
+              `its Kubernetes Job disappeared before the job ended (gave up after ${attempts} attempts)`,
+            );
+          } else if (
+            await this.store.requeue(entry.id, "its Kubernetes Job disappeared before the job ended")
+          ) {
+            this.log.warn({ job_id: entry.id }, "re-queued a processing job whose Kubernetes Job is gone");
+          }
+        }
+      }
+    }
+  }
+
+  private async jobExists(name: string): Promise<boolean> {
+    try {
+      await this.batch.readNamespacedJob({ name, namespace: this.namespace });
+      return true;
+    } catch (err) {
+      if (err instanceof ApiException && err.code === 404) return false;
+      throw err;
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Cancellation: a job stopped in the store (batch fail_fast) has its Job deleted at once.
+
+  private async followEvents(): Promise<void> {
+    const redis = this.events!;
+    const stream = this.store.keys.events();
+    let last = "$";
+    while (!this.stopping) {
+      let reply: Array<[string, Array<[string, string[]]>]> | null;
+      try {
+        reply = (await redis.xread("COUNT", 200, "BLOCK", 2000, "STREAMS", stream, last)) as typeof reply;
+      } catch (err) {
+        if (this.stopping) return;
+        this.log.warn({ err: describe(err) }, "reading the events stream failed; retrying");
+        await sleep(IDLE_POLL_MS);
+        continue;
+      }
+      for (const [, entries] of reply ?? []) {
+        for (const [entryId, fields] of entries) {
+          last = entryId;
+          const event = fieldOf(fields, "event");
+          const jobId = fieldOf(fields, "job_id");
+          const term = this.term;
+          if (!term || !jobId) continue;
+          if (event === "job.cancelled") {
+            const name = jobName(jobId);
+            const kjob = term.jobs.get(name, this.namespace);
+            if (kjob && !isJobFinished(kjob)) {
+              await this.deleteJob(name, "its job was cancelled", this.log.child({ job_id: jobId })).catch(
+                (err) =>
+                  this.log.warn(
+                    { job_id: jobId, err: describe(err) },
+                    "deleting a cancelled job's Job failed",
+                  ),
+              );
+            }
+          } else if (event === "job.failed" || event === "job.completed") {
+            this.notify();
+          }
+        }
+      }
+    }
+  }
+}
+
+function fieldOf(fields: string[], name: string): string | undefined {
+  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
+  return undefined;
+}
+
+function hasListed(informer: { latestResourceVersion?: () => string }): boolean {
+  return Boolean(informer.latestResourceVersion?.());
+}
+
+function describe(err: unknown): string {
+  if (err instanceof ApiException) return `Kubernetes API answered ${err.code}: ${bodyMessage(err.body)}`;
+  return err instanceof Error ? err.message : String(err);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,35 @@
+// The environment variables a runner reads, in one place: core/config/load.ts maps them onto the
+// configuration (ENV_OVERRIDES) and the Kubernetes executor sets them on runner pods, which get no
+// configuration file. Constants only, so that the manifest builder imports nothing else of core.
+
+export const RUNNER_ENV = {
+  redisUrl: "REDIS_URL",
+  redisKeyPrefix: "REDIS_KEY_PREFIX",
+  s3Endpoint: "S3_ENDPOINT",
+  s3Region: "S3_REGION",
+  s3ForcePathStyle: "S3_FORCE_PATH_STYLE",
+  s3PublicBaseUrl: "S3_PUBLIC_BASE_URL",
+  s3AccessKeyId: "S3_ACCESS_KEY_ID",
+  s3SecretAccessKey: "S3_SECRET_ACCESS_KEY",
+  aiBaseUrl: "AI_BASE_URL",
+  aiModel: "AI_MODEL",
+  aiApiKey: "AI_API_KEY",
+  logLevel: "LOG_LEVEL",
+  scratchDir: "SCRATCH_DIR",
+  /** limits.max_source_bytes */
+  maxSourceBytes: "MAX_SOURCE_BYTES",
+  /** limits.max_input_pixels */
+  maxInputPixels: "MAX_INPUT_PIXELS",
+  /** limits.max_output_dimension */
+  maxOutputDimension: "MAX_OUTPUT_DIMENSION",
+  /**
+   * Not a configuration setting: the deadline, in whole seconds, that the executor gave this run
+   * (the Job's activeDeadlineSeconds). When set, `runner --job` uses it instead of the job's
+   * timeout_seconds or executor.timeouts.<type>.
+   */
+  jobTimeoutSeconds: "JOB_TIMEOUT_SECONDS",
+  /** Read by Node and by ffmpeg/libvips for their temporary files, not by the configuration. */
+  tmpdir: "TMPDIR",
+  /** Where the runner writes why a job did not complete (Kubernetes reads it into the pod status). */
+  terminationMessagePath: "TERMINATION_MESSAGE_PATH",
+} as const;

@@ -1,0 +1,142 @@
+// `runner --job` with JOB_TIMEOUT_SECONDS, as a Kubernetes runner pod gets it (the Job's
+// activeDeadlineSeconds): it is the job's deadline, whatever the job's timeout_seconds or its type's
+// configured timeout. runOne is called in-process against a real redis-server and the embedded
+// S3-protocol store; the job is claimed first, as the controller does.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Writable } from "node:stream";
+import { promisify } from "node:util";
+import { after, before, describe, test } from "node:test";
+import { PutObjectCommand } from "@aws-sdk/client-s3";
+import { pino } from "pino";
+import sharp from "sharp";
+import type { Logger } from "../../core/logger.js";
+import type { JobType } from "../../core/jobs/types.js";
+import { EXIT_DONE, EXIT_PERMANENT } from "../../runner/errors.js";
+import { runOne } from "../../runner/main.js";
+import { jobTimeoutMs } from "../../runner/run-job.js";
+import { startTestStack, TEST_BUCKET, type TestStack } from "../support/api.js";
+import { claimJob } from "../support/store.js";
+
+const run = promisify(execFile);
+
+let stack: TestStack;
+before(async () => {
+  stack = await startTestStack();
+  const tiny = await sharp({ create: { width: 32, height: 24, channels: 3, background: "#c83c1e" } })
+    .jpeg()
+    .toBuffer();
+  await put("in/tiny.jpg", tiny);
+  await put("in/long.wav", await wav(1200));
+});
+after(async () => {
+  await stack?.close();
+});
+
+async function put(key: string, body: Buffer): Promise<void> {
+  await stack.services.s3.send(new PutObjectCommand({ Bucket: TEST_BUCKET, Key: key, Body: body }));
+}
+
+/** A WAV of `seconds` of a sine tone, made by ffmpeg (long enough that its conversion takes > 1 s). */
+async function wav(seconds: number): Promise<Buffer> {
+  const dir = await mkdtemp(join(tmpdir(), "media-service-wav-"));
+  const path = join(dir, "tone.wav");
+  await run("ffmpeg", [
+    ...["-v", "error", "-f", "lavfi", "-i", `sine=frequency=440:sample_rate=8000:duration=${seconds}`],
+    ...["-ac", "1", path],
+  ]);
+  const body = await readFile(path);
+  await rm(dir, { recursive: true, force: true });
+  return body;
+}
+
+/** Submits through the API and claims the job, as the controller does before it starts a runner. */
+async function submitAndClaim(type: JobType, path: string, body: Record<string, unknown>): Promise<string> {
+  const res = await stack.request(`/api/v1/jobs/${path}`, { method: "POST", json: body });
+  const json = (await res.json()) as { job_id: string; error?: string };
+  assert.equal(res.status, 202, json.error);
+  await claimJob(stack.services.store, type, json.job_id);
+  return json.job_id;
+}
+
+/** A logger whose lines are kept, to read the deadline the runner took. */
+function capturingLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      for (const line of String(chunk).split("\n")) if (line) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { logger: pino({ level: "debug" }, sink) as unknown as Logger, lines };
+}
+
+describe("JOB_TIMEOUT_SECONDS", () => {
+  test("the deadline it sets wins over timeout_seconds and the type's timeout", () => {
+    const config = stack.config;
+    const job = { type: "audio_convert" as const, timeout_seconds: 120 };
+    assert.equal(jobTimeoutMs(config, job), 120_000);
+    assert.equal(jobTimeoutMs(config, job, 7), 7000);
+    assert.equal(jobTimeoutMs(config, { type: "audio_convert" }), config.executor.timeoutsMs.audio_convert);
+    assert.equal(jobTimeoutMs(config, { type: "audio_convert" }, 9), 9000);
+  });
+
+  test("a job with a longer timeout_seconds fails when JOB_TIMEOUT_SECONDS runs out", async () => {
+    const id = await submitAndClaim("audio_convert", "audio/convert", {
+      source_bucket: TEST_BUCKET,
+      source_key: "in/long.wav",
+      dest_bucket: TEST_BUCKET,
+      dest_key: "out/long.mp3",
+      format: "mp3",
+      timeout_seconds: 3600,
+    });
+    const { logger, lines } = capturingLogger();
+    const started = Date.now();
+    const code = await runOne(id, stack.config, logger, { JOB_TIMEOUT_SECONDS: "1" });
+    const elapsed = Date.now() - started;
+    assert.equal(code, EXIT_PERMANENT);
+    const job = await stack.services.store.getJob(id);
+    assert.equal(job?.status, "failed");
+    assert.equal(job?.error, "job timed out after 1 s (JOB_TIMEOUT_SECONDS)");
+    assert.equal(lines.find((l) => l.msg === "job started")?.timeout_ms, 1000);
+    assert.ok(elapsed < 30_000, `stopped at its deadline, not at timeout_seconds (${elapsed} ms)`);
+  });
+
+  test("a job with a shorter timeout_seconds gets the longer JOB_TIMEOUT_SECONDS", async () => {
+    const id = await submitAndClaim("image_colors", "image/colors", {
+      source_bucket: TEST_BUCKET,
+      source_key: "in/tiny.jpg",
+      timeout_seconds: 1,
+    });
+    const { logger, lines } = capturingLogger();
+    const code = await runOne(id, stack.config, logger, { JOB_TIMEOUT_SECONDS: "600" });
+    assert.equal(code, EXIT_DONE);
+    assert.equal((await stack.services.store.getJob(id))?.status, "completed");
+    assert.equal(lines.find((l) => l.msg === "job started")?.timeout_ms, 600_000);
+  });
+
+  test("without it, the job's own timeout_seconds", async () => {
+    const id = await submitAndClaim("image_colors", "image/colors", {
+      source_bucket: TEST_BUCKET,
+      source_key: "in/tiny.jpg",
+      timeout_seconds: 45,
+    });
+    const { logger, lines } = capturingLogger();
+    assert.equal(await runOne(id, stack.config, logger, {}), EXIT_DONE);
+    assert.equal(lines.find((l) => l.msg === "job started")?.timeout_ms, 45_000);
+  });
+
+  test("a value that is not a positive integer: exit 2 naming it, and the job is not touched", async () => {
+    const id = await submitAndClaim("image_colors", "image/colors", {
+      source_bucket: TEST_BUCKET,
+      source_key: "in/tiny.jpg",
+    });
+    const { logger, lines } = capturingLogger();
+    assert.equal(await runOne(id, stack.config, logger, { JOB_TIMEOUT_SECONDS: "30s" }), EXIT_PERMANENT);
+    assert.match(String(lines.at(-1)?.msg), /JOB_TIMEOUT_SECONDS must be a positive integer .*"30s"/);
+    assert.equal((await stack.services.store.getJob(id))?.status, "pending");
+  });
+});

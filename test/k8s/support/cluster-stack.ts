@@ -1,0 +1,280 @@
+// The whole service on the test control plane: the API with its own redis-server and embedded S3
+// store (test/support/api.ts), a namespace with the controller's ServiceAccount, Role (exactly
+// CONTROLLER_RULES) and the Secrets runner pods read, and `media-service controller` processes
+// (the built dist/cli.js) running the Kubernetes executor with that ServiceAccount's token.
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { closeSync, openSync, readFileSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { PutObjectCommand } from "@aws-sdk/client-s3";
+import {
+  BatchV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  KubeConfig,
+  RbacAuthorizationV1Api,
+  type V1Job,
+  type V1Pod,
+} from "@kubernetes/client-node";
+import { CONTROLLER_RULES } from "../../../controller/kubernetes/rbac.js";
+import type { Job } from "../../../core/jobs/records.js";
+import {
+  startTestStack,
+  TEST_ACCESS_KEY,
+  TEST_BUCKET,
+  TEST_SECRET_KEY,
+  type TestStack,
+} from "../../support/api.js";
+import { freePort } from "../../support/ports.js";
+import type { ControlPlane } from "./control-plane.js";
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+export const DIST_CLI = join(ROOT, "dist/cli.js");
+export const JOB_ID_LABEL = "media-service.io/job-id";
+const CONTROLLER_SA = "media-service-controller";
+const REDIS_SECRET = "media-service-redis";
+const S3_SECRET = "media-service-s3";
+
+export interface ClusterStackOptions {
+  cp: ControlPlane;
+  /** Raw overrides of the controller's `kubernetes` section (snake_case, as in config.yaml). */
+  kubernetes?: Record<string, unknown>;
+  /** Raw overrides of the controller's `executor` section. */
+  executor?: Record<string, unknown>;
+}
+
+export interface ControllerProcess {
+  name: string;
+  child: ChildProcess;
+  port: number;
+  logPath: string;
+  exited: Promise<void>;
+  /** GET on the controller's own server (/metrics, /healthz, /readyz). */
+  get(path: string): Promise<{ status: number; body: string }>;
+  /** The value of a metric sample (name with labels as printed), or undefined. */
+  metric(sample: string): Promise<number | undefined>;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export interface ClusterStack {
+  namespace: string;
+  stack: TestStack;
+  admin: { core: CoreV1Api; batch: BatchV1Api; coordination: CoordinationV1Api };
+  startController(name: string): Promise<ControllerProcess>;
+  put(key: string, body: Buffer | Uint8Array, contentType?: string): Promise<void>;
+  submit(path: string, body: Record<string, unknown>): Promise<string>;
+  finished(id: string, limitMs?: number): Promise<Job>;
+  /** The runner Jobs (admin view) of one media job, by label. */
+  kubeJobs(id: string): Promise<V1Job[]>;
+  kubePods(id: string): Promise<V1Pod[]>;
+  close(): Promise<void>;
+}
+
+const liveChildren = new Set<ChildProcess>();
+process.on("exit", () => {
+  for (const c of liveChildren) c.kill("SIGKILL");
+});
+
+export function kubeConfigFrom(path: string): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromFile(path);
+  return kc;
+}
+
+export async function startClusterStack(options: ClusterStackOptions): Promise<ClusterStack> {
+  const { cp } = options;
+  const namespace = `media-${randomBytes(4).toString("hex")}`;
+  const adminKc = kubeConfigFrom(cp.kubeconfigPath);
+  const core = adminKc.makeApiClient(CoreV1Api);
+  const batch = adminKc.makeApiClient(BatchV1Api);
+  const coordination = adminKc.makeApiClient(CoordinationV1Api);
+  const rbac = adminKc.makeApiClient(RbacAuthorizationV1Api);
+
+  const stack = await startTestStack({
+    config: { kubernetes: { ...(options.kubernetes ?? {}), namespace }, log_level: "info" },
+  });
+  const dir = await mkdtemp(join(tmpdir(), "media-service-cluster-"));
+
+  await core.createNamespace({ body: { metadata: { name: namespace } } });
+  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: CONTROLLER_SA } } });
+  await rbac.createNamespacedRole({
+    namespace,
+    body: { metadata: { name: CONTROLLER_SA }, rules: CONTROLLER_RULES },
+  });
+  await rbac.createNamespacedRoleBinding({
+    namespace,
+    body: {
+      metadata: { name: CONTROLLER_SA },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: CONTROLLER_SA },
+      subjects: [{ kind: "ServiceAccount", name: CONTROLLER_SA, namespace }],
+    },
+  });
+  await core.createNamespacedSecret({
+    namespace,
+    body: { metadata: { name: REDIS_SECRET }, stringData: { "redis-url": stack.redis.url } },
+  });
+  await core.createNamespacedSecret({
+    namespace,
+    body: {
+      metadata: { name: S3_SECRET },
+      stringData: { "access-key-id": TEST_ACCESS_KEY, "secret-access-key": TEST_SECRET_KEY },
+    },
+  });
+  const tokenRequest = await core.createNamespacedServiceAccountToken({
+    name: CONTROLLER_SA,
+    namespace,
+    body: { spec: { audiences: [], expirationSeconds: 2 * 3600 } },
+  });
+  const token = tokenRequest.status?.token;
+  if (!token) throw new Error("TokenRequest returned no token");
+  const controllerKubeconfig = await cp.kubeconfigForToken(CONTROLLER_SA, token);
+
+  const controllerConfig = {
+    redis: { url: stack.redis.url, key_prefix: stack.config.redis.keyPrefix },
+    storage: {
+      endpoint: stack.s3.url,
+      access_key_id: TEST_ACCESS_KEY,
+      secret_access_key: TEST_SECRET_KEY,
+      force_path_style: true,
+    },
+    executor: { kind: "kubernetes", ...(options.executor ?? {}) },
+    kubernetes: {
+      namespace,
+      image: "media-service:test",
+      redis_secret: { name: REDIS_SECRET },
+      s3_secret: { name: S3_SECRET },
+      reconcile_interval: "2s",
+      leader_election: { lease_duration: "4s", renew_deadline: "3s", retry_period: "1s" },
+      ...(options.kubernetes ?? {}),
+    },
+    data_dir: dir,
+    log_level: "debug",
+  };
+  const configPath = join(dir, "controller.json");
+  await writeFile(configPath, JSON.stringify(controllerConfig, null, 2));
+  const controllers: ControllerProcess[] = [];
+
+  const startController = async (name: string): Promise<ControllerProcess> => {
+    const port = await freePort();
+    const logPath = join(dir, `${name}.log`);
+    const fd = openSync(logPath, "a");
+    const env: NodeJS.ProcessEnv = {};
+    for (const k of ["PATH", "HOME", "LANG", "TMPDIR"]) if (process.env[k]) env[k] = process.env[k];
+    Object.assign(env, {
+      CONFIG_FILE: configPath,
+      KUBECONFIG: controllerKubeconfig,
+      PORT: String(port),
+      HOSTNAME: name,
+    });
+    let child: ChildProcess;
+    try {
+      child = spawn(process.execPath, [DIST_CLI, "controller"], { env, stdio: ["ignore", fd, fd] });
+    } finally {
+      closeSync(fd);
+    }
+    liveChildren.add(child);
+    const exited = new Promise<void>((res) => child.once("exit", () => res()));
+    void exited.then(() => liveChildren.delete(child));
+    const base = `http://127.0.0.1:${port}`;
+    const get = async (path: string) => {
+      const res = await fetch(`${base}${path}`);
+      return { status: res.status, body: await res.text() };
+    };
+    const controller: ControllerProcess = {
+      name,
+      child,
+      port,
+      logPath,
+      exited,
+      get,
+      async metric(sample) {
+        const { body } = await get("/metrics");
+        for (const line of body.split("\n")) {
+          if (line.startsWith(`${sample} `)) return Number(line.slice(sample.length + 1));
+        }
+        return undefined;
+      },
+      async kill(signal = "SIGTERM") {
+        if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+        await exited;
+      },
+    };
+    controllers.push(controller);
+    await eventually(
+      `controller ${name} to serve /healthz`,
+      async () => ((await get("/healthz").catch(() => undefined))?.status === 200 ? true : undefined),
+      30_000,
+      async () => readFileSync(logPath, "utf8").split("\n").slice(-30).join("\n"),
+    );
+    return controller;
+  };
+
+  const byLabel = `${JOB_ID_LABEL}`;
+  return {
+    namespace,
+    stack,
+    admin: { core, batch, coordination },
+    startController,
+    async put(key, body, contentType = "application/octet-stream") {
+      await stack.services.s3.send(
+        new PutObjectCommand({ Bucket: TEST_BUCKET, Key: key, Body: body, ContentType: contentType }),
+      );
+    },
+    async submit(path, body) {
+      const res = await stack.request(`/api/v1/jobs/${path}`, { method: "POST", json: body });
+      const json = (await res.json()) as { job_id: string; error?: string };
+      if (res.status !== 202) throw new Error(`submit ${path} answered ${res.status}: ${json.error}`);
+      return json.job_id;
+    },
+    async finished(id, limitMs = 120_000) {
+      return await eventually(
+        `job ${id} to finish`,
+        async () => {
+          const job = await stack.services.store.getJob(id);
+          return job && (job.status === "completed" || job.status === "failed") ? job : undefined;
+        },
+        limitMs,
+      );
+    },
+    async kubeJobs(id) {
+      const list = await batch.listNamespacedJob({ namespace, labelSelector: `${byLabel}=${id}` });
+      return list.items;
+    },
+    async kubePods(id) {
+      const list = await core.listNamespacedPod({ namespace, labelSelector: `${byLabel}=${id}` });
+      return list.items;
+    },
+    async close() {
+      await Promise.all(controllers.map((c) => c.kill("SIGKILL")));
+      await core.deleteNamespace({ name: namespace }).catch(() => undefined);
+      await stack.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function eventually<T>(
+  what: string,
+  fn: () => Promise<T | undefined>,
+  timeoutMs = 60_000,
+  debug?: () => Promise<string>,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await fn();
+      if (value !== undefined) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      const extra = debug ? `\n${await debug().catch(() => "")}` : "";
+      throw new Error(`timed out waiting for ${what}${last ? ` (last error: ${String(last)})` : ""}${extra}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -45,7 +45,7 @@ async function submitColors(cs: ClusterStack, count: number): Promise<string[]> 
       source_key: "in/small.png",
       parameters: { color_count: 3 },
     }));
-    const res = await cs.stack.request("/api/v1/batches", { method: "POST", json: { jobs } });
+    const res = await cs.stack.request("/api/v1/jobs/batch", { method: "POST", json: { jobs } });
     const body = (await res.json()) as { job_ids: string[]; error?: string };
     assert.equal(res.status, 201, body.error);
     ids.push(...body.job_ids);

@@ -234,13 +234,16 @@ describe("runner Jobs for media jobs", () => {
       assert.fail("the crash was not injected (the pod started before the hook was armed)");
     }
     assert.equal(job.status, "completed", job.error);
+    const kjob = await eventually("the Job to complete", async () => {
+      const [j] = await cs.kubeJobs(id);
+      return j?.status?.conditions?.some((c) => c.type === "Complete" && c.status === "True") ? j : undefined;
+    });
     const pods = await cs.kubePods(id);
     assert.equal(pods.length, 2, "one failed pod, one that succeeded");
     const phases = pods.map((p) => p.status!.phase).sort();
     assert.deepEqual(phases, ["Failed", "Succeeded"]);
-    const [kjob] = await cs.kubeJobs(id);
-    assert.equal(kjob!.status!.failed, 1);
-    assert.equal(kjob!.status!.succeeded, 1);
+    assert.equal(kjob.status!.failed, 1);
+    assert.equal(kjob.status!.succeeded, 1);
   });
 
   test("a job no node can take fails after unschedulable_timeout and its Job is deleted", async () => {
@@ -256,7 +259,7 @@ describe("runner Jobs for media jobs", () => {
   });
 
   test("a cancelled job (batch fail_fast) has its running Job deleted and its runner stopped", async () => {
-    const res = await cs.stack.request("/api/v1/batches", {
+    const res = await cs.stack.request("/api/v1/jobs/batch", {
       method: "POST",
       json: {
         options: { fail_fast: true },
@@ -293,7 +296,7 @@ describe("runner Jobs for media jobs", () => {
     const metrics = (await controller.get("/metrics")).body;
     assert.match(metrics, /media_controller_reconcile_duration_seconds_count \d+/);
     assert.match(metrics, /media_controller_jobs_active\{type="image_resize"\} 0/);
-    assert.match(metrics, /media_jobs_submitted_total/);
+    assert.match(metrics, /media_jobs_total\{type="image_resize",status="completed"\} \d+/);
   });
 
   after(async () => {

@@ -40,6 +40,7 @@ import {
   type V1PodStatus,
   type V1Taint,
 } from "@kubernetes/client-node";
+import { parseQuantity } from "../../../core/quantity.js";
 
 export interface NodeAgentOptions {
   /** Kubeconfig the agent talks to the API server with (the admin one is fine for tests). */
@@ -135,22 +136,6 @@ function errorText(err: unknown): string {
     return `HTTP ${err.code}: ${typeof body === "string" ? body : (body?.message ?? "")}`;
   }
   return err instanceof Error ? err.message : String(err);
-}
-
-/** A Kubernetes quantity ("64Mi", "1G", "1.5e9", "128974848") in bytes, rounded up. */
-export function parseQuantity(quantity: string): number {
-  const m = /^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[eE][-+]?[0-9]+|[mkMGTPE])?$/.exec(
-    quantity.trim(),
-  );
-  if (!m) throw new Error(`invalid quantity ${JSON.stringify(quantity)}`);
-  const [, number, suffix = ""] = m;
-  const binary: Record<string, number> = { Ki: 1, Mi: 2, Gi: 3, Ti: 4, Pi: 5, Ei: 6 };
-  const decimal: Record<string, number> = { m: -1, k: 1, M: 2, G: 3, T: 4, P: 5, E: 6 };
-  let factor = 1;
-  if (suffix in binary) factor = 1024 ** binary[suffix]!;
-  else if (suffix in decimal) factor = 1000 ** decimal[suffix]!;
-  else if (suffix) factor = 10 ** Number(suffix.slice(1));
-  return Math.ceil(Number(number) * factor);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -596,7 +581,7 @@ function isLive(c: ContainerRun): c is ContainerRun & { child: ChildProcess & { 
 
 function memoryLimit(container: V1Container): number | undefined {
   const limit = container.resources?.limits?.memory;
-  return limit === undefined ? undefined : parseQuantity(limit);
+  return limit === undefined ? undefined : Math.ceil(parseQuantity(limit));
 }
 
 /** Kubernetes' $(VAR) expansion: "$$" is "$", unknown variables are left as they are. */
@@ -767,7 +752,22 @@ class Agent implements NodeAgent {
         },
       },
     };
-    const created = await this.core.createNode({ body: node });
+    let created: V1Node;
+    try {
+      created = await this.core.createNode({ body: node });
+    } catch (err) {
+      if (!isStatus(err, 409)) throw err;
+      // Registered before (a fixed nodeName): take the Node over, as a restarted kubelet does.
+      const existing = await this.core.readNode({ name: this.nodeName });
+      existing.metadata = {
+        ...existing.metadata,
+        labels: { ...existing.metadata?.labels, ...node.metadata?.labels },
+      };
+      existing.spec = { ...existing.spec, taints: node.spec?.taints };
+      created = await this.core.replaceNode({ name: this.nodeName, body: existing });
+      created.status = { ...node.status, conditions: this.nodeConditions(created.status?.conditions) };
+      created = await this.core.replaceNodeStatus({ name: this.nodeName, body: created });
+    }
     if (!created.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")) {
       await this.core.replaceNodeStatus({ name: this.nodeName, body: { ...created, status: node.status } });
     }
@@ -973,6 +973,12 @@ class Agent implements NodeAgent {
         for (const c of run.containers) this.notStarted(c, reason);
         return;
       }
+      // Started by an earlier agent of this node name: its processes are gone, and restartPolicy Never.
+      const statuses = run.pod.status?.containerStatuses ?? [];
+      if (statuses.some((s) => s.state?.running || s.state?.terminated)) {
+        for (const c of run.containers) this.notStarted(c);
+        return;
+      }
       await mkdir(logDir, { recursive: true });
       for (const volume of run.pod.spec?.volumes ?? []) {
         // Only emptyDir has a meaning here; anything else (e.g. the ServiceAccount token's projected
@@ -1030,40 +1036,12 @@ class Agent implements NodeAgent {
 
   private async runContainer(run: PodRun, c: ContainerRun): Promise<void> {
     const signal = run.abort.signal;
-    const name = c.spec.name;
-    const image = c.spec.image ?? "";
-
-    if (this.options.pullFailure?.test(image)) {
-      const error = `test node agent: image "${image}" matches pullFailure ${String(this.options.pullFailure)}`;
-      c.state = { waiting: { reason: "ErrImagePull", message: `Failed to pull image "${image}": ${error}` } };
-      void this.syncStatus(run);
-      await sleep(PULL_BACKOFF_MS, signal);
-      if (!signal.aborted) {
-        const message = `Back-off pulling image "${image}": ErrImagePull: ${error}`;
-        c.state = { waiting: { reason: "ImagePullBackOff", message } };
-        void this.syncStatus(run);
-        await new Promise((res) => signal.addEventListener("abort", res, { once: true }));
-      }
+    if (this.options.pullFailure?.test(c.spec.image ?? "")) {
+      await this.failPull(run, c);
       return this.notStarted(c);
     }
-
-    // Like kubelet, retry a container whose Secret or ConfigMap is missing until it appears.
-    let env: Record<string, string>;
-    for (;;) {
-      if (signal.aborted) return this.notStarted(c);
-      try {
-        env = await this.containerEnv(run, c);
-        break;
-      } catch (err) {
-        if (!(err instanceof ConfigError)) throw err;
-        if (c.state.waiting?.message !== err.message) {
-          this.log(`${run.key}/${name}: CreateContainerConfigError: ${err.message}`);
-          c.state = { waiting: { reason: "CreateContainerConfigError", message: err.message } };
-          void this.syncStatus(run);
-        }
-        await sleep(CONFIG_RETRY_MS, signal);
-      }
-    }
+    const env = await this.waitForEnv(run, c);
+    if (!env) return this.notStarted(c);
 
     const command = [...(c.spec.command ?? []), ...(c.spec.args ?? [])].map((a) => expand(a, env));
     const [first, ...rest] = command;
@@ -1081,17 +1059,10 @@ class Agent implements NodeAgent {
     if (fault) {
       const now = new Date();
       c.started = true;
-      const reason = fault.exitCode === 0 ? "Completed" : "Error";
-      c.state = {
-        terminated: {
-          exitCode: fault.exitCode,
-          reason,
-          message: fault.message,
-          startedAt: now,
-          finishedAt: now,
-        },
-      };
-      this.log(`${run.key}/${name}: beforeStart: exit ${fault.exitCode}`);
+      const { exitCode, message } = fault;
+      const reason = exitCode === 0 ? "Completed" : "Error";
+      c.state = { terminated: { exitCode, reason, message, startedAt: now, finishedAt: now } };
+      this.log(`${run.key}/${c.spec.name}: beforeStart: exit ${exitCode}`);
       return;
     }
 
@@ -1103,15 +1074,64 @@ class Agent implements NodeAgent {
           limit,
         )
       : undefined;
-    if (signal.aborted) {
+    try {
+      // Checked right before the (synchronous) spawn: a pod deleted meanwhile never starts.
+      if (signal.aborted) return this.notStarted(c);
+      await this.execute(run, c, [executable, ...argv.slice(1)], { env, cwd, cgroup, limit });
+    } finally {
       await cgroup?.remove();
-      return this.notStarted(c);
     }
+  }
 
+  /** ErrImagePull, then ImagePullBackOff until the pod is terminated. */
+  private async failPull(run: PodRun, c: ContainerRun): Promise<void> {
+    const signal = run.abort.signal;
+    const image = c.spec.image ?? "";
+    const error = `test node agent: image "${image}" matches pullFailure ${String(this.options.pullFailure)}`;
+    c.state = { waiting: { reason: "ErrImagePull", message: `Failed to pull image "${image}": ${error}` } };
+    void this.syncStatus(run);
+    await sleep(PULL_BACKOFF_MS, signal);
+    if (signal.aborted) return;
+    const message = `Back-off pulling image "${image}": ErrImagePull: ${error}`;
+    c.state = { waiting: { reason: "ImagePullBackOff", message } };
+    void this.syncStatus(run);
+    await new Promise((res) => signal.addEventListener("abort", res, { once: true }));
+  }
+
+  /** The container's environment; like kubelet, retried while a Secret or ConfigMap is missing. */
+  private async waitForEnv(run: PodRun, c: ContainerRun): Promise<Record<string, string> | undefined> {
+    for (;;) {
+      if (run.abort.signal.aborted) return undefined;
+      try {
+        return await this.containerEnv(run, c);
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err;
+        if (c.state.waiting?.message !== err.message) {
+          this.log(`${run.key}/${c.spec.name}: CreateContainerConfigError: ${err.message}`);
+          c.state = { waiting: { reason: "CreateContainerConfigError", message: err.message } };
+          void this.syncStatus(run);
+        }
+        await sleep(CONFIG_RETRY_MS, run.abort.signal);
+      }
+    }
+  }
+
+  /** Runs the container's process to its end and records how it ended. */
+  private async execute(
+    run: PodRun,
+    c: ContainerRun,
+    argv: string[],
+    {
+      env,
+      cwd,
+      cgroup,
+      limit,
+    }: { env: Record<string, string>; cwd: string; cgroup?: MemoryCgroup; limit?: number },
+  ): Promise<void> {
     // The process joins its cgroup before it execs the container's command.
     const wrapped = cgroup
-      ? ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', cgroup.procsFile, executable, ...argv.slice(1)]
-      : [executable, ...argv.slice(1)];
+      ? ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', cgroup.procsFile, ...argv]
+      : argv;
     const [program, ...args] = [...deathSignalPrefix(), ...wrapped] as [string, ...string[]];
     const fd = openSync(c.logPath, "a");
     let child: ChildProcess;
@@ -1134,7 +1154,7 @@ class Agent implements NodeAgent {
     if (pid !== undefined) {
       liveGroups.add(pid);
       c.state = { running: { startedAt } };
-      this.log(`${run.key}/${name}: started pid ${pid}: ${argv.join(" ")}`);
+      this.log(`${run.key}/${c.spec.name}: started pid ${pid}: ${argv.join(" ")}`);
       void this.syncStatus(run);
     }
 
@@ -1155,10 +1175,9 @@ class Agent implements NodeAgent {
       killGroup(pid, "SIGKILL");
       liveGroups.delete(pid);
     }
-    const oom = rssKilled || ((await cgroup?.oomKilled(result.signal)) ?? false);
-    await cgroup?.remove();
     if (result.error) return this.failedToStart(c, result.error.message);
 
+    const oom = rssKilled || ((await cgroup?.oomKilled(result.signal)) ?? false);
     const exitCode = result.code ?? 128 + (result.signal ? osConstants.signals[result.signal] : 0);
     const reason = oom ? "OOMKilled" : exitCode === 0 ? "Completed" : "Error";
     const message = await this.terminationMessage(c, exitCode);
@@ -1173,9 +1192,8 @@ class Agent implements NodeAgent {
         containerID: this.containerID(run, c),
       },
     };
-    this.log(
-      `${run.key}/${name}: exited ${exitCode} (${reason}${result.signal ? `, ${result.signal}` : ""})`,
-    );
+    const how = result.signal ? `, ${result.signal}` : "";
+    this.log(`${run.key}/${c.spec.name}: exited ${exitCode} (${reason}${how})`);
   }
 
   private async terminationMessage(c: ContainerRun, exitCode: number): Promise<string> {
@@ -1214,10 +1232,18 @@ class Agent implements NodeAgent {
 
   private async containerEnv(run: PodRun, c: ContainerRun): Promise<Record<string, string>> {
     const own: Record<string, string> = {};
+    for (const from of c.spec.envFrom ?? []) {
+      const ref = from.secretRef ?? from.configMapRef;
+      const kind = from.secretRef ? "Secret" : "ConfigMap";
+      const data = await this.sourceData(run.namespace, kind, ref?.name);
+      if (!data && !ref?.optional) throw new ConfigError(`${kind.toLowerCase()} "${ref?.name}" not found`);
+      for (const [key, value] of Object.entries(data ?? {})) own[`${from.prefix ?? ""}${key}`] = value;
+    }
     for (const v of c.spec.env ?? []) {
       const value = v.valueFrom ? await this.valueFrom(run, v.valueFrom) : expand(v.value ?? "", own);
-      if (value !== undefined) own[v.name] = this.hostPath(run, c, value);
+      if (value !== undefined) own[v.name] = value;
     }
+    for (const [name, value] of Object.entries(own)) own[name] = this.hostPath(run, c, value);
     return {
       PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
       HOME: process.env.HOME ?? "/",
@@ -1227,32 +1253,41 @@ class Agent implements NodeAgent {
     };
   }
 
+  /** A Secret's (decoded) or a ConfigMap's data; null when it does not exist. */
+  private async sourceData(
+    namespace: string,
+    kind: "Secret" | "ConfigMap",
+    name = "",
+  ): Promise<Record<string, string> | null> {
+    const decode = (data: Record<string, string> = {}) =>
+      Object.fromEntries(
+        Object.entries(data).map(([k, v]) => [k, Buffer.from(v, "base64").toString("utf8")]),
+      );
+    try {
+      if (kind === "Secret") return decode((await this.core.readNamespacedSecret({ name, namespace })).data);
+      const configMap = await this.core.readNamespacedConfigMap({ name, namespace });
+      return { ...decode(configMap.binaryData), ...configMap.data };
+    } catch (err) {
+      if (isStatus(err, 404)) return null;
+      throw err;
+    }
+  }
+
   /** An env var's valueFrom; undefined when an optional source is missing. Errors read like kubelet's. */
   private async valueFrom(run: PodRun, from: V1EnvVarSource): Promise<string | undefined> {
     const { namespace } = run;
-    const orNull = <T>(read: Promise<T>) =>
-      read.catch((err: unknown) => (isStatus(err, 404) ? null : Promise.reject(err)));
-    if (from.secretKeyRef) {
-      const { name, key, optional } = from.secretKeyRef;
-      const secret = await orNull(this.core.readNamespacedSecret({ name: name ?? "", namespace }));
-      const data = secret?.data?.[key];
-      if (data !== undefined) return Buffer.from(data, "base64").toString("utf8");
-      if (optional) return undefined;
-      throw new ConfigError(
-        secret ? `couldn't find key ${key} in Secret ${namespace}/${name}` : `secret "${name}" not found`,
-      );
-    }
-    if (from.configMapKeyRef) {
-      const { name, key, optional } = from.configMapKeyRef;
-      const configMap = await orNull(this.core.readNamespacedConfigMap({ name: name ?? "", namespace }));
-      const binary = configMap?.binaryData?.[key];
-      const value = configMap?.data?.[key] ?? (binary && Buffer.from(binary, "base64").toString("utf8"));
+    const keyRef = from.secretKeyRef ?? from.configMapKeyRef;
+    if (keyRef) {
+      const kind = from.secretKeyRef ? "Secret" : "ConfigMap";
+      const { name, key, optional } = keyRef;
+      const data = await this.sourceData(namespace, kind, name);
+      const value = data?.[key];
       if (value !== undefined) return value;
       if (optional) return undefined;
       throw new ConfigError(
-        configMap
-          ? `couldn't find key ${key} in ConfigMap ${namespace}/${name}`
-          : `configmap "${name}" not found`,
+        data
+          ? `couldn't find key ${key} in ${kind} ${namespace}/${name}`
+          : `${kind.toLowerCase()} "${name}" not found`,
       );
     }
     if (from.fieldRef) {

@@ -5,7 +5,9 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Watch, type V1Job } from "@kubernetes/client-node";
 import { TEST_BUCKET } from "../support/api.js";
+import { makeAudio } from "../support/av.js";
 import { makeImage } from "../support/media.js";
+import { readFile } from "node:fs/promises";
 import { startControlPlane, type ControlPlane } from "./support/control-plane.js";
 import {
   DIST_CLI,
@@ -232,5 +234,73 @@ describe("a burst larger than the running-Jobs cap", () => {
     } finally {
       watcher.stop();
     }
+  });
+});
+
+describe("reconcile: the store and the cluster made to agree", () => {
+  let cs: ClusterStack;
+  before(async () => {
+    cs = await startClusterStack({ cp, executor: { lease: "4s" } });
+    await cs.put(
+      "in/long.wav",
+      await readFile(await makeAudio({ durationSeconds: 900, sampleRate: 8000, channels: 1 })),
+    );
+  });
+  after(async () => {
+    await cs?.close();
+  });
+
+  test("a Job whose job record does not exist is deleted", async () => {
+    await cs.startController("controller");
+    const orphan = "0b9c3a52-5a0e-4f57-9d5e-1c2b3a4d5e6f";
+    const name = `media-${orphan}`;
+    await cs.admin.batch.createNamespacedJob({
+      namespace: cs.namespace,
+      body: {
+        metadata: {
+          name,
+          labels: {
+            "app.kubernetes.io/name": "media-service",
+            "app.kubernetes.io/component": "runner",
+            "app.kubernetes.io/managed-by": "media-service-controller",
+            "app.kubernetes.io/instance": "media-service",
+            "media-service.io/job-id": orphan,
+          },
+          annotations: { "media-service.io/job-id": orphan },
+        },
+        spec: {
+          backoffLimit: 0,
+          template: {
+            spec: {
+              restartPolicy: "Never",
+              containers: [{ name: "runner", image: "media-service:test", command: ["sleep", "600"] }],
+            },
+          },
+        },
+      },
+    });
+    await eventually("the orphan Job to be deleted", async () => {
+      const list = await cs.admin.batch.listNamespacedJob({ namespace: cs.namespace });
+      return list.items.some((j) => j.metadata?.name === name) ? undefined : true;
+    });
+  });
+
+  test("a processing job whose Job was deleted behind the controller's back runs again and completes", async () => {
+    const id = await cs.submit("audio/convert", {
+      source_bucket: B, source_key: "in/long.wav", dest_bucket: B, dest_key: "out/again.mp3", format: "mp3",
+    }); // prettier-ignore
+    await eventually("the job to be processing", async () =>
+      (await cs.stack.services.store.getJob(id))?.status === "processing" ? true : undefined,
+    );
+    await cs.admin.batch.deleteNamespacedJob({
+      name: `media-${id}`,
+      namespace: cs.namespace,
+      propagationPolicy: "Background",
+    });
+    const job = await cs.finished(id, 240_000);
+    assert.equal(job.status, "completed", job.error);
+    assert.equal(job.attempts, 2, "re-queued once, ran a second time");
+    const requeued = await eventCounts(cs, "job.requeued");
+    assert.equal(requeued.get(id), 1);
   });
 });

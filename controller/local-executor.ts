@@ -7,6 +7,7 @@ import { JOB_TYPES, type JobType } from "../core/jobs/types.js";
 import type { Logger } from "../core/logger.js";
 import type { JobStore } from "../core/store/store.js";
 import { RunnerProcess, type RunnerOutcome } from "./runner-process.js";
+import { Wakeup } from "./wakeup.js";
 
 /** Extra time past a job's own timeout before its runner is killed (the runner fails it first). */
 const KILL_GRACE_MS = 5000;
@@ -40,7 +41,7 @@ export class LocalExecutor {
   private spawning = 0;
   private stopping = false;
   private cursor = 0;
-  private wake: (() => void) | undefined;
+  private readonly wakeup = new Wakeup();
   private loop: Promise<void> | undefined;
   private reaper: NodeJS.Timeout | undefined;
   private readonly runnerEnv: NodeJS.ProcessEnv;
@@ -102,22 +103,11 @@ export class LocalExecutor {
   }
 
   private notify(): void {
-    const wake = this.wake;
-    this.wake = undefined;
-    wake?.();
+    this.wakeup.notify();
   }
 
   private waitForWork(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.wake = undefined;
-        resolve();
-      }, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
+    return this.wakeup.wait(ms);
   }
 
   // A job is claimed only when a runner is ready for it: its lease starts when its work can.

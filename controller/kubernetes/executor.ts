@@ -38,6 +38,7 @@ import { isJobFinished, observeJob, type DeadlineSource, type FailureReason } fr
 import { bodyMessage, LeaderElector } from "./leader-election.js";
 import { registerExecutorMetrics, type ExecutorMetrics } from "./metrics.js";
 import { jobName } from "./names.js";
+import { Wakeup } from "../wakeup.js";
 
 /** A finished job whose runner pod still runs after this long has its Job deleted. */
 const TERMINAL_GRACE_MS = 15_000;
@@ -105,7 +106,7 @@ export class KubernetesExecutor {
   private epoch = 0;
   private stopping = false;
   private cursor = 0;
-  private wake: (() => void) | undefined;
+  private readonly wakeup = new Wakeup();
   private events: Redis | undefined;
   private eventsLoop: Promise<void> | undefined;
   private leaderSince = 0;
@@ -211,22 +212,11 @@ export class KubernetesExecutor {
   }
 
   private notify(): void {
-    const wake = this.wake;
-    this.wake = undefined;
-    wake?.();
+    this.wakeup.notify();
   }
 
   private waitForWork(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.wake = undefined;
-        resolve();
-      }, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
+    return this.wakeup.wait(ms);
   }
 
   private current(term: Term): boolean {

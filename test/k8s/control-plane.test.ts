@@ -19,6 +19,7 @@ import {
   type V1Pod,
 } from "@kubernetes/client-node";
 import { startControlPlane, type ControlPlane } from "./support/control-plane.js";
+import { eventually } from "./support/eventually.js";
 
 const NS = `media-${randomBytes(3).toString("hex")}`;
 const OTHER_NS = `${NS}-other`;
@@ -29,29 +30,6 @@ function kubeConfig(path: string): KubeConfig {
   const kc = new KubeConfig();
   kc.loadFromFile(path);
   return kc;
-}
-
-async function eventually<T>(
-  what: string,
-  fn: () => Promise<T | undefined>,
-  timeoutMs = 60_000,
-  debug?: () => Promise<string>,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await fn();
-      if (value !== undefined) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      const extra = debug ? `\n${await debug()}` : "";
-      throw new Error(`timed out waiting for ${what}${last ? ` (last error: ${String(last)})` : ""}${extra}`);
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 /** The HTTP status an API call fails with (fails the test when the call succeeds). */

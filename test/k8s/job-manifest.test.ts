@@ -16,6 +16,7 @@ import {
 } from "../../controller/kubernetes/job-manifest.js";
 import { jobName } from "../../controller/kubernetes/names.js";
 import { startControlPlane, type ControlPlane } from "./support/control-plane.js";
+import { eventually } from "./support/eventually.js";
 
 const NS = `manifest-${randomBytes(3).toString("hex")}`;
 const SENTINEL = "k8s-SENTINEL-secret-value";
@@ -36,23 +37,6 @@ function job(type: Job["type"], extra: Partial<Job> = {}): Job {
     updated_at: now,
     ...extra,
   };
-}
-
-async function eventually<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await fn();
-      if (value !== undefined) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}${last ? ` (last error: ${String(last)})` : ""}`);
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 describe("runner Job manifest on a real control plane", () => {

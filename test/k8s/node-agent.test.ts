@@ -20,6 +20,7 @@ import {
 } from "@kubernetes/client-node";
 import { startControlPlane, type ControlPlane } from "./support/control-plane.js";
 import { startNodeAgent, type NodeAgent } from "./support/node-agent.js";
+import { eventually } from "./support/eventually.js";
 
 const NS = `agent-${randomBytes(3).toString("hex")}`;
 const CRASH_FIRST_LABEL = "node-agent-test/crash-first";
@@ -36,26 +37,6 @@ const log = (m: string) => {
   agentLog.push(m);
   if (process.env.MEDIA_K8S_DEBUG) console.log(`# ${m}`);
 };
-
-async function eventually<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await fn();
-      if (value !== undefined) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(
-        `timed out waiting for ${what}${last ? ` (last error: ${String(last)})` : ""}\n` +
-          `--- node agent log (last lines) ---\n${agentLog.slice(-40).join("\n")}`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 function isAlive(pid: number): boolean {
   try {

@@ -30,6 +30,9 @@ import {
 } from "../../support/api.js";
 import { freePort } from "../../support/ports.js";
 import type { ControlPlane } from "./control-plane.js";
+import { eventually } from "./eventually.js";
+
+export { eventually };
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 export const DIST_CLI = join(ROOT, "dist/cli.js");
@@ -254,27 +257,4 @@ export async function startClusterStack(options: ClusterStackOptions): Promise<C
       await rm(dir, { recursive: true, force: true });
     },
   };
-}
-
-export async function eventually<T>(
-  what: string,
-  fn: () => Promise<T | undefined>,
-  timeoutMs = 60_000,
-  debug?: () => Promise<string>,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await fn();
-      if (value !== undefined) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      const extra = debug ? `\n${await debug().catch(() => "")}` : "";
-      throw new Error(`timed out waiting for ${what}${last ? ` (last error: ${String(last)})` : ""}${extra}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }

@@ -45,8 +45,11 @@ ENV NODE_ENV=production
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# Runner Jobs run `media-service runner --job <id>` (their command replaces the entrypoint).
+RUN printf '#!/bin/sh\nexec node /app/dist/cli.js "$@"\n' > /usr/local/bin/media-service \
+ && chmod 755 /usr/local/bin/media-service
 
 USER 10001:10001
 EXPOSE 8080
-ENTRYPOINT ["tini", "--", "node", "dist/cli.js"]
+ENTRYPOINT ["tini", "--", "media-service"]
 CMD ["api"]

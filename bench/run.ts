@@ -8,6 +8,9 @@
 //   resize     image_resize jobs/s through the local stack vs a bare S3 → sharp → S3 loop (runner.ts)
 //   thumbnail  a video thumbnail 50 minutes in vs plain ffmpeg (runner.ts)
 //   rss        peak RSS resizing a 50-megapixel JPEG vs vipsthumbnail (runner.ts)
+//   k8s        the Kubernetes executor on the test control plane: submit → Job created latency, and
+//              the peak of running Jobs while 1000 jobs drain under a cap of 10 (k8s.ts; Node 24,
+//              `npm run build` first, the control-plane binaries of `npm run build:k8s`)
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import autocannon from "autocannon";
@@ -134,6 +137,8 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
   resize: resizeBenchmark,
   thumbnail: thumbnailBenchmark,
   rss: rssBenchmark,
+  // Loaded only when run: @kubernetes/client-node needs Node 24.
+  k8s: async () => (await import("./k8s.js")).k8sBenchmark(),
 };
 
 const asked = process.argv.slice(2).filter((a) => a !== "--");

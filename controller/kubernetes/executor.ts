@@ -45,6 +45,7 @@ const TERMINAL_GRACE_MS = 15_000;
 const IDLE_POLL_MS = 1000;
 const INFORMER_RESTART_MS = 2000;
 const SYNC_CONCURRENCY = 8;
+const MAX_CONCURRENT_CREATES = 32;
 const JOB_NAME_LABEL = "batch.kubernetes.io/job-name";
 
 export interface KubernetesExecutorOptions {
@@ -80,6 +81,10 @@ interface Term {
   timers: NodeJS.Timeout[];
   synced: boolean;
   claimLoop?: Promise<void>;
+  /** Job creates in progress. */
+  launches: Set<Promise<void>>;
+  /** No claims before this time (after the API server failed a create). */
+  pausedUntil: number;
 }
 
 export function loadKubeConfig(): KubeConfig {
@@ -241,6 +246,8 @@ export class KubernetesExecutor {
       firstSeenStuck: new Map(),
       timers: [],
       synced: false,
+      launches: new Set(),
+      pausedUntil: 0,
     };
     this.term = term;
     this.wireInformers(term);
@@ -279,6 +286,7 @@ export class KubernetesExecutor {
     this.notify();
     await Promise.allSettled([term.jobs.stop(), term.pods.stop()]);
     await term.claimLoop;
+    await Promise.allSettled([...term.launches]);
     await term.draining;
     this.log.info({ in_flight: term.inflight.size }, "no longer leading: stopped claiming");
   }
@@ -388,7 +396,19 @@ export class KubernetesExecutor {
         await this.store.requeue(claimed.id, "the controller lost leadership").catch(() => undefined);
         return;
       }
-      await this.launch(term, claimed.id, claimed.type);
+      // Creates run concurrently (the API server takes several at once far faster than one by one);
+      // the claim counts against the caps from here on (launch marks it in flight at once).
+      const launch: Promise<void> = this.launch(term, claimed.id, claimed.type).finally(() => {
+        term.launches.delete(launch);
+        this.notify();
+      });
+      term.launches.add(launch);
+      while (
+        this.current(term) &&
+        (term.launches.size >= MAX_CONCURRENT_CREATES || Date.now() < term.pausedUntil)
+      ) {
+        await this.waitForWork(Math.max(10, Math.min(IDLE_POLL_MS, term.pausedUntil - Date.now())));
+      }
     }
   }
 
@@ -444,10 +464,11 @@ export class KubernetesExecutor {
         return;
       }
       log.error({ err: describe(err) }, "creating the Kubernetes Job failed; job re-queued");
+      // The API server is failing or refusing us (RBAC): claim nothing more for a moment.
+      term.pausedUntil = Date.now() + IDLE_POLL_MS;
       await this.store
         .requeue(id, `creating its Kubernetes Job failed: ${describe(err)}`)
         .catch(() => undefined);
-      await sleep(IDLE_POLL_MS);
     }
   }
 

@@ -35,7 +35,8 @@ import {
   type KubernetesSettings,
 } from "./job-manifest.js";
 import { isJobFinished, observeJob, type DeadlineSource, type FailureReason } from "./job-status.js";
-import { bodyMessage, LeaderElector } from "./leader-election.js";
+import { bodyMessage, describeError } from "./api-errors.js";
+import { LeaderElector } from "./leader-election.js";
 import { registerExecutorMetrics, type ExecutorMetrics } from "./metrics.js";
 import { jobName } from "./names.js";
 import { Wakeup } from "../wakeup.js";
@@ -70,7 +71,6 @@ interface InFlight {
 
 /** One leadership term: its informers, caches and loops. A new term starts from scratch. */
 interface Term {
-  epoch: number;
   jobs: Informer<V1Job> & ObjectCache<V1Job> & { latestResourceVersion?: () => string };
   pods: Informer<V1Pod> & ObjectCache<V1Pod> & { latestResourceVersion?: () => string };
   podsByJob: Map<string, Map<string, V1Pod>>;
@@ -108,7 +108,6 @@ export class KubernetesExecutor {
   private readonly metrics: ExecutorMetrics | undefined;
   private readonly selector: string;
   private term: Term | undefined;
-  private epoch = 0;
   private stopping = false;
   private cursor = 0;
   private readonly wakeup = new Wakeup();
@@ -233,10 +232,8 @@ export class KubernetesExecutor {
 
   private async startLeading(): Promise<void> {
     if (this.stopping || this.term) return;
-    const epoch = ++this.epoch;
     this.leaderSince = Date.now();
     const term: Term = {
-      epoch,
       jobs: this.makeJobInformer(),
       pods: this.makePodInformer(),
       podsByJob: new Map(),
@@ -263,7 +260,7 @@ export class KubernetesExecutor {
       await this.reconcile(term);
     } catch (err) {
       this.log.error(
-        { err: describe(err) },
+        { err: describeError(err) },
         "starting the leader's work failed; retrying at the next reconcile",
       );
     }
@@ -281,7 +278,6 @@ export class KubernetesExecutor {
     const term = this.term;
     if (!term) return;
     this.term = undefined;
-    this.epoch++;
     for (const t of term.timers) clearInterval(t);
     this.notify();
     await Promise.allSettled([term.jobs.stop(), term.pods.stop()]);
@@ -351,7 +347,7 @@ export class KubernetesExecutor {
     ] as const) {
       (informer as Informer<KubernetesObject>).on("error", (err: unknown) => {
         if (!this.current(term)) return;
-        this.log.warn({ err: describe(err), informer: what }, "watch failed; restarting it");
+        this.log.warn({ err: describeError(err), informer: what }, "watch failed; restarting it");
         setTimeout(() => {
           if (this.current(term)) void informer.start().catch(() => undefined);
         }, INFORMER_RESTART_MS).unref();
@@ -386,7 +382,7 @@ export class KubernetesExecutor {
       try {
         claimed = await this.claimNext(capacity.perType);
       } catch (err) {
-        this.log.warn({ err: describe(err) }, "claiming a job failed; retrying");
+        this.log.warn({ err: describeError(err) }, "claiming a job failed; retrying");
       }
       if (!claimed) {
         await this.waitForWork(IDLE_POLL_MS);
@@ -463,11 +459,11 @@ export class KubernetesExecutor {
         await this.failJob(id, "rejected", message);
         return;
       }
-      log.error({ err: describe(err) }, "creating the Kubernetes Job failed; job re-queued");
+      log.error({ err: describeError(err) }, "creating the Kubernetes Job failed; job re-queued");
       // The API server is failing or refusing us (RBAC): claim nothing more for a moment.
       term.pausedUntil = Date.now() + IDLE_POLL_MS;
       await this.store
-        .requeue(id, `creating its Kubernetes Job failed: ${describe(err)}`)
+        .requeue(id, `creating its Kubernetes Job failed: ${describeError(err)}`)
         .catch(() => undefined);
     }
   }
@@ -489,10 +485,17 @@ export class KubernetesExecutor {
 
   private markDirty(term: Term, name: string): void {
     term.dirty.add(name);
+    void this.scheduleDrain(term);
+  }
+
+  /** Syncs the dirty Jobs; resolves when none is left. One drain runs at a time per term. */
+  private scheduleDrain(term: Term): Promise<void> {
     term.draining ??= this.drain(term).finally(() => {
       term.draining = undefined;
-      if (term.dirty.size > 0 && this.current(term)) this.markDirty(term, [...term.dirty][0]!);
+      // Marked after the loop's last look, before this ran.
+      if (term.dirty.size > 0 && this.current(term)) void this.scheduleDrain(term);
     });
+    return term.draining;
   }
 
   private async drain(term: Term): Promise<void> {
@@ -504,7 +507,7 @@ export class KubernetesExecutor {
         names.map((n) =>
           this.sync(term, n).catch((err) =>
             this.log.warn(
-              { kubernetes_job: n, err: describe(err) },
+              { kubernetes_job: n, err: describeError(err) },
               "sync failed; the next reconcile retries it",
             ),
           ),
@@ -605,8 +608,7 @@ export class KubernetesExecutor {
       for (const job of term.jobs.list(this.namespace)) {
         if (job.metadata?.name) term.dirty.add(job.metadata.name);
       }
-      if (term.dirty.size > 0) this.markDirty(term, [...term.dirty][0]!);
-      await term.draining;
+      await this.scheduleDrain(term);
       await this.adoptOrRelease(term);
       const live = new Set<string>();
       for (const pods of term.podsByJob.values()) for (const name of pods.keys()) live.add(name);
@@ -614,7 +616,7 @@ export class KubernetesExecutor {
         if (!live.has(key.slice(0, key.indexOf("/")))) term.firstSeenStuck.delete(key);
       }
     } catch (err) {
-      this.log.warn({ err: describe(err) }, "reconcile failed; retrying at the next interval");
+      this.log.warn({ err: describeError(err) }, "reconcile failed; retrying at the next interval");
     } finally {
       this.metrics?.reconciled((performance.now() - started) / 1000);
     }
@@ -684,31 +686,26 @@ export class KubernetesExecutor {
         reply = (await redis.xread("COUNT", 200, "BLOCK", 2000, "STREAMS", stream, last)) as typeof reply;
       } catch (err) {
         if (this.stopping) return;
-        this.log.warn({ err: describe(err) }, "reading the events stream failed; retrying");
+        this.log.warn({ err: describeError(err) }, "reading the events stream failed; retrying");
         await sleep(IDLE_POLL_MS);
         continue;
       }
       for (const [, entries] of reply ?? []) {
         for (const [entryId, fields] of entries) {
           last = entryId;
-          const event = fieldOf(fields, "event");
           const jobId = fieldOf(fields, "job_id");
           const term = this.term;
-          if (!term || !jobId) continue;
-          if (event === "job.cancelled") {
-            const name = jobName(jobId);
-            const kjob = term.jobs.get(name, this.namespace);
-            if (kjob && !isJobFinished(kjob)) {
-              await this.deleteJob(name, "its job was cancelled", this.log.child({ job_id: jobId })).catch(
-                (err) =>
-                  this.log.warn(
-                    { job_id: jobId, err: describe(err) },
-                    "deleting a cancelled job's Job failed",
-                  ),
-              );
-            }
-          } else if (event === "job.failed" || event === "job.completed") {
-            this.notify();
+          if (!term || !jobId || fieldOf(fields, "event") !== "job.cancelled") continue;
+          const name = jobName(jobId);
+          const kjob = term.jobs.get(name, this.namespace);
+          if (kjob && !isJobFinished(kjob)) {
+            await this.deleteJob(name, "its job was cancelled", this.log.child({ job_id: jobId })).catch(
+              (err) =>
+                this.log.warn(
+                  { job_id: jobId, err: describeError(err) },
+                  "deleting a cancelled job's Job failed",
+                ),
+            );
           }
         }
       }
@@ -723,11 +720,6 @@ function fieldOf(fields: string[], name: string): string | undefined {
 
 function hasListed(informer: { latestResourceVersion?: () => string }): boolean {
   return Boolean(informer.latestResourceVersion?.());
-}
-
-function describe(err: unknown): string {
-  if (err instanceof ApiException) return `Kubernetes API answered ${err.code}: ${bodyMessage(err.body)}`;
-  return err instanceof Error ? err.message : String(err);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -33,8 +33,6 @@ export const ANNOTATIONS = {
   batchId: "media-service.io/batch-id",
 } as const;
 
-export { RUNNER_ENV };
-
 /** Non-secret settings the runner pods receive inline. */
 export interface RunnerEnvSettings {
   redisKeyPrefix: string;

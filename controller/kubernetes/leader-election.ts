@@ -3,8 +3,15 @@
 // process' clock from when the record last changed, so clocks need not agree), the leader renews it
 // every retryPeriod, and stops leading when it could not renew for renewDeadline — before any
 // standby may take over. Optimistic concurrency (resourceVersion) settles races: a 409 loses.
-import { ApiException, V1MicroTime, type CoordinationV1Api, type V1Lease } from "@kubernetes/client-node";
+import {
+  ApiException,
+  V1MicroTime,
+  type CoordinationV1Api,
+  type V1Lease,
+  type V1LeaseSpec,
+} from "@kubernetes/client-node";
 import type { Logger } from "../../core/logger.js";
+import { describeError } from "./api-errors.js";
 
 export interface LeaderElectionOptions {
   api: CoordinationV1Api;
@@ -83,7 +90,7 @@ export class LeaderElector {
       this.lastContactMs = Date.now();
       this.lastError = undefined;
     } catch (err) {
-      this.lastError = describe(err);
+      this.lastError = describeError(err);
       this.options.logger.warn({ err: this.lastError }, "leader election: lease request failed");
     }
     if (this.stopped) return;
@@ -154,20 +161,12 @@ export class LeaderElector {
     const time = new V1MicroTime(now);
     const changingHands = holder !== identity;
     try {
-      await api.replaceNamespacedLease({
-        name,
-        namespace,
-        body: {
-          ...lease,
-          spec: {
-            ...spec,
-            holderIdentity: identity,
-            leaseDurationSeconds: durationSeconds,
-            acquireTime: changingHands ? time : spec.acquireTime && new V1MicroTime(spec.acquireTime),
-            renewTime: time,
-            leaseTransitions: (spec.leaseTransitions ?? 0) + (changingHands ? 1 : 0),
-          },
-        },
+      await this.replaceLease(lease, {
+        holderIdentity: identity,
+        leaseDurationSeconds: durationSeconds,
+        ...(changingHands ? { acquireTime: time } : {}),
+        renewTime: time,
+        leaseTransitions: (spec.leaseTransitions ?? 0) + (changingHands ? 1 : 0),
       });
     } catch (err) {
       if (err instanceof ApiException && err.code === 409) return false;
@@ -175,6 +174,17 @@ export class LeaderElector {
     }
     this.observe(identity, now);
     return true;
+  }
+
+  // Read MicroTimes come back as plain Dates, which the API server refuses (milliseconds): re-wrap.
+  private replaceLease(lease: V1Lease, changes: Partial<V1LeaseSpec>): Promise<V1Lease> {
+    const { api, namespace, leaseName: name } = this.options;
+    const acquireTime = lease.spec?.acquireTime && new V1MicroTime(lease.spec.acquireTime);
+    return api.replaceNamespacedLease({
+      name,
+      namespace,
+      body: { ...lease, spec: { ...lease.spec, acquireTime, ...changes } },
+    });
   }
 
   // The local time a Lease record was last seen to change: expiry is judged against it.
@@ -190,37 +200,11 @@ export class LeaderElector {
     const { api, namespace, leaseName: name, identity } = this.options;
     const lease = await api.readNamespacedLease({ name, namespace });
     if (lease.spec?.holderIdentity !== identity) return;
-    const now = new V1MicroTime(Date.now());
-    await api.replaceNamespacedLease({
-      name,
-      namespace,
-      body: {
-        ...lease,
-        spec: {
-          ...lease.spec,
-          holderIdentity: "",
-          leaseDurationSeconds: 1,
-          renewTime: now,
-          acquireTime: lease.spec.acquireTime && new V1MicroTime(lease.spec.acquireTime),
-        },
-      },
+    await this.replaceLease(lease, {
+      holderIdentity: "",
+      leaseDurationSeconds: 1,
+      renewTime: new V1MicroTime(Date.now()),
     });
     this.options.logger.info({ lease: name }, "released the leader lease");
   }
-}
-
-function describe(err: unknown): string {
-  if (err instanceof ApiException) return `Kubernetes API answered ${err.code}: ${bodyMessage(err.body)}`;
-  return err instanceof Error ? err.message : String(err);
-}
-
-export function bodyMessage(body: unknown): string {
-  if (typeof body === "string") {
-    try {
-      return (JSON.parse(body) as { message?: string }).message ?? body;
-    } catch {
-      return body;
-    }
-  }
-  return (body as { message?: string } | undefined)?.message ?? "";
 }

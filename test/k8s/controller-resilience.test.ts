@@ -10,14 +10,14 @@ import { makeImage } from "../support/media.js";
 import { readFile } from "node:fs/promises";
 import { startControlPlane, type ControlPlane } from "./support/control-plane.js";
 import {
-  DIST_CLI,
   eventually,
   kubeConfigFrom,
   startClusterStack,
+  startRunnerNode,
   type ClusterStack,
   type ControllerProcess,
 } from "./support/cluster-stack.js";
-import { startNodeAgent, type NodeAgent } from "./support/node-agent.js";
+import type { NodeAgent } from "./support/node-agent.js";
 
 const B = TEST_BUCKET;
 let cp: ControlPlane;
@@ -25,10 +25,7 @@ let agent: NodeAgent;
 
 before(async () => {
   cp = await startControlPlane({ scheduler: true });
-  agent = await startNodeAgent({
-    kubeconfigPath: cp.kubeconfigPath,
-    commands: { "media-service": [process.execPath, DIST_CLI] },
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+  agent = await startRunnerNode(cp, {
     capacity: { cpu: "32", memory: "64Gi", pods: "250" },
   });
 });

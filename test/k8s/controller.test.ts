@@ -10,14 +10,14 @@ import { TEST_BUCKET } from "../support/api.js";
 import { makeImage } from "../support/media.js";
 import { startControlPlane, type ControlPlane } from "./support/control-plane.js";
 import {
-  DIST_CLI,
   eventually,
   JOB_ID_LABEL,
   startClusterStack,
+  startRunnerNode,
   type ClusterStack,
   type ControllerProcess,
 } from "./support/cluster-stack.js";
-import { startNodeAgent, type NodeAgent } from "./support/node-agent.js";
+import type { NodeAgent } from "./support/node-agent.js";
 
 const B = TEST_BUCKET;
 
@@ -29,10 +29,7 @@ const crashed = new Set<string>();
 
 before(async () => {
   cp = await startControlPlane({ scheduler: true });
-  agent = await startNodeAgent({
-    kubeconfigPath: cp.kubeconfigPath,
-    commands: { "media-service": [process.execPath, DIST_CLI] },
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+  agent = await startRunnerNode(cp, {
     // 3 CPUs: a job asking for 4 (within kubernetes.max_resources) fits on no node.
     capacity: { cpu: "3", memory: "16Gi", pods: "250" },
     beforeStart: (pod) => {

@@ -4,7 +4,6 @@
 // The scenarios run concurrently in one namespace.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import {
   BatchV1Api,
@@ -21,6 +20,7 @@ import {
 import { startControlPlane, type ControlPlane } from "./support/control-plane.js";
 import { startNodeAgent, type NodeAgent } from "./support/node-agent.js";
 import { eventually } from "./support/eventually.js";
+import { isAlive } from "./support/processes.js";
 
 const NS = `agent-${randomBytes(3).toString("hex")}`;
 const CRASH_FIRST_LABEL = "node-agent-test/crash-first";
@@ -37,15 +37,6 @@ const log = (m: string) => {
   agentLog.push(m);
   if (process.env.MEDIA_K8S_DEBUG) console.log(`# ${m}`);
 };
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return false;
-  }
-}
 
 function container(name: string, command: string[], extra: Partial<V1Container> = {}): V1Container {
   return { name, image: "media-service:test", command, ...extra };

@@ -30,6 +30,8 @@ import {
 } from "../../support/api.js";
 import { freePort } from "../../support/ports.js";
 import type { ControlPlane } from "./control-plane.js";
+import { startNodeAgent, type NodeAgent, type NodeAgentOptions } from "./node-agent.js";
+import { deathSignalPrefix, onTestExit } from "./processes.js";
 import { eventually } from "./eventually.js";
 
 export { eventually };
@@ -77,9 +79,22 @@ export interface ClusterStack {
 }
 
 const liveChildren = new Set<ChildProcess>();
-process.on("exit", () => {
+const killControllers = () => {
   for (const c of liveChildren) c.kill("SIGKILL");
-});
+};
+
+/** A test node agent that runs `media-service` as the built dist/cli.js, with this PATH. */
+export function startRunnerNode(
+  cp: ControlPlane,
+  options: Omit<NodeAgentOptions, "kubeconfigPath" | "commands"> = {},
+): Promise<NodeAgent> {
+  return startNodeAgent({
+    kubeconfigPath: cp.kubeconfigPath,
+    commands: { "media-service": [process.execPath, DIST_CLI] },
+    ...options,
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...options.env },
+  });
+}
 
 export function kubeConfigFrom(path: string): KubeConfig {
   const kc = new KubeConfig();
@@ -174,10 +189,17 @@ export async function startClusterStack(options: ClusterStackOptions): Promise<C
     });
     let child: ChildProcess;
     try {
-      child = spawn(process.execPath, [DIST_CLI, "controller"], { env, stdio: ["ignore", fd, fd] });
+      const [command = process.execPath, ...args] = [
+        ...deathSignalPrefix(),
+        process.execPath,
+        DIST_CLI,
+        "controller",
+      ];
+      child = spawn(command, args, { env, stdio: ["ignore", fd, fd] });
     } finally {
       closeSync(fd);
     }
+    onTestExit(killControllers);
     liveChildren.add(child);
     const exited = new Promise<void>((res) => child.once("exit", () => res()));
     void exited.then(() => liveChildren.delete(child));
@@ -215,7 +237,6 @@ export async function startClusterStack(options: ClusterStackOptions): Promise<C
     return controller;
   };
 
-  const byLabel = `${JOB_ID_LABEL}`;
   return {
     namespace,
     stack,
@@ -243,11 +264,11 @@ export async function startClusterStack(options: ClusterStackOptions): Promise<C
       );
     },
     async kubeJobs(id) {
-      const list = await batch.listNamespacedJob({ namespace, labelSelector: `${byLabel}=${id}` });
+      const list = await batch.listNamespacedJob({ namespace, labelSelector: `${JOB_ID_LABEL}=${id}` });
       return list.items;
     },
     async kubePods(id) {
-      const list = await core.listNamespacedPod({ namespace, labelSelector: `${byLabel}=${id}` });
+      const list = await core.listNamespacedPod({ namespace, labelSelector: `${JOB_ID_LABEL}=${id}` });
       return list.items;
     },
     async close() {

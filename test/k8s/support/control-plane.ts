@@ -3,9 +3,9 @@
 // throw-away PKI made by openssl, all in one temp dir that stop() removes. The binaries come from
 // scripts/k8s/build-control-plane.sh (built from the Go modules once, cached outside the repository).
 // There is no node and no kubelet: pods are created (by the Job controller) but stay Pending.
-import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { closeSync, existsSync, openSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, existsSync, openSync, rmSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
@@ -14,6 +14,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { freePort } from "../../support/ports.js";
+import { deathSignalPrefix, isAlive, onTestExit } from "./processes.js";
 
 const execFileP = promisify(execFile);
 
@@ -84,7 +85,6 @@ interface Component {
 
 const liveChildren = new Set<ChildProcess>();
 const liveDirs = new Set<string>();
-let exitHooksInstalled = false;
 
 function killAllSync(): void {
   for (const child of liveChildren) {
@@ -95,35 +95,6 @@ function killAllSync(): void {
     }
   }
   for (const dir of liveDirs) rmSync(dir, { recursive: true, force: true });
-}
-
-function installExitHooks(): void {
-  if (exitHooksInstalled) return;
-  exitHooksInstalled = true;
-  process.on("exit", killAllSync);
-  // Ctrl-C / a runner's SIGTERM: clean up, then die of the same signal as if we had not been here.
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    const onSignal = () => {
-      killAllSync();
-      process.removeListener(signal, onSignal);
-      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
-    };
-    process.on(signal, onSignal);
-  }
-}
-
-// On Linux, `setpriv --pdeathsig KILL` makes the kernel SIGKILL a component when this process dies,
-// even by SIGKILL (when no exit hook can run).
-let pdeathsigPrefix: string[] | undefined;
-function deathSignalPrefix(): string[] {
-  if (pdeathsigPrefix === undefined) {
-    pdeathsigPrefix = [];
-    if (process.platform === "linux") {
-      const probe = spawnSync("setpriv", ["--pdeathsig", "KILL", "--", "true"], { stdio: "ignore" });
-      if (probe.status === 0) pdeathsigPrefix = ["setpriv", "--pdeathsig", "KILL", "--"];
-    }
-  }
-  return pdeathsigPrefix;
 }
 
 function launch(name: string, binary: string, args: string[], logDir: string): Component {
@@ -395,20 +366,6 @@ async function writeKubeconfig(
   return path;
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code !== "ESRCH";
-  }
-  try {
-    // A killed process not yet reaped by its parent is a zombie: dead for our purpose.
-    return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return true;
-  }
-}
-
 // Temp dirs of test processes that were SIGKILLed (their components died with them, see above, but
 // no exit hook could remove the dir): removed when their owner.pid is no longer alive.
 async function removeStaleDirs(): Promise<void> {
@@ -502,7 +459,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
 
   const binDir = await findBinaries(log);
   phase("binaries");
-  installExitHooks();
+  onTestExit(killAllSync);
   await removeStaleDirs();
   const dir = await mkdtemp(join(tmpdir(), DIR_PREFIX));
   if (!keep) {

@@ -6,9 +6,7 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import {
-  accessSync,
   closeSync,
-  constants as fsConstants,
   mkdirSync,
   openSync,
   readdirSync,
@@ -19,7 +17,7 @@ import {
 } from "node:fs";
 import { mkdir, mkdtemp, readdir, readFile, rm, rmdir, writeFile } from "node:fs/promises";
 import { constants as osConstants, release, tmpdir } from "node:os";
-import { delimiter, dirname, join, relative } from "node:path";
+import { dirname, join, relative } from "node:path";
 import {
   ApiException,
   CoordinationV1Api,
@@ -41,6 +39,7 @@ import {
   type V1Taint,
 } from "@kubernetes/client-node";
 import { parseQuantity } from "../../../core/quantity.js";
+import { deathSignalPrefix, isAlive, lookPath, onTestExit } from "./processes.js";
 
 export interface NodeAgentOptions {
   /** Kubeconfig the agent talks to the API server with (the admin one is fine for tests). */
@@ -144,7 +143,6 @@ function errorText(err: unknown): string {
 const liveGroups = new Set<number>();
 const liveCgroups = new Set<MemoryCgroup>();
 const liveDirs = new Set<string>();
-let exitHooksInstalled = false;
 
 function killGroup(pgid: number, signal: NodeJS.Signals): void {
   try {
@@ -173,60 +171,6 @@ function killAllSync(): void {
     }
   }
   for (const dir of liveDirs) rmSync(dir, { recursive: true, force: true });
-}
-
-function installExitHooks(): void {
-  if (exitHooksInstalled) return;
-  exitHooksInstalled = true;
-  process.on("exit", killAllSync);
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    const onSignal = () => {
-      killAllSync();
-      process.removeListener(signal, onSignal);
-      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
-    };
-    process.on(signal, onSignal);
-  }
-}
-
-/** The path of an executable as execvp would find it with this PATH, or undefined. */
-function lookPath(command: string, path: string | undefined): string | undefined {
-  const candidates = command.includes("/")
-    ? [command]
-    : (path ?? "").split(delimiter).map((d) => join(d || ".", command));
-  for (const candidate of candidates) {
-    try {
-      accessSync(candidate, fsConstants.X_OK);
-      return candidate;
-    } catch {
-      // next
-    }
-  }
-  return undefined;
-}
-
-// `setpriv --pdeathsig KILL` makes the kernel SIGKILL a container's main process when the test process
-// dies, even by SIGKILL. Its children are covered by the exit hook (process group) and, when this
-// process was SIGKILLed, by the next agent start (cgroup.procs of stale cgroups).
-let pdeathsigPrefix: string[] | undefined;
-function deathSignalPrefix(): string[] {
-  if (pdeathsigPrefix === undefined) {
-    pdeathsigPrefix = [];
-    const setpriv = process.platform === "linux" ? lookPath("setpriv", process.env.PATH) : undefined;
-    if (setpriv && spawnSync(setpriv, ["--pdeathsig", "KILL", "--", "true"]).status === 0) {
-      pdeathsigPrefix = [setpriv, "--pdeathsig", "KILL", "--"];
-    }
-  }
-  return pdeathsigPrefix;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code !== "ESRCH";
-  }
 }
 
 function ownerAlive(name: string, prefix: string): boolean {
@@ -653,7 +597,7 @@ class Agent implements NodeAgent {
   }
 
   async start(): Promise<void> {
-    installExitHooks();
+    onTestExit(killAllSync);
     if (this.options.memoryCgroups !== false) this.cgroupParent = findCgroupParent();
     this.log(
       this.cgroupParent

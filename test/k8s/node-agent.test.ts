@@ -187,8 +187,14 @@ describe("test node agent on a real control plane", { concurrency: true }, () =>
   });
 
   test("the node lifecycle controller marks a silent node unreachable but keeps the agent's node Ready", async () => {
-    // An agent stopped right after registering leaves its Node behind with no heartbeat.
-    const silent = await startNodeAgent({ kubeconfigPath: cp.kubeconfigPath, log });
+    // An agent stopped right after registering leaves its Node behind with no heartbeat. Its taint
+    // keeps the other scenarios' pods (running concurrently) off it until the node controller's
+    // own taint would: for up to 50 s the dead node still looks Ready to the scheduler.
+    const silent = await startNodeAgent({
+      kubeconfigPath: cp.kubeconfigPath,
+      log,
+      taints: [{ key: "media-service.io/silent-node", value: "true", effect: "NoSchedule" }],
+    });
     await silent.stop();
     const unknown = await eventually(
       "the silent node to turn Ready=Unknown and be tainted unreachable",

@@ -130,6 +130,9 @@ async function startController(
     stops.push(() => executor.stop(Math.max(0, config.server.shutdownTimeoutMs - 5000)));
     executorReadiness = () => undefined;
   }
+  const { startNotifier } = await import("./controller/webhooks/start.js");
+  const notifier = await startNotifier(config, services, logger.child({ component: "webhooks" }));
+  stops.push(() => notifier.stop());
   const { startRetention } = await import("./controller/retention.js");
   const retention = startRetention(
     services.store,
@@ -155,7 +158,7 @@ async function startController(
     });
     stops.unshift(() => probes.close());
   }
-  // Stopped in this order: probes, executor (a leader releases its Lease), retention.
+  // Stopped in this order: probes, executor (a leader releases its Lease), notifier, retention.
   return stops;
 }
 

@@ -14,6 +14,7 @@ import {
   SourceFields,
   SubmissionOptionFields,
   SubmitResponse,
+  WebhookDelivery,
 } from "../core/jobs/records.js";
 import { WRITES_OUTPUT, type JobType } from "../core/jobs/types.js";
 
@@ -28,7 +29,7 @@ export const API_LIMITS = {
 } as const;
 
 /** Shared schemas, registered once (and named in the OpenAPI document). */
-export const SHARED_SCHEMAS = [ErrorBody, SubmitResponse, Job, JobSummary, Batch, QueueStats];
+export const SHARED_SCHEMAS = [ErrorBody, SubmitResponse, WebhookDelivery, Job, JobSummary, Batch, QueueStats];
 export const ErrorRef = Type.Ref(ErrorBody);
 
 /** Submit endpoints: path under /api/v1 → job type. */

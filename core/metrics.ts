@@ -17,11 +17,13 @@ export interface JobFigures {
     Record<JobType, { pending: number; submittedTotal: number; completedTotal: number; failedTotal: number }>
   >;
   durationHistograms(): Promise<Record<JobType, { buckets: number[]; count: number; sum: number }>>;
+  webhookDeliveries(): Promise<Record<string, number>>;
 }
 
 type Snapshot = {
   counters: Awaited<ReturnType<JobFigures["counters"]>>;
   histograms: Awaited<ReturnType<JobFigures["durationHistograms"]>>;
+  webhooks: Record<string, number>;
 };
 
 /**
@@ -35,8 +37,8 @@ export function createMetricsRegistry(figures: JobFigures | undefined, prefix = 
 
   let inflight: Promise<Snapshot> | undefined;
   const snapshot = () =>
-    (inflight ??= Promise.all([figures.counters(), figures.durationHistograms()])
-      .then(([counters, histograms]) => ({ counters, histograms }))
+    (inflight ??= Promise.all([figures.counters(), figures.durationHistograms(), figures.webhookDeliveries()])
+      .then(([counters, histograms, webhooks]) => ({ counters, histograms, webhooks }))
       .finally(() => {
         // Metrics of one scrape share one read; the next scrape reads again.
         setImmediate(() => (inflight = undefined));
@@ -79,6 +81,17 @@ export function createMetricsRegistry(figures: JobFigures | undefined, prefix = 
         ];
       });
     }),
+  );
+  registry.registerMetric(
+    storeMetric(
+      "media_webhook_deliveries_total",
+      "Webhook delivery attempts by result: delivered, retry (another attempt follows), failed (given up), refused (target not allowed)",
+      "counter",
+      async () => {
+        const { webhooks } = await snapshot();
+        return Object.entries(webhooks).map(([result, value]) => ({ labels: { result }, value }));
+      },
+    ),
   );
   return registry;
 }

@@ -24,6 +24,8 @@ export async function startLocalStack(config: Config, logger: Logger): Promise<L
   const stops: Array<() => Promise<void>> = [];
   const started: LocalStack["started"] = {};
   const next: Config = structuredClone(config);
+  // Webhook receivers of a local stack are usually local too (DESIGN.md); an explicit setting wins.
+  next.webhooks.allowPrivate ??= true;
   try {
     if (!config.redis.url) {
       const redis = await startLocalRedis({ dataDir, logger: logger.child({ component: "redis" }) });

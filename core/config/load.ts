@@ -6,6 +6,8 @@ import { parse as parseYaml } from "yaml";
 import { parseDuration } from "../duration.js";
 import { JOB_TYPES, type JobType } from "../jobs/types.js";
 import { parseQuantity } from "../quantity.js";
+import { parseAllowedHosts } from "../webhooks/address-policy.js";
+import { decodeSigningSecret } from "../webhooks/signing.js";
 import { RUNNER_ENV } from "./runner-env.js";
 import { ConfigFile } from "./schema.js";
 
@@ -111,7 +113,19 @@ export interface Config {
     s3Secret?: { name: string; accessKeyKey: string; secretKeyKey: string };
     aiSecret?: { name: string; key: string };
   };
-  webhooks: { signingSecret?: string; allowPrivate: boolean; allowedHosts: string[] };
+  webhooks: {
+    signingSecret?: string;
+    /** Unset: the local stack (`start`) allows private targets, every other command refuses them. */
+    allowPrivate?: boolean;
+    allowedHosts: string[];
+    timeoutMs: number;
+    maxAttempts: number;
+    retryInitialDelayMs: number;
+    retryMaxDelayMs: number;
+    concurrency: number;
+    perHostConcurrency: number;
+    reclaimAfterMs: number;
+  };
   ai: { baseUrl?: string; apiKey?: string; model?: string };
   limits: {
     maxBodyBytes: number;
@@ -394,8 +408,15 @@ function resolve(c: ConfigFile): Config {
     },
     webhooks: {
       signingSecret: c.webhooks.signing_secret || undefined,
-      allowPrivate: c.webhooks.allow_private,
+      ...(c.webhooks.allow_private !== undefined ? { allowPrivate: c.webhooks.allow_private } : {}),
       allowedHosts: c.webhooks.allowed_hosts,
+      timeoutMs: duration("webhooks.timeout", c.webhooks.timeout),
+      maxAttempts: c.webhooks.max_attempts,
+      retryInitialDelayMs: duration("webhooks.retry_initial_delay", c.webhooks.retry_initial_delay),
+      retryMaxDelayMs: duration("webhooks.retry_max_delay", c.webhooks.retry_max_delay),
+      concurrency: c.webhooks.concurrency,
+      perHostConcurrency: c.webhooks.per_host_concurrency,
+      reclaimAfterMs: duration("webhooks.reclaim_after", c.webhooks.reclaim_after),
     },
     ai: {
       baseUrl: c.ai.base_url || undefined,
@@ -422,6 +443,7 @@ function resolve(c: ConfigFile): Config {
       "invalid configuration: server.sse_heartbeat must be shorter than server.write_timeout, or idle SSE streams are cut",
     );
   }
+  checkWebhooks(config.webhooks);
   const election = config.kubernetes.leaderElection;
   if (!(
     election.leaseDurationMs > election.renewDeadlineMs && election.renewDeadlineMs > election.retryPeriodMs
@@ -431,6 +453,33 @@ function resolve(c: ConfigFile): Config {
     );
   }
   return config;
+}
+
+function checkWebhooks(w: Config["webhooks"]): void {
+  if (w.signingSecret !== undefined) {
+    try {
+      decodeSigningSecret(w.signingSecret);
+    } catch (err) {
+      throw new ConfigError(
+        `invalid configuration: webhooks.signing_secret (WEBHOOK_SIGNING_SECRET): ${(err as Error).message}`,
+      );
+    }
+  }
+  try {
+    parseAllowedHosts(w.allowedHosts);
+  } catch (err) {
+    throw new ConfigError(`invalid configuration: ${(err as Error).message}`);
+  }
+  if (w.retryMaxDelayMs < w.retryInitialDelayMs) {
+    throw new ConfigError(
+      "invalid configuration: webhooks.retry_max_delay must be at least webhooks.retry_initial_delay",
+    );
+  }
+  if (w.timeoutMs <= 0)
+    throw new ConfigError("invalid configuration: webhooks.timeout must be more than zero");
+  if (w.reclaimAfterMs < 1000) {
+    throw new ConfigError("invalid configuration: webhooks.reclaim_after must be at least 1s");
+  }
 }
 
 // The schema's patterns let through some strings Kubernetes refuses (1K); each quantity must parse,

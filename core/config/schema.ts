@@ -222,9 +222,25 @@ export const KubernetesConfig = Type.Object(
 
 export const WebhooksConfig = Type.Object(
   {
+    // Standard Webhooks secret: whsec_ followed by base64 of 24-64 random bytes. Unset: not signed.
     signing_secret: Type.Optional(Type.String()),
-    allow_private: Type.Boolean({ default: false }),
-    allowed_hosts: Type.Array(Type.String(), { default: [] }),
+    // Targets in loopback, private, link-local and similar ranges. Unset: allowed by `start` (the
+    // local stack), refused everywhere else.
+    allow_private: Type.Optional(Type.Boolean()),
+    // Hostnames, *.wildcards, IP addresses or CIDR ranges allowed whatever they resolve to.
+    allowed_hosts: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
+    // Time allowed for one delivery attempt (connect, headers and body).
+    timeout: Duration("10s"),
+    // Attempts per webhook before it is given up (the first one included).
+    max_attempts: Type.Integer({ minimum: 1, maximum: 50, default: 8 }),
+    // Delay before the first retry; it doubles per attempt (with jitter) up to retry_max_delay.
+    retry_initial_delay: Duration("30s"),
+    retry_max_delay: Duration("1h"),
+    // Delivery attempts in flight at once per notifier, and per receiving host.
+    concurrency: Type.Integer({ minimum: 1, default: 64 }),
+    per_host_concurrency: Type.Integer({ minimum: 1, default: 8 }),
+    // A delivery held by a notifier that stopped (no heartbeat for this long) is taken over.
+    reclaim_after: Duration("30s"),
   },
   { additionalProperties: false, default: {} },
 );

@@ -140,6 +140,23 @@ export const RESULT_SCHEMAS: Record<string, TSchema> = {
   AnalyzeResult,
 };
 
+export const WebhookDelivery = Type.Object(
+  {
+    id: Type.String({ description: "The webhook-id header: the same on every attempt, for deduplication" }),
+    status: Enum(["pending", "delivered", "failed"] as const, {
+      description: "pending: another attempt is scheduled; delivered; failed: given up",
+    }),
+    attempts: Type.Integer({ description: "Delivery attempts made so far" }),
+    last_attempt_at: Timestamp("When the last attempt was made"),
+    last_result: Type.String({ description: 'What the last attempt got, e.g. "HTTP 200" or "HTTP 503"' }),
+    last_status_code: Type.Optional(Type.Integer({ description: "HTTP status of the last attempt" })),
+    next_attempt_at: Type.Optional(Timestamp("When the next attempt is due (status pending)")),
+    delivered_at: Type.Optional(Timestamp("When the receiver accepted it")),
+  },
+  { $id: "WebhookDelivery", description: "The delivery of this record's webhook" },
+);
+export type WebhookDelivery = Static<typeof WebhookDelivery>;
+
 export const Job = Type.Object(
   {
     id: Type.String({ description: "Job identifier (UUID)" }),
@@ -181,6 +198,7 @@ export const Job = Type.Object(
     started_at: Type.Optional(Timestamp("When processing started")),
     completed_at: Type.Optional(Timestamp("When the job finished")),
     duration_seconds: Type.Optional(Type.Number({ description: "Processing time in seconds" })),
+    webhook_delivery: Type.Optional(Type.Ref(WebhookDelivery)),
   },
   { $id: "Job" },
 );
@@ -209,6 +227,7 @@ export const Batch = Type.Object(
     created_at: Type.String({ format: "date-time" }),
     updated_at: Type.String({ format: "date-time" }),
     completed_at: Type.Optional(Type.String({ format: "date-time" })),
+    webhook_delivery: Type.Optional(Type.Ref(WebhookDelivery)),
   },
   { $id: "Batch" },
 );

@@ -1,4 +1,4 @@
-import type { Batch, Job, JobSummary } from "../jobs/records.js";
+import type { Batch, Job, JobSummary, WebhookDelivery } from "../jobs/records.js";
 import type { BatchStatus, JobStatus, JobType } from "../jobs/types.js";
 
 // How records are laid out in Redis hashes: every field a string, objects as JSON.
@@ -43,6 +43,8 @@ export function decodeJob(hash: Hash): Job | undefined {
     else job[field] = value;
   }
   job.parameters ??= {};
+  const delivery = decodeWebhookDelivery(hash);
+  if (delivery) job.webhook_delivery = delivery;
   // Progress is only meaningful while a job runs.
   if (job.status !== "processing") delete job.progress;
   return job as Job;
@@ -72,5 +74,21 @@ export function decodeBatch(hash: Hash): Batch | undefined {
     created_at: hash.created_at!,
     updated_at: hash.updated_at!,
     ...(hash.completed_at ? { completed_at: hash.completed_at } : {}),
+    ...(hash.webhook_id ? { webhook_delivery: decodeWebhookDelivery(hash)! } : {}),
+  };
+}
+
+/** What the notifier last did with the record's webhook (fields written by lua/webhook.lua). */
+export function decodeWebhookDelivery(hash: Hash): WebhookDelivery | undefined {
+  if (!hash.webhook_id) return undefined;
+  return {
+    id: hash.webhook_id,
+    status: hash.webhook_status as WebhookDelivery["status"],
+    attempts: Number(hash.webhook_attempts ?? 0),
+    last_attempt_at: hash.webhook_last_attempt_at!,
+    last_result: hash.webhook_last_result ?? "",
+    ...(hash.webhook_last_status_code ? { last_status_code: Number(hash.webhook_last_status_code) } : {}),
+    ...(hash.webhook_next_attempt_at ? { next_attempt_at: hash.webhook_next_attempt_at } : {}),
+    ...(hash.webhook_delivered_at ? { delivered_at: hash.webhook_delivered_at } : {}),
   };
 }

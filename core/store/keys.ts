@@ -49,6 +49,10 @@ export class Keys {
   events() {
     return `${this.prefix}events`;
   }
+  /** Webhook delivery attempts by result (metrics). */
+  webhookStats() {
+    return `${this.prefix}webhooks:stats`;
+  }
   expiry() {
     return `${this.prefix}expiry`;
   }

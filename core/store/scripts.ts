@@ -13,6 +13,7 @@ export const SCRIPT_NAMES = [
   "renew",
   "reap",
   "prune",
+  "webhook",
 ] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 

@@ -15,6 +15,7 @@ import { createMetricsRegistry } from "../../core/metrics.js";
 import { openCoreServices, type CoreServices } from "../../core/services.js";
 import { createS3Client } from "../../core/storage/s3.js";
 import { startEmbeddedS3, type EmbeddedS3 } from "../../local/s3/server.js";
+import { startNotifier } from "../../controller/webhooks/start.js";
 import { startTestRedis, type TestRedis } from "./redis.js";
 
 export interface TestStack {
@@ -26,6 +27,9 @@ export interface TestStack {
   s3: EmbeddedS3;
   /** Present when started with `executor: true`. */
   executor?: LocalExecutor;
+  /** Present when started with `notifier: true`; restartable. */
+  notifier?: { stop(): Promise<void> };
+  startNotifier(): Promise<{ stop(): Promise<void> }>;
   /** Every log line the API wrote, parsed. */
   logs: Array<Record<string, unknown>>;
   /** fetch() against the API with the stack's first API key (if any) unless headers say otherwise. */
@@ -41,6 +45,8 @@ export interface TestStackOptions {
   redis?: TestRedis;
   /** Run the local executor too (runner processes from cli.ts), as `media-service start` does. */
   executor?: boolean;
+  /** Run the webhook notifier too, as every controller does. */
+  notifier?: boolean;
 }
 
 export const TEST_ACCESS_KEY = "test-access-key";
@@ -106,6 +112,19 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     executor = new LocalExecutor({ config, store: services.store, subscriber: services.subscriber, logger });
     await executor.start();
   }
+  const notifiers = new Set<{ stop(): Promise<void> }>();
+  const launchNotifier = async () => {
+    const started = await startNotifier(config, services, logger.child({ component: "webhooks" }));
+    const handle = {
+      stop: async () => {
+        notifiers.delete(handle);
+        await started.stop();
+      },
+    };
+    notifiers.add(handle);
+    return handle;
+  };
+  const notifier = options.notifier ? await launchNotifier() : undefined;
   const address = api.app.server.address();
   const port = typeof address === "object" && address ? address.port : 0;
   const baseUrl = `http://127.0.0.1:${port}`;
@@ -119,6 +138,8 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     redis,
     s3,
     ...(executor ? { executor } : {}),
+    ...(notifier ? { notifier } : {}),
+    startNotifier: launchNotifier,
     logs,
     request: (path, init = {}) => {
       const headers = new Headers(init.headers);
@@ -133,6 +154,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     },
     close: async () => {
       await executor?.stop(0);
+      for (const n of [...notifiers]) await n.stop();
       await api.close();
       await services.close();
       await s3.close();

@@ -63,7 +63,7 @@ redis:
         EXECUTOR: "kubernetes",
         LOCAL_CONCURRENCY: "3",
         LOG_LEVEL: "warn",
-        WEBHOOK_SIGNING_SECRET: "whsec",
+        WEBHOOK_SIGNING_SECRET: "whsec_MfDgjTRNzvS5AhsG0LRpvwxOKOm6PXJHCQ+0ERBq1Rw=",
       },
     });
     assert.equal(config.server.port, 7001);
@@ -75,7 +75,7 @@ redis:
     assert.equal(config.executor.kind, "kubernetes");
     assert.equal(config.executor.localConcurrency, 3);
     assert.equal(config.logLevel, "warn");
-    assert.equal(config.webhooks.signingSecret, "whsec");
+    assert.equal(config.webhooks.signingSecret, "whsec_MfDgjTRNzvS5AhsG0LRpvwxOKOm6PXJHCQ+0ERBq1Rw=");
   });
 
   const invalid: Array<[string, string, Record<string, string>, RegExp]> = [

@@ -17,6 +17,8 @@ import {
 import { isDnsLabel, isLabelValue, jobName, labelValue } from "../../controller/kubernetes/names.js";
 
 const SENTINEL = "s3cr3t-SENTINEL-do-not-leak";
+// A Standard Webhooks secret must be base64; this one still spells the sentinel out.
+const WEBHOOK_SECRET = `whsec_${SENTINEL.replace(/-/g, "")}AAAAAAAAAAAA=`;
 
 function config(kubernetes: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Config {
   return loadConfig({
@@ -31,7 +33,7 @@ function config(kubernetes: Record<string, unknown> = {}, extra: Record<string, 
         secret_access_key: SENTINEL,
       },
       ai: { base_url: "http://llm:8000/v1", api_key: SENTINEL, model: "tiny" },
-      webhooks: { signing_secret: SENTINEL },
+      webhooks: { signing_secret: WEBHOOK_SECRET },
       kubernetes: {
         namespace: "media",
         instance: "prod",

@@ -4,7 +4,8 @@
 -- Returns 1 when it changed the job, 0 otherwise.
 local id, result_json, bounds = ARGV[4], ARGV[5], cjson.decode(ARGV[6])
 local j = key('job', id)
-local h = redis.call('HMGET', j, 'status', 'type', 'batch_id', 'created_ms', 'started_ms', 'request_id')
+local h = redis.call('HMGET', j, 'status', 'type', 'batch_id', 'created_ms', 'started_ms', 'request_id',
+  'webhook_url')
 local status, type, batch_id = h[1], h[2], h[3]
 if not status then return redis.error_reply('NOTFOUND job ' .. id .. ' does not exist') end
 if status == 'completed' or status == 'failed' then return 0 end
@@ -27,7 +28,9 @@ redis.call('HINCRBY', hist, 'count', 1)
 redis.call('HINCRBYFLOAT', hist, 'sum', duration)
 
 publish(id, 'complete', { status = 'completed' })
-record('job.completed', { job_id = id, type = type, batch_id = batch_id, status = 'completed', request_id = h[6] })
+record('job.completed', {
+  job_id = id, type = type, batch_id = batch_id, status = 'completed', request_id = h[6], webhook = h[7] and 1,
+})
 if batch_id and batch_id ~= '' then
   batch_move(batch_id, 'processing', 'completed')
   finalize_batch(batch_id)

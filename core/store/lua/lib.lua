@@ -45,7 +45,8 @@ local function publish(id, event, data)
   redis.call('PUBLISH', key('events', id), cjson.encode({ seq = seq, event = event, data = data }))
 end
 
--- The durable events stream, read by the notifier (webhooks) through a consumer group.
+-- The durable events stream, read by the notifier (webhooks) through a consumer group. A job's
+-- terminal event carries webhook=1 when the job has a webhook_url, so the notifier reads only those.
 local function record(event, fields)
   local args = { 'XADD', key('events'), 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'event', event, 'at', NOW_ISO }
   for k, v in pairs(fields) do
@@ -131,7 +132,7 @@ end
 
 fail_job = function(id, from, message, cancelled)
   local j = key('job', id)
-  local h = redis.call('HMGET', j, 'type', 'batch_id', 'created_ms', 'started_ms', 'request_id')
+  local h = redis.call('HMGET', j, 'type', 'batch_id', 'created_ms', 'started_ms', 'request_id', 'webhook_url')
   local type, batch_id, created_ms = h[1], h[2], tonumber(h[3])
   redis.call('HSET', j, 'status', 'failed', 'error', message, 'updated_at', NOW_ISO, 'completed_at', NOW_ISO)
   if h[4] then
@@ -147,6 +148,7 @@ fail_job = function(id, from, message, cancelled)
   publish(id, 'complete', { status = 'failed', error = message })
   record(cancelled and 'job.cancelled' or 'job.failed', {
     job_id = id, type = type, batch_id = batch_id, status = 'failed', was = from, request_id = h[5],
+    webhook = h[6] and 1,
   })
   if batch_id and batch_id ~= '' then
     batch_move(batch_id, from, 'failed')

@@ -1,0 +1,45 @@
+-- webhook: records one delivery attempt of a job's or batch's webhook on its record and in the
+-- delivery counters. A final outcome (delivered, or given up) also acknowledges the event in the
+-- notifier's consumer group in the same step: an event is never acknowledged without its outcome
+-- recorded, nor recorded as finished while still pending.
+-- ARGV[4]: 'job' or 'batch', ARGV[5]: its id, ARGV[6]: the webhook id, ARGV[7]: result (delivered,
+-- retry, failed, refused), ARGV[8]: what happened ("HTTP 503", "no response within 10 s"),
+-- ARGV[9]: HTTP status code or '', ARGV[10]: next attempt (epoch ms) or '', ARGV[11]: consumer
+-- group, ARGV[12]: the event's stream entry id.
+-- Returns the attempts recorded on the record (0 when the record has expired).
+local kind, id, webhook_id, result, summary = ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+local status_code, next_ms, group, entry = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
+if kind ~= 'job' and kind ~= 'batch' then return redis.error_reply('ERR invalid record kind: ' .. kind) end
+local final = result ~= 'retry'
+local next_at
+if next_ms ~= '' then
+  local err
+  next_at, err = number_arg(next_ms, 'next attempt', 0)
+  if not next_at then return err end
+end
+if result ~= 'delivered' and result ~= 'retry' and result ~= 'failed' and result ~= 'refused' then
+  return redis.error_reply('ERR invalid webhook result: ' .. result)
+end
+
+redis.call('HINCRBY', key('webhooks', 'stats'), result, 1)
+if final then redis.call('XACK', KEYS[1], group, entry) end
+
+local r = key(kind, id)
+if redis.call('EXISTS', r) == 0 then return 0 end
+local attempts = redis.call('HINCRBY', r, 'webhook_attempts', 1)
+local state = 'pending'
+if result == 'delivered' then state = 'delivered' elseif final then state = 'failed' end
+redis.call('HSET', r, 'webhook_id', webhook_id, 'webhook_status', state, 'webhook_last_attempt_at', NOW_ISO,
+  'webhook_last_result', summary)
+if status_code ~= '' then
+  redis.call('HSET', r, 'webhook_last_status_code', status_code)
+else
+  redis.call('HDEL', r, 'webhook_last_status_code')
+end
+if next_at and not final then
+  redis.call('HSET', r, 'webhook_next_attempt_at', iso(next_at))
+else
+  redis.call('HDEL', r, 'webhook_next_attempt_at')
+end
+if result == 'delivered' then redis.call('HSET', r, 'webhook_delivered_at', NOW_ISO) end
+return attempts

@@ -29,7 +29,15 @@ export const API_LIMITS = {
 } as const;
 
 /** Shared schemas, registered once (and named in the OpenAPI document). */
-export const SHARED_SCHEMAS = [ErrorBody, SubmitResponse, WebhookDelivery, Job, JobSummary, Batch, QueueStats];
+export const SHARED_SCHEMAS = [
+  ErrorBody,
+  SubmitResponse,
+  WebhookDelivery,
+  Job,
+  JobSummary,
+  Batch,
+  QueueStats,
+];
 export const ErrorRef = Type.Ref(ErrorBody);
 
 /** Submit endpoints: path under /api/v1 → job type. */

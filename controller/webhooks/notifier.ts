@@ -344,7 +344,7 @@ export class WebhookNotifier {
     switch (response.kind) {
       case "delivered":
         result = "delivered";
-        summary = `HTTP ${response.statusCode}`;
+        summary = `${delivery.origin} answered ${response.statusCode}`;
         break;
       case "rejected":
         result = "failed";

@@ -128,7 +128,7 @@ describe("through the local stack", () => {
     assert.equal(record.webhook_delivery?.status, "delivered");
     assert.equal(record.webhook_delivery?.attempts, 1);
     assert.equal(record.webhook_delivery?.last_status_code, 200);
-    assert.equal(record.webhook_delivery?.last_result, "HTTP 200");
+    assert.equal(record.webhook_delivery?.last_result, `${receiver.url} answered 200`);
     assert.match(record.webhook_delivery?.delivered_at ?? "", ISO_MS_UTC);
 
     // The API shows the delivery on the job too.

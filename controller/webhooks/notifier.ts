@@ -176,7 +176,9 @@ export class WebhookNotifier {
         continue;
       }
       const streams = reply as Array<[string, Array<[string, string[]]>]> | null;
-      if (streams?.[0]) await this.take(streams[0][1]);
+      // Entries it could not take stay pending in the group; its own reclaim takes them again later.
+      if (streams?.[0])
+        await this.take(streams[0][1]).catch((err) => this.warn("handling events failed", err));
     }
   }
 
@@ -204,6 +206,7 @@ export class WebhookNotifier {
       const log = this.logger.child({
         job_id: fields.job_id,
         ...(fields.batch_id ? { batch_id: fields.batch_id } : {}),
+        ...(fields.request_id ? { request_id: fields.request_id } : {}),
       });
       if (!job?.webhook_url) {
         log.warn("job expired before its webhook was delivered; dropped");

@@ -172,3 +172,13 @@ test("a bad result or next attempt is refused before anything is written", async
   );
   assert.deepEqual(await store.webhookDeliveries(), { delivered: 0, retry: 0, failed: 0, refused: 0 });
 });
+
+test("a job cancelled by its batch's fail_fast says it has a webhook too", async () => {
+  const hook = { webhook_url: "https://example.com/h" };
+  await store.submit([makeSpec("image_colors", hook), makeSpec("image_colors", hook)], { failFast: true });
+  const first = await claimAndStart(store, "image_colors");
+  await store.fail(first, "broken");
+  const cancelled = await streamEvents(store, "job.cancelled");
+  assert.equal(cancelled.length, 1);
+  assert.equal(cancelled[0]!.fields.webhook, "1");
+});

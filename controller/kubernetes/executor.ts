@@ -38,6 +38,7 @@ import { isJobFinished, observeJob, type DeadlineSource, type FailureReason } fr
 import { bodyMessage, describeError } from "./api-errors.js";
 import { LeaderElector } from "./leader-election.js";
 import { registerExecutorMetrics, type ExecutorMetrics } from "./metrics.js";
+import { JobEventRecorder } from "./events.js";
 import { jobName } from "./names.js";
 import { Wakeup } from "../wakeup.js";
 
@@ -104,6 +105,7 @@ export class KubernetesExecutor {
   private readonly log: Logger;
   private readonly batch: BatchV1Api;
   private readonly kc: KubeConfig;
+  private readonly recorder: JobEventRecorder;
   private readonly elector: LeaderElector | undefined;
   private readonly metrics: ExecutorMetrics | undefined;
   private readonly selector: string;
@@ -123,6 +125,7 @@ export class KubernetesExecutor {
     this.log = options.logger;
     this.kc = options.kubeConfig ?? loadKubeConfig();
     this.batch = this.kc.makeApiClient(BatchV1Api);
+    this.recorder = new JobEventRecorder(this.kc, this.namespace, this.settings.instance, this.log);
     this.identity = options.identity ?? `${hostname()}_${randomUUID().slice(0, 8)}`;
     this.owner = `kubernetes:${this.namespace}/${this.settings.instance}`;
     this.selector = Object.entries(selectorLabels(this.settings.instance))
@@ -581,6 +584,8 @@ export class KubernetesExecutor {
     if (await this.store.fail(id, error)) {
       this.metrics?.jobFailed(reason);
       this.log.warn({ job_id: id, reason, error }, "job failed");
+      const name = jobName(id);
+      await this.recorder.jobFailed(name, this.term?.jobs.get(name, this.namespace), reason, error);
     }
   }
 

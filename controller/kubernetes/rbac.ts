@@ -6,7 +6,9 @@ export const CONTROLLER_RULES: V1PolicyRule[] = [
   // One runner Job per media job: created, watched, deleted (cancellation, orphans).
   { apiGroups: ["batch"], resources: ["jobs"], verbs: ["get", "list", "watch", "create", "delete"] },
   // Their pods are only read: their state becomes the job's status.
-  { apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch"] },
+  { apiGroups: [""], resources: ["pods", "pods/status"], verbs: ["get", "list", "watch"] },
   // Leader election among controller replicas.
   { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update"] },
+  // Events on runner Jobs (why a job failed), for kubectl describe (events.ts).
+  { apiGroups: ["", "events.k8s.io"], resources: ["events"], verbs: ["create", "patch"] },
 ];

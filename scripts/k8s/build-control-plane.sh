@@ -66,47 +66,10 @@ fi
 
 mkdir -p "$CACHE_ROOT"
 
-# A Go toolchain new enough for k8s.io/kubernetes' go.mod. When `go` is missing or too old (e.g. Debian's
-# golang-go), the official toolchain is fetched from the Go module proxy as the module
-# golang.org/toolchain — the same download `GOTOOLCHAIN=goX.Y.Z` makes — and kept in the cache.
-version_ge() { [[ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" == "$2" ]]; }
-ensure_go() {
-  local have=""
-  if command -v go >/dev/null; then have=$(GOTOOLCHAIN=local go env GOVERSION 2>/dev/null || true); fi
-  if [[ -n "$have" ]] && version_ge "${have#go}" "$MIN_GO"; then
-    export GOTOOLCHAIN=local
-    return
-  fi
-  local arch
-  case "$(uname -m)" in
-    x86_64) arch=amd64 ;;
-    aarch64 | arm64) arch=arm64 ;;
-    *) die "no Go toolchain >= $MIN_GO and no official toolchain for $(uname -m)" ;;
-  esac
-  local os
-  os=$(uname -s | tr '[:upper:]' '[:lower:]')
-  local name="v0.0.1-$GO_BOOTSTRAP.$os-$arch"
-  local root="$CACHE_ROOT/go/$GO_BOOTSTRAP.$os-$arch"
-  local goroot="$root/golang.org/toolchain@$name"
-  if [[ ! -x "$goroot/bin/go" ]]; then
-    local proxy
-    proxy=$(tr ',|' '\n\n' <<<"${GOPROXY:-https://proxy.golang.org}" | grep -Ev '^(direct|off)$' | head -n1)
-    [[ -n "$proxy" ]] || proxy=https://proxy.golang.org
-    log "${have:+Go $have is older than $MIN_GO}${have:-no Go on PATH}: fetching $GO_BOOTSTRAP from $proxy (golang.org/toolchain@$name)"
-    command -v curl >/dev/null || die "curl is needed to fetch the Go toolchain"
-    command -v unzip >/dev/null || die "unzip is needed to unpack the Go toolchain (apt-get install -y unzip)"
-    rm -rf "$root.partial" && mkdir -p "$root.partial"
-    curl -fsSL --retry 3 -o "$root.partial/toolchain.zip" "$proxy/golang.org/toolchain/@v/$name.zip" ||
-      die "could not download $proxy/golang.org/toolchain/@v/$name.zip"
-    unzip -q "$root.partial/toolchain.zip" -d "$root.partial"
-    rm "$root.partial/toolchain.zip"
-    # Module zips carry no file modes; cmd/go sets these bits the same way when it switches toolchains.
-    chmod -R a+x "$root.partial/golang.org/toolchain@$name/bin" "$root.partial/golang.org/toolchain@$name/pkg/tool"
-    rm -rf "$root" && mv "$root.partial" "$root"
-  fi
-  export PATH="$goroot/bin:$PATH" GOROOT="$goroot" GOTOOLCHAIN=local
-  log "using $(go env GOVERSION) from $goroot"
-}
+# A Go toolchain new enough for k8s.io/kubernetes' go.mod (fetched from the Go module proxy into the cache
+# when `go` is missing or too old): version_ge and ensure_go.
+# shellcheck source=scripts/k8s/go-toolchain.sh
+source "$(dirname "${BASH_SOURCE[0]}")/go-toolchain.sh"
 
 # Only one build at a time per cache (parallel test runs wait for the first one).
 exec 9>"$CACHE_ROOT/.lock"
@@ -121,7 +84,7 @@ if is_cached; then
 fi
 
 T0=$(now)
-ensure_go
+ensure_go "$MIN_GO" "$GO_BOOTSTRAP" "$CACHE_ROOT/go"
 export GOFLAGS="-mod=mod -buildvcs=false"
 export CGO_ENABLED=0
 GO_VERSION=$(go env GOVERSION)

@@ -173,6 +173,15 @@ describe("runner Jobs for media jobs", () => {
     assert.equal(pods.length, 1, "an OOM kill is not retried: the same input needs the same memory");
     assert.equal(pods[0]!.status!.containerStatuses![0]!.state!.terminated!.reason, "OOMKilled");
     assert.ok((await controller.metric('media_controller_jobs_failed_total{reason="oom"}')) === 1);
+    // kubectl describe job says why: a Warning Event on the Job, written with the controller's Role.
+    const events = await cs.admin.core.listNamespacedEvent({
+      namespace: cs.namespace,
+      fieldSelector: `involvedObject.kind=Job,involvedObject.name=media-${id}`,
+    });
+    const failed = events.items.find((e) => e.reason === "MediaJobFailedOom");
+    assert.ok(failed, JSON.stringify(events.items.map((e) => e.reason)));
+    assert.equal(failed.type, "Warning");
+    assert.match(failed.message ?? "", /out of memory/);
   });
 
   test("a job past its deadline fails with a timeout error", async () => {

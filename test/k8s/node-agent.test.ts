@@ -4,8 +4,13 @@
 // The scenarios run concurrently in one namespace.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { createServer, type AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
+  AppsV1Api,
   BatchV1Api,
   CoordinationV1Api,
   CoreV1Api,
@@ -27,6 +32,27 @@ const CRASH_FIRST_LABEL = "node-agent-test/crash-first";
 const POLL_SCHEDULER = "node-agent";
 const POLL_TAINT = "node-agent-test/rss-poll";
 const UNPULLABLE = "registry.invalid/media-service:missing";
+// An "image" whose ENTRYPOINT the agent knows (options.entrypoints): containers give it only args.
+// `serve --port=N [--state=DIR] [--ready-file=FILE]`: crashes (exit 3) on its first start when given a
+// state dir, then serves HTTP, answering 503 while FILE is missing.
+const APP_IMAGE = "registry.test/entrypoint-app:1";
+const APP = `const fs = require("node:fs");
+const args = process.argv.slice(1);
+console.log("argv=" + JSON.stringify(args));
+const opt = (name) => args.find((a) => a.startsWith("--" + name + "="))?.slice(name.length + 3);
+if (args[0] !== "serve") process.exit(64);
+const state = opt("state");
+if (state && !fs.existsSync(state + "/crashed")) {
+  fs.writeFileSync(state + "/crashed", "");
+  console.error("first start: crashing");
+  process.exit(3);
+}
+const readyFile = opt("ready-file");
+require("node:http").createServer((req, res) => {
+  const ok = !readyFile || fs.existsSync(readyFile);
+  console.log("probe " + req.url + " " + (ok ? 200 : 503) + " " + req.headers["user-agent"]);
+  res.writeHead(ok ? 200 : 503).end(ok ? "ok" : "not yet");
+}).listen(Number(opt("port")), "127.0.0.1", () => console.log("listening"));`;
 // Allocates 10 MB every 10 ms (and touches it) up to 300 MB, then idles: killed long before under a
 // 64Mi limit, whether a cgroup or the RSS poller enforces it.
 const ALLOCATE = `const a = []; const t = setInterval(() => { a.push(Buffer.alloc(10 << 20, 1));
@@ -53,6 +79,17 @@ function job(name: string, spec: Omit<V1JobSpec, "template">, pod: V1PodSpec, la
   };
 }
 
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((res) => server.listen(0, "127.0.0.1", res));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((res) => server.close(res));
+  return port;
+}
+
+const isPodReady = (p: V1Pod) =>
+  Boolean(p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
+
 function terminated(pod: V1Pod, containerName?: string): V1ContainerStateTerminated | undefined {
   const statuses = pod.status?.containerStatuses ?? [];
   const status = containerName ? statuses.find((s) => s.name === containerName) : statuses[0];
@@ -63,6 +100,7 @@ describe("test node agent on a real control plane", { concurrency: true }, () =>
   let cp: ControlPlane;
   let core: CoreV1Api;
   let batch: BatchV1Api;
+  let apps: AppsV1Api;
   let leases: CoordinationV1Api;
   let agent: NodeAgent;
   let pollAgent: NodeAgent;
@@ -74,6 +112,7 @@ describe("test node agent on a real control plane", { concurrency: true }, () =>
     kc.loadFromFile(cp.kubeconfigPath);
     core = kc.makeApiClient(CoreV1Api);
     batch = kc.makeApiClient(BatchV1Api);
+    apps = kc.makeApiClient(AppsV1Api);
     leases = kc.makeApiClient(CoordinationV1Api);
     const common = {
       kubeconfigPath: cp.kubeconfigPath,
@@ -82,6 +121,9 @@ describe("test node agent on a real control plane", { concurrency: true }, () =>
     };
     agent = await startNodeAgent({
       ...common,
+      // entrypoint[0] ("node") goes through `commands` too.
+      entrypoints: { [APP_IMAGE]: ["node", "-e", APP] },
+      probePeriodMs: 200,
       pullFailure: /^registry\.invalid\//,
       beforeStart: (pod) => {
         const jobName = pod.metadata?.labels?.["batch.kubernetes.io/job-name"];
@@ -510,5 +552,251 @@ describe("test node agent on a real control plane", { concurrency: true }, () =>
       (await jobPods(name)).length === 0 ? true : undefined,
     );
     assert.equal(isAlive(secondPid!), false);
+  });
+
+  test("a Deployment with args only runs through the image's entrypoint, is restarted after a crash and turns Available", async () => {
+    const name = "entry-app";
+    const port = await freePort();
+    const labels = { app: name };
+    const app: V1Container = {
+      name: "app",
+      image: APP_IMAGE,
+      args: ["serve", "--port=$(PORT)", "--state=/state"],
+      env: [{ name: "PORT", value: String(port) }],
+      ports: [{ name: "http", containerPort: port }],
+      readinessProbe: { httpGet: { path: "/healthz", port: "http" }, periodSeconds: 1 },
+      volumeMounts: [{ name: "state", mountPath: "/state" }],
+    };
+    // restartPolicy Always (the only one a Deployment allows), and the default ServiceAccount token
+    // volume (kube-api-access-…) that the ServiceAccount admission plugin adds.
+    await apps.createNamespacedDeployment({
+      namespace: NS,
+      body: {
+        metadata: { name },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: labels },
+          template: {
+            metadata: { labels },
+            spec: { containers: [app], volumes: [{ name: "state", emptyDir: {} }] },
+          },
+        },
+      },
+    });
+    const available = await eventually("the Deployment to be Available", async () => {
+      const d = await apps.readNamespacedDeployment({ namespace: NS, name });
+      const condition = d.status?.conditions?.find((c) => c.type === "Available" && c.status === "True");
+      return condition && d.status?.readyReplicas === 1 ? d : undefined;
+    });
+    assert.equal(available.status?.availableReplicas, 1);
+
+    const pods = await core.listNamespacedPod({ namespace: NS, labelSelector: `app=${name}` });
+    assert.equal(pods.items.length, 1);
+    const pod = pods.items[0]!;
+    const podName = pod.metadata!.name!;
+    assert.equal(pod.spec?.restartPolicy, "Always");
+    assert.equal(pod.spec?.nodeName, agent.nodeName);
+    assert.equal(pod.status?.phase, "Running");
+    const status = pod.status?.containerStatuses?.[0];
+    assert.equal(status?.ready, true);
+    assert.ok(status?.state?.running, "running again");
+    assert.equal(status?.restartCount, 1);
+    assert.equal(status?.lastState?.terminated?.exitCode, 3);
+    assert.equal(status?.lastState?.terminated?.reason, "Error");
+
+    // entrypoint + args, $(VAR) expanded, the --flag=<path> under a mount rewritten to the emptyDir.
+    const log = await agent.logs(podName);
+    const argvs = [...log.matchAll(/^argv=(.*)$/gm)].map((m) => JSON.parse(m[1]!) as string[]);
+    assert.equal(argvs.length, 2, "started twice");
+    const [serve, portArg, stateArg] = argvs[1]!;
+    assert.equal(serve, "serve");
+    assert.equal(portArg, `--port=${port}`);
+    assert.ok(stateArg?.startsWith(`--state=${agent.dir}/`), `state dir rewritten: ${stateArg}`);
+    assert.match(log, /^first start: crashing$/m);
+    assert.match(log, /^probe \/healthz 200 kube-probe\/\d+\.\d+$/m);
+
+    // The ServiceAccount volume's files: a token bound to the pod, the cluster CA, the namespace.
+    const saVolume = pod.spec?.volumes?.find((v) => v.name.startsWith("kube-api-access-"));
+    assert.ok(saVolume?.projected, "the ServiceAccount admission plugin added its projected volume");
+    const saDir = join(agent.dir, "pods", pod.metadata!.uid!, "volumes", saVolume.name);
+    const token = await readFile(join(saDir, "token"), "utf8");
+    const claims = JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString()) as {
+      sub: string;
+      "kubernetes.io": { pod: { name: string } };
+    };
+    assert.equal(claims.sub, `system:serviceaccount:${NS}:default`);
+    assert.equal(claims["kubernetes.io"].pod.name, podName);
+    assert.match(await readFile(join(saDir, "ca.crt"), "utf8"), /^-----BEGIN CERTIFICATE-----/);
+    assert.equal(await readFile(join(saDir, "namespace"), "utf8"), NS);
+
+    const [pid] = agent.pids(podName);
+    assert.ok(pid);
+    await apps.deleteNamespacedDeployment({ namespace: NS, name, propagationPolicy: "Foreground" });
+    await eventually("the Deployment's pod to be deleted", async () => {
+      const left = await core.listNamespacedPod({ namespace: NS, labelSelector: `app=${name}` });
+      return left.items.length === 0 ? true : undefined;
+    });
+    assert.equal(isAlive(pid), false);
+  });
+
+  test("no command and an image without a known entrypoint: StartError", async () => {
+    const name = "no-entrypoint";
+    const main: V1Container = { name: "main", image: "registry.test/unknown:1", args: ["serve"] };
+    await core.createNamespacedPod({ namespace: NS, body: { metadata: { name }, spec: podSpec([main]) } });
+    const pod = await podWhere(name, "Failed", (p) => p.status?.phase === "Failed");
+    const t = terminated(pod);
+    assert.equal(t?.reason, "StartError");
+    assert.equal(t?.exitCode, 128);
+    assert.match(t?.message ?? "", /no command and image "registry\.test\/unknown:1" has no entrypoint/);
+  });
+
+  test("configMap, secret (subPath), projected and optional volumes are files the process reads; a missing ConfigMap holds it in ContainerCreating", async () => {
+    const name = "volumes";
+    await core.createNamespacedSecret({
+      namespace: NS,
+      body: { metadata: { name: "app-secret" }, stringData: { token: "t0k3n", other: "o" } },
+    });
+    const script = `const fs = require("node:fs");
+const e = process.env;
+const tokenParts = fs.readFileSync(e.PROJECTED + "/token", "utf8").split(".");
+const out = {
+  files: fs.readdirSync(e.CONFIG_DIR).sort(),
+  config: fs.readFileSync(e.CONFIG_DIR + "/config.yaml", "utf8"),
+  blob: [...fs.readFileSync(e.CONFIG_DIR + "/blob.bin")],
+  secret: fs.readFileSync(process.argv[1], "utf8"),
+  secretMode: (fs.statSync(process.argv[1]).mode & 0o777).toString(8),
+  picked: fs.readFileSync(e.PICKED, "utf8"),
+  extra: fs.readFileSync(e.PROJECTED + "/extra", "utf8"),
+  other: fs.readFileSync(e.PROJECTED + "/sec/other", "utf8"),
+  labels: fs.readFileSync(e.PROJECTED + "/labels", "utf8"),
+  tokenSub: JSON.parse(Buffer.from(tokenParts[1], "base64url").toString()).sub,
+  absent: fs.readdirSync(e.ABSENT),
+};
+fs.writeFileSync(e.TERMINATION_MESSAGE_PATH, JSON.stringify(out));`;
+    const main = container("main", ["node", "-e", script, "/etc/app-secret/token"], {
+      env: [
+        { name: "CONFIG_DIR", value: "/etc/app" },
+        { name: "PICKED", value: "/etc/picked/nested/settings.yaml" },
+        { name: "PROJECTED", value: "/var/run/projected" },
+        { name: "ABSENT", value: "/etc/absent" },
+        { name: "TERMINATION_MESSAGE_PATH", value: "/dev/termination-log" },
+      ],
+      volumeMounts: [
+        { name: "config", mountPath: "/etc/app", readOnly: true },
+        { name: "secret", mountPath: "/etc/app-secret/token", subPath: "token", readOnly: true },
+        { name: "picked", mountPath: "/etc/picked" },
+        { name: "projected", mountPath: "/var/run/projected" },
+        { name: "absent", mountPath: "/etc/absent" },
+      ],
+    });
+    const volumes = [
+      { name: "config", configMap: { name: "app-files" } },
+      { name: "secret", secret: { secretName: "app-secret", defaultMode: 0o400 } },
+      {
+        name: "picked",
+        configMap: { name: "app-files", items: [{ key: "config.yaml", path: "nested/settings.yaml" }] },
+      },
+      {
+        name: "projected",
+        projected: {
+          sources: [
+            { configMap: { name: "app-files", items: [{ key: "extra.txt", path: "extra" }] } },
+            { secret: { name: "app-secret", items: [{ key: "other", path: "sec/other" }] } },
+            { downwardAPI: { items: [{ path: "labels", fieldRef: { fieldPath: "metadata.labels" } }] } },
+            { serviceAccountToken: { path: "token", expirationSeconds: 600 } },
+          ],
+        },
+      },
+      { name: "absent", configMap: { name: "absent", optional: true } },
+    ];
+    await core.createNamespacedPod({
+      namespace: NS,
+      body: { metadata: { name, labels: { tier: "files" } }, spec: podSpec([main], { volumes }) },
+    });
+    const waiting = await podWhere(
+      name,
+      "waiting for its ConfigMap",
+      (p) => p.status?.containerStatuses?.[0]?.state?.waiting?.message !== undefined,
+    );
+    assert.equal(waiting.status?.phase, "Pending");
+    assert.equal(waiting.status?.containerStatuses?.[0]?.state?.waiting?.reason, "ContainerCreating");
+    assert.equal(
+      waiting.status?.containerStatuses?.[0]?.state?.waiting?.message,
+      'MountVolume.SetUp failed for volume "config" : configmap "app-files" not found',
+    );
+    assert.ok(!agent.running().includes(`${NS}/${name}`));
+
+    await core.createNamespacedConfigMap({
+      namespace: NS,
+      body: {
+        metadata: { name: "app-files" },
+        data: { "config.yaml": "mode: fast\n", "extra.txt": "extra" },
+        binaryData: { "blob.bin": Buffer.from([0, 1, 2, 255]).toString("base64") },
+      },
+    });
+    const done = await podWhere(name, "Succeeded", (p) => p.status?.phase === "Succeeded");
+    const out = JSON.parse(terminated(done)?.message ?? "{}") as Record<string, unknown>;
+    assert.deepEqual(out, {
+      files: ["blob.bin", "config.yaml", "extra.txt"],
+      config: "mode: fast\n",
+      blob: [0, 1, 2, 255],
+      secret: "t0k3n",
+      secretMode: "400",
+      picked: "mode: fast\n",
+      extra: "extra",
+      other: "o",
+      labels: 'tier="files"',
+      tokenSub: `system:serviceaccount:${NS}:default`,
+      absent: [],
+    });
+  });
+
+  test("a readinessProbe: Ready only once the HTTP server answers 2xx, not Ready again when it stops", async () => {
+    const name = "probed";
+    const port = await freePort();
+    const signals = await mkdtemp(join(tmpdir(), "node-agent-test-signals-"));
+    try {
+      const app: V1Container = {
+        name: "app",
+        image: APP_IMAGE,
+        args: ["serve", `--port=${port}`, "--ready-file=/signals/ready"],
+        readinessProbe: { httpGet: { path: "/ready", port }, periodSeconds: 1, failureThreshold: 1 },
+        volumeMounts: [{ name: "signals", mountPath: "/signals" }],
+      };
+      const volumes = [{ name: "signals", hostPath: { path: signals } }];
+      await core.createNamespacedPod({
+        namespace: NS,
+        body: { metadata: { name }, spec: podSpec([app], { volumes }) },
+      });
+      await eventually("the server to answer a probe with 503", async () =>
+        /^probe \/ready 503 /m.test(await agent.logs(name)) ? true : undefined,
+      );
+      const unready = await podWhere(name, "Running", (p) => p.status?.phase === "Running");
+      assert.equal(isPodReady(unready), false);
+      const ready = unready.status?.conditions?.find((c) => c.type === "Ready");
+      assert.equal(ready?.reason, "ContainersNotReady");
+      assert.equal(ready?.message, "containers with unready status: [app]");
+      assert.equal(unready.status?.containerStatuses?.[0]?.ready, false);
+      assert.ok(unready.status?.containerStatuses?.[0]?.state?.running);
+
+      await writeFile(join(signals, "ready"), "");
+      const readyPod = await podWhere(name, "Ready", isPodReady);
+      assert.equal(readyPod.status?.containerStatuses?.[0]?.ready, true);
+      assert.equal(readyPod.status?.conditions?.find((c) => c.type === "ContainersReady")?.status, "True");
+
+      await rm(join(signals, "ready"));
+      const again = await podWhere(name, "not Ready again", (p) => !isPodReady(p));
+      assert.equal(again.status?.phase, "Running");
+      assert.equal(again.status?.containerStatuses?.[0]?.ready, false);
+      assert.match(await agent.logs(name), /^probe \/ready 200 /m);
+
+      await core.deleteNamespacedPod({ namespace: NS, name });
+      await eventually("the pod to be deleted", async () => {
+        const pods = await core.listNamespacedPod({ namespace: NS, fieldSelector: `metadata.name=${name}` });
+        return pods.items.length === 0 ? true : undefined;
+      });
+    } finally {
+      await rm(signals, { recursive: true, force: true });
+    }
   });
 });

@@ -7,6 +7,7 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import {
   closeSync,
+  existsSync,
   mkdirSync,
   openSync,
   readdirSync,
@@ -15,9 +16,12 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
-import { mkdir, mkdtemp, readdir, readFile, rm, rmdir, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, rmdir, writeFile } from "node:fs/promises";
+import { request as httpRequest, type IncomingMessage } from "node:http";
+import { request as httpsRequest } from "node:https";
+import { connect } from "node:net";
 import { constants as osConstants, release, tmpdir } from "node:os";
-import { dirname, join, relative } from "node:path";
+import { dirname, isAbsolute, join, relative } from "node:path";
 import {
   ApiException,
   CoordinationV1Api,
@@ -30,16 +34,22 @@ import {
   type V1ContainerState,
   type V1ContainerStatus,
   type V1EnvVarSource,
+  type V1HTTPGetAction,
+  type V1KeyToPath,
   type V1Lease,
   type V1Node,
   type V1NodeCondition,
   type V1Pod,
   type V1PodCondition,
   type V1PodStatus,
+  type V1Probe,
   type V1Taint,
+  type V1Volume,
 } from "@kubernetes/client-node";
 import { parseQuantity } from "../../../core/quantity.js";
 import { deathSignalPrefix, isAlive, lookPath, onTestExit } from "./processes.js";
+
+const SERVICE_ACCOUNT_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 export interface NodeAgentOptions {
   /** Kubeconfig the agent talks to the API server with (the admin one is fine for tests). */
@@ -54,6 +64,14 @@ export interface NodeAgentOptions {
   taints?: V1Taint[];
   /** A container's command[0] → the local argv prefix that runs it; other commands run as given. */
   commands?: Record<string, string[]>;
+  /**
+   * An image reference (exactly as in the pod spec, e.g. "media-service:test") → the argv of its
+   * ENTRYPOINT: a container without `command` runs entrypoint + args, as a container runtime does
+   * (entrypoint[0] goes through `commands` too). The image's CMD is not modelled.
+   */
+  entrypoints?: Record<string, string[]>;
+  /** Period of every readiness probe in ms, instead of its periodSeconds (default 10 s): for tests. */
+  probePeriodMs?: number;
   /** Extra environment for every process (over PATH, HOME and HOSTNAME); the pod's own env wins. */
   env?: Record<string, string>;
   /** Bind unassigned pods (of `schedulerName`, in `namespaces`) to this node, for tests without a scheduler. */
@@ -100,6 +118,13 @@ const WATCH_RETRY_MS = 1_000;
 const CONFIG_RETRY_MS = 2_000;
 const PULL_BACKOFF_MS = 1_000;
 const RSS_POLL_MS = 100;
+// kubelet's CrashLoopBackOff: the first restart is immediate, then 10 s doubling up to 5 min; a
+// container that ran for 10 min starts over.
+const RESTART_BACKOFF_INITIAL_MS = 10_000;
+const RESTART_BACKOFF_MAX_MS = 300_000;
+const RESTART_BACKOFF_RESET_MS = 600_000;
+const DEFAULT_FILE_MODE = 0o644; // configMap, secret, projected and downwardAPI volumes' defaultMode
+const DEFAULT_TOKEN_EXPIRATION_SECONDS = 3600;
 const EVICTION_GRACE_SECONDS = 1; // kubelet's hard-eviction grace period
 const MAX_TERMINATION_MESSAGE_BYTES = 4096;
 const FALLBACK_LOG_LINES = 80;
@@ -486,11 +511,26 @@ class ConfigError extends Error {}
 interface ContainerRun {
   spec: V1Container;
   state: V1ContainerState;
+  /** The previous instance's end (restartPolicy Always / OnFailure). */
+  lastState: V1ContainerState;
+  restartCount: number;
+  /** The next restart's back-off (0: immediate). */
+  backoffMs: number;
   started: boolean;
   child?: ChildProcess;
+  /** The readiness probe's verdict; undefined without one (ready when running). */
+  probeReady?: boolean;
+  stopProbe?: AbortController;
   dir: string;
   terminationPath: string;
   logPath: string;
+}
+
+/** A file of a configMap, secret, downwardAPI or projected volume. */
+interface VolumeFile {
+  path: string;
+  data: Buffer;
+  mode: number;
 }
 
 interface Termination {
@@ -519,6 +559,10 @@ interface PodRun {
   done: Promise<void>;
 }
 
+function isReady(c: ContainerRun): boolean {
+  return Boolean(c.state.running) && c.probeReady !== false;
+}
+
 function isLive(c: ContainerRun): c is ContainerRun & { child: ChildProcess & { pid: number } } {
   return c.child?.pid !== undefined && c.child.exitCode === null && c.child.signalCode === null;
 }
@@ -535,22 +579,90 @@ function expand(value: string, env: Record<string, string>): string {
   );
 }
 
+function restartPolicy(pod: V1Pod): string {
+  return pod.spec?.restartPolicy ?? "Always";
+}
+
 function unsupported(pod: V1Pod): string | undefined {
-  const restartPolicy = pod.spec?.restartPolicy ?? "Always";
-  if (restartPolicy !== "Never") {
-    return `the test node agent runs only restartPolicy: Never pods (this one has ${restartPolicy})`;
-  }
   if (pod.spec?.initContainers?.length) return "the test node agent does not run init containers";
   if (!pod.spec?.containers.length) return "the pod has no containers";
   return undefined;
 }
 
+/** kubelet's getPhase: a container waiting to be restarted counts as stopped, not as not started. */
 function podPhase(run: PodRun): string {
   const states = run.containers.map((c) => c.state);
   if (run.termination && states.every((s) => s.terminated)) return "Failed";
-  if (states.some((s) => s.waiting)) return "Pending";
+  if (run.containers.some((c) => c.state.waiting && !c.lastState.terminated)) return "Pending";
   if (states.some((s) => s.running)) return "Running";
-  return states.every((s) => s.terminated?.exitCode === 0) ? "Succeeded" : "Failed";
+  // Every container has stopped: it is restarted unless the pod is terminating.
+  const policy = restartPolicy(run.pod);
+  const terminal = run.abort.signal.aborted;
+  if (policy === "Always" && !terminal) return "Running";
+  if (states.every((s) => s.terminated?.exitCode === 0)) return "Succeeded";
+  return policy === "Never" || terminal ? "Failed" : "Running";
+}
+
+function resolvePort(port: number | string, container: V1Container): number | undefined {
+  if (typeof port === "number") return port;
+  if (/^\d+$/.test(port)) return Number(port);
+  return container.ports?.find((p) => p.name === port)?.containerPort;
+}
+
+/** An httpGet probe, as kubelet's: a 2xx or 3xx answer within the timeout (redirects not followed). */
+function httpProbe(
+  action: V1HTTPGetAction,
+  port: number,
+  timeoutMs: number,
+  userAgent: string,
+): Promise<boolean> {
+  const headers: Record<string, string> = { "User-Agent": userAgent, Accept: "*/*" };
+  for (const h of action.httpHeaders ?? []) headers[h.name] = h.value;
+  const path = action.path ?? "/";
+  const options = {
+    host: action.host || NODE_IP,
+    port,
+    path: path.startsWith("/") ? path : `/${path}`,
+    method: "GET",
+    headers,
+    agent: false as const,
+    signal: AbortSignal.timeout(timeoutMs),
+  };
+  return new Promise((resolve) => {
+    const onResponse = (res: IncomingMessage) => {
+      res.resume();
+      const status = res.statusCode ?? 0;
+      resolve(status >= 200 && status < 400);
+    };
+    const req =
+      (action.scheme ?? "HTTP").toUpperCase() === "HTTPS"
+        ? httpsRequest({ ...options, rejectUnauthorized: false }, onResponse)
+        : httpRequest(options, onResponse);
+    req.on("error", () => resolve(false));
+    req.end();
+  });
+}
+
+/** A tcpSocket probe: the port accepts a connection within the timeout. */
+function tcpProbe(host: string, port: number, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port, timeout: timeoutMs });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.once("connect", () => done(true));
+    socket.once("timeout", () => done(false));
+    socket.once("error", () => done(false));
+  });
+}
+
+/** kubelet's FormatMap, for metadata.labels / metadata.annotations in a downwardAPI volume. */
+function formatMap(map: Record<string, string> = {}): string {
+  return Object.keys(map)
+    .sort()
+    .map((k) => `${k}=${JSON.stringify(map[k])}`)
+    .join("\n");
 }
 
 /** Conditions of a type we set replace the old ones (keeping lastTransitionTime when unchanged). */
@@ -586,6 +698,7 @@ class Agent implements NodeAgent {
   private stopped = false;
   private stopping: Promise<void> | undefined;
   private cgroupSeq = 0;
+  private probeUserAgent = "kube-probe";
 
   constructor(private readonly options: NodeAgentOptions) {
     this.nodeName = options.nodeName ?? `test-node-${randomBytes(3).toString("hex")}`;
@@ -724,6 +837,8 @@ class Agent implements NodeAgent {
       current.spec = { ...current.spec, taints: taints.filter((t) => !NOT_READY_TAINTS.includes(t.key)) };
       return await this.core.replaceNode({ name: this.nodeName, body: current });
     });
+    const minor = /^v(\d+\.\d+)/.exec(version.gitVersion)?.[1];
+    if (minor) this.probeUserAgent = `kube-probe/${minor}`;
     this.log(`registered node (kubelet version ${version.gitVersion})`);
   }
 
@@ -847,6 +962,9 @@ class Agent implements NodeAgent {
       containers: (pod.spec?.containers ?? []).map((spec) => ({
         spec,
         state: { waiting: { reason: "ContainerCreating" } },
+        lastState: {},
+        restartCount: 0,
+        backoffMs: 0,
         started: false,
         dir: join(dir, "containers", spec.name),
         terminationPath: join(dir, "containers", spec.name, "termination-log"),
@@ -924,13 +1042,6 @@ class Agent implements NodeAgent {
         return;
       }
       await mkdir(logDir, { recursive: true });
-      for (const volume of run.pod.spec?.volumes ?? []) {
-        // Only emptyDir has a meaning here; anything else (e.g. the ServiceAccount token's projected
-        // volume) is an empty dir too, and hostPath is the host path itself.
-        const dir = volume.hostPath?.path ?? join(run.dir, "volumes", volume.name);
-        if (!volume.hostPath) await mkdir(dir, { recursive: true });
-        run.volumes.set(volume.name, dir);
-      }
       for (const c of run.containers) {
         await mkdir(c.dir, { recursive: true });
         await writeFile(c.terminationPath, "");
@@ -942,6 +1053,10 @@ class Agent implements NodeAgent {
           const message = "Pod was active on the node longer than the specified deadline";
           void this.terminate(run, this.gracePeriod(undefined, run), { reason: "DeadlineExceeded", message });
         }, activeDeadline * 1000);
+      }
+      if (!(await this.waitForVolumes(run))) {
+        for (const c of run.containers) this.notStarted(c);
+        return;
       }
       await Promise.all(
         run.containers.map((c) =>
@@ -978,17 +1093,72 @@ class Agent implements NodeAgent {
     };
   }
 
+  /** Runs a container, restarting it as its pod's restartPolicy says (with kubelet's back-off). */
   private async runContainer(run: PodRun, c: ContainerRun): Promise<void> {
+    const signal = run.abort.signal;
+    const policy = restartPolicy(run.pod);
+    for (;;) {
+      const attemptStart = Date.now();
+      try {
+        await this.runContainerOnce(run, c);
+      } catch (err) {
+        this.log(`${run.key}/${c.spec.name}: ${errorText(err)}`);
+        if (!c.state.terminated) this.failedToStart(c, errorText(err));
+      }
+      const last = c.state.terminated;
+      if (!last || signal.aborted || this.stopped) return;
+      if (policy === "Never" || (policy === "OnFailure" && last.exitCode === 0)) return;
+      if (Date.now() - attemptStart >= RESTART_BACKOFF_RESET_MS) c.backoffMs = 0;
+      const previous = c.lastState;
+      c.lastState = { terminated: last };
+      if (c.backoffMs > 0) {
+        const message =
+          `back-off ${c.backoffMs / 1000}s restarting failed container=${c.spec.name} ` +
+          `pod=${run.name}_${run.namespace}(${run.uid})`;
+        c.state = { waiting: { reason: "CrashLoopBackOff", message } };
+        this.log(`${run.key}/${c.spec.name}: CrashLoopBackOff: ${message}`);
+        void this.syncStatus(run);
+        await sleep(c.backoffMs, signal);
+        if (signal.aborted || this.stopped) {
+          c.state = { terminated: last };
+          c.lastState = previous;
+          return;
+        }
+      }
+      c.backoffMs = Math.min(Math.max(2 * c.backoffMs, RESTART_BACKOFF_INITIAL_MS), RESTART_BACKOFF_MAX_MS);
+      c.restartCount++;
+      this.log(`${run.key}/${c.spec.name}: restarting (restartPolicy ${policy}, restart ${c.restartCount})`);
+    }
+  }
+
+  /** One instance of a container, from its environment to its end. */
+  private async runContainerOnce(run: PodRun, c: ContainerRun): Promise<void> {
     const signal = run.abort.signal;
     if (this.options.pullFailure?.test(c.spec.image ?? "")) {
       await this.failPull(run, c);
       return this.notStarted(c);
     }
+    // Each instance has a termination message file of its own.
+    if (c.restartCount > 0) await writeFile(c.terminationPath, "");
     const env = await this.waitForEnv(run, c);
     if (!env) return this.notStarted(c);
 
-    const command = [...(c.spec.command ?? []), ...(c.spec.args ?? [])].map((a) => expand(a, env));
-    const [first, ...rest] = command;
+    // No image: its ENTRYPOINT comes from options.entrypoints. Like kubelet, only the container's own
+    // command and args get $(VAR) expansion (and here the path rewrite), not the image's entrypoint.
+    const image = c.spec.image ?? "";
+    const ownCommand = c.spec.command?.length ? c.spec.command : undefined;
+    const entrypoint = ownCommand ? [] : this.options.entrypoints?.[image];
+    if (!entrypoint) {
+      return this.failedToStart(
+        c,
+        `test node agent: the container has no command and image "${image}" has no entrypoint ` +
+          "(NodeAgentOptions.entrypoints)",
+      );
+    }
+    const own = [...(ownCommand ?? []), ...(c.spec.args ?? [])].map((a) =>
+      expand(this.hostPathArg(run, c, a), env),
+    );
+    const [first, ...rest] = [...entrypoint, ...own];
     if (first === undefined) return this.failedToStart(c, "test node agent: the container has no command");
     const argv = [...(this.options.commands?.[first] ?? [first]), ...rest];
     const executable = lookPath(argv[0]!, env.PATH);
@@ -997,6 +1167,13 @@ class Agent implements NodeAgent {
     }
     const cwd = c.spec.workingDir ? this.hostPath(run, c, c.spec.workingDir) : run.dir;
     await mkdir(cwd, { recursive: true });
+    // As kubelet does, a subPath missing from its volume is created as a directory.
+    for (const mount of c.spec.volumeMounts ?? []) {
+      const volume = run.volumes.get(mount.name);
+      if (volume !== undefined && mount.subPath && !existsSync(join(volume, mount.subPath))) {
+        await mkdir(join(volume, mount.subPath), { recursive: true });
+      }
+    }
 
     const fault = this.options.beforeStart?.(run.pod, c.spec);
     if (signal.aborted) return this.notStarted(c);
@@ -1099,6 +1276,7 @@ class Agent implements NodeAgent {
       liveGroups.add(pid);
       c.state = { running: { startedAt } };
       this.log(`${run.key}/${c.spec.name}: started pid ${pid}: ${argv.join(" ")}`);
+      this.startReadinessProbe(run, c);
       void this.syncStatus(run);
     }
 
@@ -1114,6 +1292,9 @@ class Agent implements NodeAgent {
         : undefined;
     const result = await exited;
     clearInterval(poll);
+    c.stopProbe?.abort();
+    c.stopProbe = undefined;
+    if (c.probeReady !== undefined) c.probeReady = false;
     if (pid !== undefined) {
       // As with a container, nothing of it outlives its main process.
       killGroup(pid, "SIGKILL");
@@ -1156,9 +1337,62 @@ class Agent implements NodeAgent {
     return `node-agent://${run.uid}/${c.spec.name}`;
   }
 
+  // -------------------------------------------------------------------------------------------------
+  // Readiness probes
+
+  /** Probes the container's readinessProbe until it exits; its verdict is the container's readiness. */
+  private startReadinessProbe(run: PodRun, c: ContainerRun): void {
+    const probe = c.spec.readinessProbe;
+    if (!probe) return;
+    if (!probe.httpGet && !probe.tcpSocket) {
+      this.log(`${run.key}/${c.spec.name}: readinessProbe kind not supported, ignored (ready when running)`);
+      return;
+    }
+    const stop = new AbortController();
+    c.stopProbe = stop;
+    c.probeReady = false;
+    const periodMs = this.options.probePeriodMs ?? (probe.periodSeconds ?? 10) * 1000;
+    const successThreshold = probe.successThreshold ?? 1;
+    const failureThreshold = probe.failureThreshold ?? 3;
+    void (async () => {
+      await sleep((probe.initialDelaySeconds ?? 0) * 1000, stop.signal);
+      let successes = 0;
+      let failures = 0;
+      while (!stop.signal.aborted) {
+        const ok = await this.probe(c.spec, probe);
+        if (stop.signal.aborted) break;
+        successes = ok ? successes + 1 : 0;
+        failures = ok ? 0 : failures + 1;
+        // Not ready until successThreshold successes in a row; ready until failureThreshold failures.
+        const ready = c.probeReady ? failures < failureThreshold : successes >= successThreshold;
+        if (ready !== c.probeReady) {
+          c.probeReady = ready;
+          this.log(
+            `${run.key}/${c.spec.name}: readiness probe ${ready ? "succeeded" : "failed"}: ready=${ready}`,
+          );
+          void this.syncStatus(run);
+        }
+        await sleep(periodMs, stop.signal);
+      }
+    })();
+  }
+
+  private async probe(container: V1Container, probe: V1Probe): Promise<boolean> {
+    const timeoutMs = (probe.timeoutSeconds ?? 1) * 1000;
+    const action = probe.httpGet ?? probe.tcpSocket;
+    const port = action ? resolvePort(action.port, container) : undefined;
+    if (port === undefined) return false;
+    if (probe.httpGet) return await httpProbe(probe.httpGet, port, timeoutMs, this.probeUserAgent);
+    return await tcpProbe(probe.tcpSocket?.host || NODE_IP, port, timeoutMs);
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Volumes and paths
+
   /**
-   * The container is not in a chroot: a path under one of its volume mounts is the volume's host dir,
-   * and its terminationMessagePath is a host file of its own.
+   * The container is not in a chroot: a path under one of its volume mounts is the volume's host dir
+   * (or, mounted with subPath, the file or dir it names), and its terminationMessagePath is a host
+   * file of its own.
    */
   private hostPath(run: PodRun, c: ContainerRun, value: string): string {
     if (value === (c.spec.terminationMessagePath ?? DEFAULT_TERMINATION_PATH)) return c.terminationPath;
@@ -1172,6 +1406,187 @@ class Agent implements NodeAgent {
       }
     }
     return value;
+  }
+
+  /** An argument of the container's command/args that is such a path, whole or as `--flag=<path>`. */
+  private hostPathArg(run: PodRun, c: ContainerRun, arg: string): string {
+    const flag = /^(-{1,2}[^=\s/]+=)(\/.*)$/.exec(arg);
+    return flag ? `${flag[1]}${this.hostPath(run, c, flag[2]!)}` : this.hostPath(run, c, arg);
+  }
+
+  /** Materialises the pod's volumes; like kubelet, retried while a ConfigMap, Secret or token is missing. */
+  private async waitForVolumes(run: PodRun): Promise<boolean> {
+    for (;;) {
+      if (run.abort.signal.aborted) return false;
+      try {
+        await this.setUpVolumes(run);
+        for (const c of run.containers) {
+          if (c.state.waiting?.message) c.state = { waiting: { reason: "ContainerCreating" } };
+        }
+        return true;
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err;
+        // kubelet reports this as a FailedMount event, the containers staying ContainerCreating.
+        if (run.containers.some((c) => c.state.waiting?.message !== err.message)) {
+          this.log(`${run.key}: ${err.message}`);
+          for (const c of run.containers) {
+            c.state = { waiting: { reason: "ContainerCreating", message: err.message } };
+          }
+          void this.syncStatus(run);
+        }
+        await sleep(CONFIG_RETRY_MS, run.abort.signal);
+      }
+    }
+  }
+
+  private async setUpVolumes(run: PodRun): Promise<void> {
+    for (const volume of run.pod.spec?.volumes ?? []) {
+      if (volume.hostPath) {
+        run.volumes.set(volume.name, volume.hostPath.path);
+        continue;
+      }
+      // emptyDir, and any other kind, is an empty dir; configMap, secret, downwardAPI and projected
+      // volumes get their files (written once, not updated when their sources change).
+      const dir = join(run.dir, "volumes", volume.name);
+      let files: VolumeFile[];
+      try {
+        files = await this.volumeFiles(run, volume);
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err;
+        throw new ConfigError(`MountVolume.SetUp failed for volume "${volume.name}" : ${err.message}`);
+      }
+      await mkdir(dir, { recursive: true });
+      for (const file of files) {
+        const target = join(dir, file.path);
+        if (isAbsolute(file.path) || relative(dir, target).startsWith("..")) {
+          throw new ConfigError(
+            `MountVolume.SetUp failed for volume "${volume.name}" : bad path ${file.path}`,
+          );
+        }
+        await mkdir(dirname(target), { recursive: true });
+        await rm(target, { force: true }); // a read-only file from an earlier attempt
+        await writeFile(target, file.data);
+        await chmod(target, file.mode);
+      }
+      run.volumes.set(volume.name, dir);
+    }
+  }
+
+  private async volumeFiles(run: PodRun, volume: V1Volume): Promise<VolumeFile[]> {
+    const { namespace } = run;
+    if (volume.configMap) {
+      const { name, items, optional, defaultMode = DEFAULT_FILE_MODE } = volume.configMap;
+      return await this.keyFiles(namespace, "ConfigMap", name, items, optional, defaultMode);
+    }
+    if (volume.secret) {
+      const { secretName, items, optional, defaultMode = DEFAULT_FILE_MODE } = volume.secret;
+      return await this.keyFiles(namespace, "Secret", secretName, items, optional, defaultMode);
+    }
+    if (volume.downwardAPI) {
+      const defaultMode = volume.downwardAPI.defaultMode ?? DEFAULT_FILE_MODE;
+      return this.downwardFiles(run, volume.downwardAPI.items, defaultMode);
+    }
+    if (!volume.projected) return [];
+    const defaultMode = volume.projected.defaultMode ?? DEFAULT_FILE_MODE;
+    const files: VolumeFile[] = [];
+    for (const source of volume.projected.sources ?? []) {
+      if (source.configMap) {
+        const { name, items, optional } = source.configMap;
+        files.push(...(await this.keyFiles(namespace, "ConfigMap", name, items, optional, defaultMode)));
+      } else if (source.secret) {
+        const { name, items, optional } = source.secret;
+        files.push(...(await this.keyFiles(namespace, "Secret", name, items, optional, defaultMode)));
+      } else if (source.downwardAPI) {
+        files.push(...this.downwardFiles(run, source.downwardAPI.items, defaultMode));
+      } else if (source.serviceAccountToken) {
+        const { audience, expirationSeconds, path } = source.serviceAccountToken;
+        files.push({
+          path,
+          data: Buffer.from(await this.token(run, audience, expirationSeconds)),
+          mode: defaultMode,
+        });
+      }
+      // clusterTrustBundle and podCertificate sources: not supported, no files.
+    }
+    return files;
+  }
+
+  /** A ConfigMap's or Secret's keys as files (all of them, or `items`); errors read like kubelet's. */
+  private async keyFiles(
+    namespace: string,
+    kind: "Secret" | "ConfigMap",
+    name: string | undefined,
+    items: V1KeyToPath[] | undefined,
+    optional: boolean | undefined,
+    defaultMode: number,
+  ): Promise<VolumeFile[]> {
+    const data = await this.sourceBytes(namespace, kind, name);
+    if (!data) {
+      if (optional) return [];
+      throw new ConfigError(`${kind.toLowerCase()} "${name}" not found`);
+    }
+    if (!items?.length) {
+      return Object.entries(data).map(([key, bytes]) => ({ path: key, data: bytes, mode: defaultMode }));
+    }
+    const files: VolumeFile[] = [];
+    for (const item of items) {
+      const bytes = data[item.key];
+      if (bytes !== undefined) files.push({ path: item.path, data: bytes, mode: item.mode ?? defaultMode });
+      else if (!optional) {
+        throw new ConfigError(
+          kind === "Secret"
+            ? `references non-existent secret key: ${item.key}`
+            : `configmap references non-existent config key: ${item.key}`,
+        );
+      }
+    }
+    return files;
+  }
+
+  private downwardFiles(
+    run: PodRun,
+    items: { path: string; mode?: number; fieldRef?: { fieldPath: string } }[] = [],
+    defaultMode: number,
+  ): VolumeFile[] {
+    return items.map((item) => {
+      const path = item.fieldRef?.fieldPath;
+      const meta = run.pod.metadata;
+      const value =
+        path === "metadata.labels"
+          ? formatMap(meta?.labels)
+          : path === "metadata.annotations"
+            ? formatMap(meta?.annotations)
+            : path === undefined
+              ? undefined
+              : this.fieldValue(run, path);
+      if (value === undefined) {
+        throw new ConfigError(`test node agent: unsupported downwardAPI item ${JSON.stringify(item)}`);
+      }
+      return { path: item.path, data: Buffer.from(value), mode: item.mode ?? defaultMode };
+    });
+  }
+
+  /** A ServiceAccount token bound to the pod (TokenRequest), as kubelet gets one; not rotated. */
+  private async token(run: PodRun, audience?: string, expirationSeconds?: number): Promise<string> {
+    const serviceAccount = run.pod.spec?.serviceAccountName || "default";
+    try {
+      const request = await this.core.createNamespacedServiceAccountToken({
+        name: serviceAccount,
+        namespace: run.namespace,
+        body: {
+          apiVersion: "authentication.k8s.io/v1",
+          kind: "TokenRequest",
+          spec: {
+            audiences: audience ? [audience] : [],
+            expirationSeconds: expirationSeconds ?? DEFAULT_TOKEN_EXPIRATION_SECONDS,
+            boundObjectRef: { apiVersion: "v1", kind: "Pod", name: run.name, uid: run.uid },
+          },
+        },
+      });
+      return request.status?.token ?? "";
+    } catch (err) {
+      throw new ConfigError(`failed to fetch token: ${errorText(err)}`);
+    }
   }
 
   private async containerEnv(run: PodRun, c: ContainerRun): Promise<Record<string, string>> {
@@ -1188,33 +1603,77 @@ class Agent implements NodeAgent {
       if (value !== undefined) own[v.name] = value;
     }
     for (const [name, value] of Object.entries(own)) own[name] = this.hostPath(run, c, value);
+    const kubeconfig = this.inClusterKubeconfig(run, c);
     return {
       PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
       HOME: process.env.HOME ?? "/",
       HOSTNAME: run.name,
+      ...(kubeconfig ? { KUBECONFIG: kubeconfig } : {}),
       ...this.options.env,
       ...own,
     };
   }
 
-  /** A Secret's (decoded) or a ConfigMap's data; null when it does not exist. */
+  /**
+   * Programs find in-cluster credentials at fixed paths (/var/run/secrets/kubernetes.io/serviceaccount)
+   * that a process outside a chroot cannot see. For a container with that mount, the agent writes a
+   * kubeconfig holding the same credentials (the pod's bound token, the cluster CA, the API server
+   * this agent uses) and points KUBECONFIG at it, which client libraries read first.
+   */
+  private inClusterKubeconfig(run: PodRun, c: ContainerRun): string | undefined {
+    const mounted = (c.spec.volumeMounts ?? []).some(
+      (m) => m.mountPath.replace(/\/+$/, "") === SERVICE_ACCOUNT_MOUNT,
+    );
+    if (!mounted) return undefined;
+    const dir = this.hostPath(run, c, SERVICE_ACCOUNT_MOUNT);
+    const server = this.kc.getCurrentCluster()?.server;
+    if (!server) return undefined;
+    const path = join(run.dir, `kubeconfig-${c.spec.name}`);
+    const config = {
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "in-cluster", cluster: { server, "certificate-authority": join(dir, "ca.crt") } }],
+      users: [{ name: "service-account", user: { token: readFileSync(join(dir, "token"), "utf8").trim() } }],
+      contexts: [
+        {
+          name: "in-cluster",
+          context: { cluster: "in-cluster", user: "service-account", namespace: run.namespace },
+        },
+      ],
+      "current-context": "in-cluster",
+    };
+    writeFileSync(path, JSON.stringify(config), { mode: 0o600 });
+    return path;
+  }
+
+  /** A Secret's (decoded) or a ConfigMap's data (and binaryData); null when it does not exist. */
+  private async sourceBytes(
+    namespace: string,
+    kind: "Secret" | "ConfigMap",
+    name = "",
+  ): Promise<Record<string, Buffer> | null> {
+    const bytes = (data: Record<string, string> = {}, encoding: BufferEncoding) =>
+      Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, encoding)]));
+    try {
+      if (kind === "Secret") {
+        return bytes((await this.core.readNamespacedSecret({ name, namespace })).data, "base64");
+      }
+      const configMap = await this.core.readNamespacedConfigMap({ name, namespace });
+      return { ...bytes(configMap.binaryData, "base64"), ...bytes(configMap.data, "utf8") };
+    } catch (err) {
+      if (isStatus(err, 404)) return null;
+      throw err;
+    }
+  }
+
+  /** As sourceBytes, as UTF-8 strings (for env). */
   private async sourceData(
     namespace: string,
     kind: "Secret" | "ConfigMap",
     name = "",
   ): Promise<Record<string, string> | null> {
-    const decode = (data: Record<string, string> = {}) =>
-      Object.fromEntries(
-        Object.entries(data).map(([k, v]) => [k, Buffer.from(v, "base64").toString("utf8")]),
-      );
-    try {
-      if (kind === "Secret") return decode((await this.core.readNamespacedSecret({ name, namespace })).data);
-      const configMap = await this.core.readNamespacedConfigMap({ name, namespace });
-      return { ...decode(configMap.binaryData), ...configMap.data };
-    } catch (err) {
-      if (isStatus(err, 404)) return null;
-      throw err;
-    }
+    const data = await this.sourceBytes(namespace, kind, name);
+    return data && Object.fromEntries(Object.entries(data).map(([k, v]) => [k, v.toString("utf8")]));
   }
 
   /** An env var's valueFrom; undefined when an optional source is missing. Errors read like kubelet's. */
@@ -1234,28 +1693,31 @@ class Agent implements NodeAgent {
           : `${kind.toLowerCase()} "${name}" not found`,
       );
     }
-    if (from.fieldRef) {
-      const path = from.fieldRef.fieldPath;
-      const meta = run.pod.metadata;
-      const fields: Record<string, string | undefined> = {
-        "metadata.name": run.name,
-        "metadata.namespace": namespace,
-        "metadata.uid": run.uid,
-        "spec.nodeName": this.nodeName,
-        "spec.serviceAccountName": run.pod.spec?.serviceAccountName,
-        "status.podIP": NODE_IP,
-        "status.podIPs": NODE_IP,
-        "status.hostIP": NODE_IP,
-        "status.hostIPs": NODE_IP,
-      };
-      const labelOrAnnotation = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(path);
-      if (labelOrAnnotation) {
-        const map = labelOrAnnotation[1] === "labels" ? meta?.labels : meta?.annotations;
-        return map?.[labelOrAnnotation[2]!] ?? "";
-      }
-      if (path in fields) return fields[path] ?? "";
-    }
+    const value = from.fieldRef ? this.fieldValue(run, from.fieldRef.fieldPath) : undefined;
+    if (value !== undefined) return value;
     throw new ConfigError(`test node agent: unsupported env source ${JSON.stringify(from)}`);
+  }
+
+  /** A downward API fieldRef's value; undefined when not supported. */
+  private fieldValue(run: PodRun, path: string): string | undefined {
+    const meta = run.pod.metadata;
+    const fields: Record<string, string | undefined> = {
+      "metadata.name": run.name,
+      "metadata.namespace": run.namespace,
+      "metadata.uid": run.uid,
+      "spec.nodeName": this.nodeName,
+      "spec.serviceAccountName": run.pod.spec?.serviceAccountName,
+      "status.podIP": NODE_IP,
+      "status.podIPs": NODE_IP,
+      "status.hostIP": NODE_IP,
+      "status.hostIPs": NODE_IP,
+    };
+    const labelOrAnnotation = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(path);
+    if (labelOrAnnotation) {
+      const map = labelOrAnnotation[1] === "labels" ? meta?.labels : meta?.annotations;
+      return map?.[labelOrAnnotation[2]!] ?? "";
+    }
+    return Object.hasOwn(fields, path) ? (fields[path] ?? "") : undefined;
   }
 
   // -------------------------------------------------------------------------------------------------
@@ -1264,7 +1726,7 @@ class Agent implements NodeAgent {
   private podStatus(run: PodRun, current: V1PodStatus | undefined): V1PodStatus {
     const phase = podPhase(run);
     const terminal = phase === "Succeeded" || phase === "Failed";
-    const unready = run.containers.filter((c) => !c.state.running).map((c) => c.spec.name);
+    const unready = run.containers.filter((c) => !isReady(c)).map((c) => c.spec.name);
     const ready: Omit<V1PodCondition, "type"> = terminal
       ? { status: "False", reason: "PodCompleted" }
       : unready.length > 0
@@ -1294,11 +1756,11 @@ class Agent implements NodeAgent {
       image: c.spec.image ?? "",
       imageID: "",
       ...(c.started ? { containerID: this.containerID(run, c) } : {}),
-      ready: Boolean(c.state.running),
+      ready: isReady(c),
       started: Boolean(c.state.running),
-      restartCount: 0,
+      restartCount: c.restartCount,
       state: c.state,
-      lastState: {},
+      lastState: c.lastState,
     }));
     return {
       ...current,

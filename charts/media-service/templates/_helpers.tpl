@@ -1,0 +1,204 @@
+{{/* Names. */}}
+{{- define "media-service.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "media-service.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "media-service.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Labels of every object; "component" is added per object. */}}
+{{- define "media-service.labels" -}}
+helm.sh/chart: {{ include "media-service.chart" . }}
+{{ include "media-service.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: media-service
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- define "media-service.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "media-service.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* Labels and selector of a component: (dict "root" $ "component" "api") */}}
+{{- define "media-service.componentLabels" -}}
+{{ include "media-service.labels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "media-service.componentSelector" -}}
+{{ include "media-service.selectorLabels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/* The service image: repository@digest or repository:tag (default: appVersion). */}}
+{{- define "media-service.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "media-service.controllerServiceAccountName" -}}
+{{- if .Values.controller.serviceAccount.create -}}
+{{- default (printf "%s-controller" (include "media-service.fullname" .)) .Values.controller.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.controller.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "media-service.runnerServiceAccountName" -}}
+{{- if .Values.runner.serviceAccount.create -}}
+{{- default (printf "%s-runner" (include "media-service.fullname" .)) .Values.runner.serviceAccount.name -}}
+{{- else -}}
+{{- .Values.runner.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Secrets: [name, key] of each credential. */}}
+{{- define "media-service.apiKeysSecret" -}}
+{{- default (printf "%s-api-keys" (include "media-service.fullname" .)) .Values.apiKeys.existingSecret -}}
+{{- end -}}
+
+{{- define "media-service.s3Secret" -}}
+{{- default (printf "%s-s3" (include "media-service.fullname" .)) .Values.s3.existingSecret -}}
+{{- end -}}
+
+{{- define "media-service.s3HasCredentials" -}}
+{{- if or .Values.s3.existingSecret .Values.s3.accessKeyId -}}true{{- end -}}
+{{- end -}}
+
+{{- define "media-service.redisUrlSecret" -}}
+{{- if and (not .Values.redis.enabled) .Values.redis.external.existingSecret -}}
+{{- .Values.redis.external.existingSecret -}}
+{{- else -}}
+{{- printf "%s-redis-url" (include "media-service.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "media-service.redisUrlKey" -}}
+{{- if and (not .Values.redis.enabled) .Values.redis.external.existingSecret -}}
+{{- .Values.redis.external.existingSecretKey -}}
+{{- else -}}redis-url{{- end -}}
+{{- end -}}
+
+{{- define "media-service.redisFullname" -}}
+{{- printf "%s-redis" (include "media-service.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "media-service.webhookSecret" -}}
+{{- default (printf "%s-webhooks" (include "media-service.fullname" .)) .Values.webhooks.existingSecret -}}
+{{- end -}}
+
+{{- define "media-service.webhookSigned" -}}
+{{- if or .Values.webhooks.existingSecret .Values.webhooks.signingSecret -}}true{{- end -}}
+{{- end -}}
+
+{{- define "media-service.aiSecret" -}}
+{{- default (printf "%s-ai" (include "media-service.fullname" .)) .Values.ai.existingSecret -}}
+{{- end -}}
+
+{{- define "media-service.aiHasKey" -}}
+{{- if or .Values.ai.existingSecret .Values.ai.apiKey -}}true{{- end -}}
+{{- end -}}
+
+{{/*
+A value generated once and kept: the existing Secret's, else a new random one.
+(dict "root" $ "secret" name "key" key "length" n)
+*/}}
+{{- define "media-service.persistentRandom" -}}
+{{- $existing := lookup "v1" "Secret" .root.Release.Namespace .secret -}}
+{{- if and $existing (index ($existing.data | default dict) .key) -}}
+{{- index $existing.data .key | b64dec -}}
+{{- else -}}
+{{- randAlphaNum (int .length) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Environment shared by the API and the controller: credentials by Secret reference. */}}
+{{- define "media-service.credentialsEnv" -}}
+- name: REDIS_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "media-service.redisUrlSecret" . }}
+      key: {{ include "media-service.redisUrlKey" . }}
+{{- if include "media-service.s3HasCredentials" . }}
+- name: S3_ACCESS_KEY_ID
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "media-service.s3Secret" . }}
+      key: {{ .Values.s3.accessKeyIdKey }}
+- name: S3_SECRET_ACCESS_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "media-service.s3Secret" . }}
+      key: {{ .Values.s3.secretAccessKeyKey }}
+{{- end }}
+{{- if include "media-service.aiHasKey" . }}
+- name: AI_API_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "media-service.aiSecret" . }}
+      key: {{ .Values.ai.existingSecretKey }}
+{{- end }}
+- name: CONFIG_FILE
+  value: /etc/media-service/config.yaml
+- name: TMPDIR
+  value: /tmp
+{{- end -}}
+
+{{- define "media-service.podSecurityContext" -}}
+{{- toYaml .Values.podSecurityContext -}}
+{{- end -}}
+
+{{- define "media-service.containerSecurityContext" -}}
+{{- toYaml .Values.securityContext -}}
+{{- end -}}
+
+{{/* NetworkPolicy egress rules of pods that reach DNS, S3 and Redis only. */}}
+{{- define "media-service.egressDnsS3Redis" -}}
+{{- $np := .Values.networkPolicy }}
+# DNS, wherever the cluster's resolver is.
+- ports:
+    - { protocol: UDP, port: 53 }
+    - { protocol: TCP, port: 53 }
+# S3.
+- ports:
+    {{- range $np.s3Ports }}
+    - { protocol: TCP, port: {{ . }} }
+    {{- end }}
+  {{- with $np.s3Peers }}
+  to:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+# Redis.
+- ports:
+    - { protocol: TCP, port: {{ $np.redisPort }} }
+  to:
+    {{- if .Values.redis.enabled }}
+    - podSelector:
+        matchLabels:
+          {{- include "media-service.componentSelector" (dict "root" . "component" "redis") | nindent 10 }}
+    {{- end }}
+    {{- with $np.redisPeers }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+{{- end }}

@@ -1,0 +1,79 @@
+// The real helm CLI for the chart tests: built from its Go module by scripts/k8s/build-helm.sh and
+// cached (npm run build:helm); run with its own HOME-like dirs so a developer's helm config and
+// repositories never leak in.
+import { execFile, execFileSync } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseAllDocuments } from "yaml";
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+export const CHART = join(ROOT, "charts/media-service");
+export const ALL_ON_VALUES = join(CHART, "ci/all-on-values.yaml");
+
+let bin: string | undefined;
+const home = mkdtempSync(join(tmpdir(), "media-service-helm-"));
+
+/** The helm binary (building it on first use, which is a no-op once cached). */
+export function helmBin(): string {
+  bin ??= join(
+    execFileSync("bash", [join(ROOT, "scripts/k8s/build-helm.sh")], {
+      env: { ...process.env, MEDIA_HELM_PRINT_BIN: "1" },
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "inherit"],
+    }).trim(),
+    "helm",
+  );
+  return bin;
+}
+
+export interface HelmResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export function helm(args: string[], options: { kubeconfig?: string } = {}): Promise<HelmResult> {
+  return new Promise((resolvePromise) => {
+    execFile(
+      helmBin(),
+      args,
+      {
+        env: {
+          PATH: process.env.PATH ?? "",
+          HELM_CACHE_HOME: join(home, "cache"),
+          HELM_CONFIG_HOME: join(home, "config"),
+          HELM_DATA_HOME: join(home, "data"),
+          ...(options.kubeconfig ? { KUBECONFIG: options.kubeconfig } : {}),
+        },
+        maxBuffer: 64 * 1024 * 1024,
+      },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === "number" ? err.code : 1) : 0;
+        resolvePromise({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+export interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  [field: string]: unknown;
+}
+
+/** `helm template` of the chart, parsed; fails with helm's message when rendering fails. */
+export async function renderChart(args: string[] = [], release = "media"): Promise<K8sObject[]> {
+  const result = await helm(["template", release, CHART, "--namespace", "media-ns", ...args]);
+  if (result.code !== 0) throw new Error(`helm template failed: ${result.stderr}`);
+  return parseAllDocuments(result.stdout)
+    .map((doc) => doc.toJS() as K8sObject | null)
+    .filter((o): o is K8sObject => o !== null);
+}

@@ -1,56 +1,68 @@
 #!/usr/bin/env bash
-# End-to-end test of media-service on a real Kubernetes cluster made by kind (Kubernetes in Docker).
-# For a machine with a Docker engine, kind and kubectl; it is not part of `npm test` or
-# `npm run test:k8s` (those need no Docker).
+# End-to-end test of the Helm chart charts/media-service on a real Kubernetes cluster made by kind
+# (Kubernetes in Docker). For a machine with a Docker engine, kind, kubectl and helm (or Go, to build
+# helm with scripts/k8s/build-helm.sh); it is not part of `npm test` or `npm run test:k8s` (those need
+# no Docker). CI runs it in .github/workflows/e2e-kind.yml.
 #
-#   bash test/e2e/kind.sh                     build, deploy, run one image_resize job, PASS or FAIL
+#   bash test/e2e/kind.sh                     build, install the chart, run one image_resize job, PASS or FAIL
 #   KEEP_CLUSTER=1 bash test/e2e/kind.sh      leave the cluster (and the namespace) for a look around
-#   bash test/e2e/kind.sh --print-manifests   print what would be applied, touch nothing
+#   bash test/e2e/kind.sh --print-manifests   print what would be applied, touch nothing (needs only helm)
 #
 # What it does:
 #   1. builds the image from the repository's Dockerfile (`docker build -t media-service:e2e .`);
 #   2. creates the kind cluster $KIND_CLUSTER (default media-service-e2e), or reuses it if it exists,
-#      and loads the image into it (`kind load docker-image`; every pod uses imagePullPolicy Never);
+#      and loads the image into it (`kind load docker-image`; every media-service pod uses
+#      imagePullPolicy Never);
 #   3. deploys into the namespace $E2E_NAMESPACE (default media-e2e, recreated from scratch):
-#      - Redis: redis:7-alpine, a Deployment and a Service;
-#      - an S3-protocol store: MinIO (a Deployment and a Service, fixed throw-away credentials, data
-#        in an emptyDir). The embedded store of `media-service start` only listens on 127.0.0.1 inside
-#        that process, so it cannot serve other pods. The bucket is created, and the test image
-#        uploaded, by a Job running the media-service image itself with the project's own S3 client
-#        (@aws-sdk/client-s3): no MinIO client image is needed;
-#      - Secrets: the Redis URL, the S3 keys and the API key;
-#      - the controller's ServiceAccount, a Role with exactly the rules of
-#        controller/kubernetes/rbac.ts (batch jobs get/list/watch/create/delete, pods get/list/watch,
-#        coordination.k8s.io leases get/create/update) and its RoleBinding;
-#      - a ConfigMap with config.yaml (executor.kind kubernetes, kubernetes.image media-service:e2e,
-#        image_pull_policy Never, redis_secret, s3_secret, the in-cluster storage endpoint);
-#      - `media-service api` (Deployment + Service) and `media-service controller` (Deployment, the
-#        ServiceAccount above);
-#   4. waits for the rollouts, port-forwards the API to 127.0.0.1:$E2E_API_PORT (default 18080),
-#      submits an image_resize job (64x48 PNG → 32x24 WebP) with curl, polls
-#      GET /api/v1/jobs/<id> until it ends ($E2E_TIMEOUT seconds, default 300), checks its result,
-#      that a Kubernetes Job labelled media-service.io/job-id=<id> exists and succeeded, and that the
-#      output object is in the bucket; prints PASS;
-#   5. deletes the cluster, unless KEEP_CLUSTER=1. A cluster that existed before the run is never
-#      deleted: only the namespace is (unless KEEP_CLUSTER=1).
+#      - an S3-protocol store: MinIO (a Secret with fixed throw-away credentials, a Deployment and a
+#        Service, data in an emptyDir). The embedded store of `media-service start` only listens on
+#        127.0.0.1 inside that process, so it cannot serve other pods. The bucket is created, and the
+#        test image uploaded, by a Job running the media-service image itself with the project's own
+#        S3 client (@aws-sdk/client-s3): no MinIO client image is needed;
+#      - the chart: `helm upgrade --install media charts/media-service --wait` with a values file
+#        (image media-service:e2e, pullPolicy Never; s3.endpoint the in-cluster MinIO, the
+#        throw-away keys; the bundled Redis with its PersistentVolumeClaim on kind's default
+#        StorageClass; one fixed API key; webhooks and everything else at the chart's defaults):
+#        Secrets, ConfigMap, the controller's RBAC, the API (2 replicas), the controller (2 replicas,
+#        leader election), Redis;
+#   4. checks that both controller replicas are ready and exactly one of them holds the Lease
+#      <fullname>-controller (its holderIdentity names one of the two pods, and exactly one pod reports
+#      media_controller_leader 1 on /metrics);
+#   5. port-forwards the API Service to 127.0.0.1:$E2E_API_PORT (default 18080), submits an
+#      image_resize job (64x48 PNG → 32x24 WebP) with curl, polls GET /api/v1/jobs/<id> until it ends
+#      ($E2E_TIMEOUT seconds, default 300), checks its result, that a Kubernetes Job labelled
+#      media-service.io/job-id=<id> exists and succeeded, and that the output object is in the bucket;
+#   6. runs `helm test media` (the chart's test pod: /health/ready through the API Service); PASS;
+#   7. deletes the cluster, unless KEEP_CLUSTER=1. A cluster that existed before the run is never
+#      deleted: only the release is uninstalled and the namespace deleted (unless KEEP_CLUSTER=1).
 #
-# On a failure it prints the state of the namespace (Jobs, pods, events) and the logs of the API, the
-# controller and the runner pods before cleaning up.
+# On a failure it prints the state of the namespace (release, workloads, Jobs, pods, PVCs, Lease,
+# events) and the logs of the API, the controller, Redis, the helm test pod and the runner pods before
+# cleaning up.
 #
 # Settings (environment): KIND_CLUSTER, KEEP_CLUSTER, E2E_NAMESPACE, E2E_IMAGE (media-service:e2e),
 # E2E_API_PORT, E2E_TIMEOUT, E2E_SKIP_BUILD=1 (use an image already built with that tag),
-# REDIS_IMAGE (redis:7-alpine), MINIO_IMAGE (quay.io/minio/minio:RELEASE.2025-04-22T22-12-26Z).
+# REDIS_IMAGE (default: the chart's redis.image), MINIO_IMAGE
+# (quay.io/minio/minio:RELEASE.2025-04-22T22-12-26Z).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 KIND_CLUSTER=${KIND_CLUSTER:-media-service-e2e}
 NAMESPACE=${E2E_NAMESPACE:-media-e2e}
 IMAGE=${E2E_IMAGE:-media-service:e2e}
-REDIS_IMAGE=${REDIS_IMAGE:-redis:7-alpine}
+REDIS_IMAGE=${REDIS_IMAGE:-}
 MINIO_IMAGE=${MINIO_IMAGE:-quay.io/minio/minio:RELEASE.2025-04-22T22-12-26Z}
 API_PORT=${E2E_API_PORT:-18080}
 TIMEOUT=${E2E_TIMEOUT:-300}
 KEEP_CLUSTER=${KEEP_CLUSTER:-0}
+
+CHART="${ROOT}/charts/media-service"
+RELEASE=media
+# The chart's media-service.fullname: <release>-<chart name>, as the release name does not contain
+# the chart name. Object names below derive from it (<fullname>-api, <fullname>-controller, …).
+FULLNAME="${RELEASE}-media-service"
+LEASE="${FULLNAME}-controller"
+CONTROLLER_REPLICAS=2
 
 # Throw-away credentials of a throw-away cluster.
 BUCKET=media
@@ -60,7 +72,6 @@ API_KEY=e2e-api-key-not-secret
 SOURCE_KEY=in/e2e.png
 DEST_KEY=out/e2e.webp
 S3_ENDPOINT="http://minio.${NAMESPACE}.svc.cluster.local:9000"
-REDIS_URL="redis://redis.${NAMESPACE}.svc.cluster.local:6379"
 CONTEXT="kind-${KIND_CLUSTER}"
 
 # 64x48 PNG, four colour blocks (145 bytes).
@@ -72,13 +83,24 @@ fail() {
   exit 1
 }
 k() { kubectl --context "$CONTEXT" -n "$NAMESPACE" "$@"; }
+h() { "$HELM" --kube-context "$CONTEXT" -n "$NAMESPACE" "$@"; }
+
+# An image reference as repository and tag (the chart takes them apart); digests are not supported.
+image_repository() {
+  local last=${1##*/}
+  if [[ $last == *:* ]]; then printf '%s' "${1%:*}"; else printf '%s' "$1"; fi
+}
+image_tag() {
+  local last=${1##*/}
+  if [[ $last == *:* ]]; then printf '%s' "${1##*:}"; else printf 'latest'; fi
+}
+for ref in "$IMAGE" "$REDIS_IMAGE"; do
+  [[ $ref != *@* ]] || fail "image ${ref}: give a tag, not a digest"
+done
 
 # ---------------------------------------------------------------------------------------------------
 # Manifests
 
-# The S3 helper run by the setup and check Jobs, with the image's own @aws-sdk/client-s3.
-#   node /e2e/s3.mjs setup            create the bucket (if missing), upload the test image
-#   node /e2e/s3.mjs check <key>      the object exists, is not empty, and is a WebP file
 S3_HELPER=$(
   cat <<'EOF'
 import { readFileSync } from "node:fs";
@@ -115,62 +137,20 @@ if (mode === "setup") {
 EOF
 )
 
+
 indent() { sed 's/^/    /'; }
 
-render_infra() {
+# MinIO and the S3 helper's fixtures. Everything else comes from the chart.
+render_minio() {
   cat <<EOF
 apiVersion: v1
 kind: Secret
 metadata:
-  name: media-service-redis
-type: Opaque
-stringData:
-  redis-url: "${REDIS_URL}"
----
-apiVersion: v1
-kind: Secret
-metadata:
-  name: media-service-s3
+  name: e2e-minio
 type: Opaque
 stringData:
   access-key-id: "${S3_ACCESS_KEY}"
   secret-access-key: "${S3_SECRET_KEY}"
----
-apiVersion: v1
-kind: Secret
-metadata:
-  name: media-service-api
-type: Opaque
-stringData:
-  api-key: "${API_KEY}"
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: redis
-  labels: { app: redis }
-spec:
-  replicas: 1
-  selector: { matchLabels: { app: redis } }
-  template:
-    metadata: { labels: { app: redis } }
-    spec:
-      containers:
-        - name: redis
-          image: ${REDIS_IMAGE}
-          args: ["--save", "", "--appendonly", "no"]
-          ports: [{ containerPort: 6379 }]
-          readinessProbe:
-            exec: { command: ["redis-cli", "ping"] }
-            periodSeconds: 2
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: redis
-spec:
-  selector: { app: redis }
-  ports: [{ port: 6379, targetPort: 6379 }]
 ---
 apiVersion: apps/v1
 kind: Deployment
@@ -189,9 +169,9 @@ spec:
           args: ["server", "/data", "--address", ":9000"]
           env:
             - name: MINIO_ROOT_USER
-              valueFrom: { secretKeyRef: { name: media-service-s3, key: access-key-id } }
+              valueFrom: { secretKeyRef: { name: e2e-minio, key: access-key-id } }
             - name: MINIO_ROOT_PASSWORD
-              valueFrom: { secretKeyRef: { name: media-service-s3, key: secret-access-key } }
+              valueFrom: { secretKeyRef: { name: e2e-minio, key: secret-access-key } }
           ports: [{ containerPort: 9000 }]
           readinessProbe:
             httpGet: { path: /minio/health/ready, port: 9000 }
@@ -216,65 +196,6 @@ data:
 $(printf '%s\n' "$S3_HELPER" | indent)
 binaryData:
   e2e.png: ${TEST_PNG_BASE64}
----
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: media-service-config
-data:
-  config.yaml: |
-    server:
-      port: 8080
-    redis:
-      key_prefix: media
-    storage:
-      endpoint: ${S3_ENDPOINT}
-      region: us-east-1
-      force_path_style: true
-      health_bucket: ${BUCKET}
-    executor:
-      kind: kubernetes
-    kubernetes:
-      namespace: ${NAMESPACE}
-      image: ${IMAGE}
-      image_pull_policy: Never
-      redis_secret: { name: media-service-redis, key: redis-url }
-      s3_secret: { name: media-service-s3, access_key_key: access-key-id, secret_key_key: secret-access-key }
-      max_running_jobs: 4
-    log_level: info
----
-apiVersion: v1
-kind: ServiceAccount
-metadata:
-  name: media-service-controller
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata:
-  name: media-service-controller
-rules:
-  - apiGroups: ["batch"]
-    resources: ["jobs"]
-    verbs: ["get", "list", "watch", "create", "delete"]
-  - apiGroups: [""]
-    resources: ["pods"]
-    verbs: ["get", "list", "watch"]
-  - apiGroups: ["coordination.k8s.io"]
-    resources: ["leases"]
-    verbs: ["get", "create", "update"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: media-service-controller
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: Role
-  name: media-service-controller
-subjects:
-  - kind: ServiceAccount
-    name: media-service-controller
-    namespace: ${NAMESPACE}
 EOF
 }
 
@@ -305,111 +226,82 @@ spec:
             - { name: BUCKET, value: "${BUCKET}" }
             - { name: SOURCE_KEY, value: "${SOURCE_KEY}" }
             - name: S3_ACCESS_KEY_ID
-              valueFrom: { secretKeyRef: { name: media-service-s3, key: access-key-id } }
+              valueFrom: { secretKeyRef: { name: e2e-minio, key: access-key-id } }
             - name: S3_SECRET_ACCESS_KEY
-              valueFrom: { secretKeyRef: { name: media-service-s3, key: secret-access-key } }
+              valueFrom: { secretKeyRef: { name: e2e-minio, key: secret-access-key } }
           volumeMounts: [{ name: e2e, mountPath: /e2e, readOnly: true }]
       volumes: [{ name: e2e, configMap: { name: e2e-fixtures } }]
 EOF
 }
 
-# Environment shared by the API and the controller: the configuration file, credentials from Secrets.
-render_app_env() {
+# The chart's values for this test (charts/media-service/values.yaml documents each one).
+render_values() {
   cat <<EOF
-          env:
-            - { name: CONFIG_FILE, value: /etc/media-service/config.yaml }
-            - { name: DATA_DIR, value: /tmp/media-service }
-            - name: REDIS_URL
-              valueFrom: { secretKeyRef: { name: media-service-redis, key: redis-url } }
-            - name: S3_ACCESS_KEY_ID
-              valueFrom: { secretKeyRef: { name: media-service-s3, key: access-key-id } }
-            - name: S3_SECRET_ACCESS_KEY
-              valueFrom: { secretKeyRef: { name: media-service-s3, key: secret-access-key } }
-            - name: API_KEYS
-              valueFrom: { secretKeyRef: { name: media-service-api, key: api-key } }
-          volumeMounts:
-            - { name: config, mountPath: /etc/media-service, readOnly: true }
-            - { name: tmp, mountPath: /tmp }
+image:
+  repository: "$(image_repository "$IMAGE")"
+  tag: "$(image_tag "$IMAGE")"
+  # Loaded into the nodes by \`kind load docker-image\`; also used for runner Jobs and the test pod.
+  pullPolicy: Never
+apiKeys:
+  keys: ["${API_KEY}"]
+s3:
+  endpoint: "${S3_ENDPOINT}"
+  region: us-east-1
+  forcePathStyle: true
+  # /health/ready checks this bucket (created before the install).
+  healthBucket: "${BUCKET}"
+  accessKeyId: "${S3_ACCESS_KEY}"
+  secretAccessKey: "${S3_SECRET_KEY}"
+# The bundled Redis; its PersistentVolumeClaim is served by kind's default StorageClass.
+redis:
+  enabled: true
+EOF
+  if [[ -n $REDIS_IMAGE ]]; then
+    cat <<EOF
+  image:
+    repository: "$(image_repository "$REDIS_IMAGE")"
+    tag: "$(image_tag "$REDIS_IMAGE")"
+EOF
+  fi
+  cat <<EOF
+controller:
+  # Leader election is checked: two replicas, one holding the Lease.
+  replicas: ${CONTROLLER_REPLICAS}
+# webhooks and everything else: the chart's defaults.
 EOF
 }
 
-render_app() {
-  cat <<EOF
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: media-service-api
-  labels: { app: media-service-api }
-spec:
-  replicas: 1
-  selector: { matchLabels: { app: media-service-api } }
-  template:
-    metadata: { labels: { app: media-service-api } }
-    spec:
-      automountServiceAccountToken: false
-      containers:
-        - name: api
-          image: ${IMAGE}
-          imagePullPolicy: Never
-          args: ["api"]
-          ports: [{ containerPort: 8080 }]
-$(render_app_env)
-          readinessProbe:
-            httpGet: { path: /health/ready, port: 8080 }
-            periodSeconds: 2
-          livenessProbe:
-            httpGet: { path: /health/live, port: 8080 }
-            periodSeconds: 10
-      volumes:
-        - { name: config, configMap: { name: media-service-config } }
-        - { name: tmp, emptyDir: {} }
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: media-service-api
-spec:
-  selector: { app: media-service-api }
-  ports: [{ port: 8080, targetPort: 8080 }]
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: media-service-controller
-  labels: { app: media-service-controller }
-spec:
-  replicas: 1
-  selector: { matchLabels: { app: media-service-controller } }
-  template:
-    metadata: { labels: { app: media-service-controller } }
-    spec:
-      serviceAccountName: media-service-controller
-      containers:
-        - name: controller
-          image: ${IMAGE}
-          imagePullPolicy: Never
-          args: ["controller"]
-          ports: [{ containerPort: 8080 }]
-$(render_app_env)
-          readinessProbe:
-            httpGet: { path: /readyz, port: 8080 }
-            periodSeconds: 2
-          livenessProbe:
-            httpGet: { path: /healthz, port: 8080 }
-            periodSeconds: 10
-      volumes:
-        - { name: config, configMap: { name: media-service-config } }
-        - { name: tmp, emptyDir: {} }
-EOF
+# ---------------------------------------------------------------------------------------------------
+# helm: from PATH, else built from its Go module and cached by scripts/k8s/build-helm.sh (needs Go).
+
+HELM=""
+find_helm() {
+  if command -v helm >/dev/null 2>&1; then
+    HELM=$(command -v helm)
+    return 0
+  fi
+  local bin
+  log "helm is not on PATH: scripts/k8s/build-helm.sh (builds it with Go on the first run, then cached)"
+  bin=$(MEDIA_HELM_PRINT_BIN=1 bash "${ROOT}/scripts/k8s/build-helm.sh") || return 1
+  [[ -x ${bin}/helm ]] || return 1
+  HELM="${bin}/helm"
 }
+
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+VALUES="${WORK}/values.yaml"
+render_values >"$VALUES"
 
 if [[ ${1:-} == "--print-manifests" ]]; then
+  find_helm || fail "helm is needed to render the chart: put it on PATH, or install Go for scripts/k8s/build-helm.sh"
   printf 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n---\n' "$NAMESPACE"
-  render_infra
+  render_minio
   echo "---"
   render_s3_job e2e-setup setup
   echo "---"
-  render_app
+  printf '# helm upgrade --install %s charts/media-service -n %s with these values:\n' "$RELEASE" "$NAMESPACE"
+  sed 's/^/#   /' "$VALUES"
+  h template "$RELEASE" "$CHART" -f "$VALUES"
   exit 0
 elif [[ $# -gt 0 ]]; then
   echo "usage: $0 [--print-manifests]" >&2
@@ -426,9 +318,10 @@ elif ! docker info >/dev/null 2>&1; then
   missing+=("a Docker engine: the docker CLI is installed but \`docker info\` cannot reach an engine (start dockerd, or check DOCKER_HOST and your permissions on the socket)")
 fi
 command -v kind >/dev/null 2>&1 ||
-  missing+=("kind: https://kind.sigs.k8s.io/docs/user/quick-start/#installation (e.g. \`go install sigs.k8s.io/kind@latest\`)")
+  missing+=("kind: https://kind.sigs.k8s.io/docs/user/quick-start/#installation (e.g. \`go install sigs.k8s.io/kind@v0.30.0\`)")
 command -v kubectl >/dev/null 2>&1 ||
   missing+=("kubectl: https://kubernetes.io/docs/tasks/tools/")
+find_helm || missing+=("helm: https://helm.sh/docs/intro/install/ (or Go, for scripts/k8s/build-helm.sh)")
 command -v curl >/dev/null 2>&1 || missing+=("curl")
 if ! command -v jq >/dev/null 2>&1 && ! command -v python3 >/dev/null 2>&1; then
   missing+=("jq or python3 (to read the API's JSON answers)")
@@ -438,6 +331,7 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   for m in "${missing[@]}"; do echo "  - $m" >&2; done
   exit 2
 fi
+log "helm: ${HELM} ($("$HELM" version --template '{{.Version}}' 2>/dev/null || echo '?'))"
 
 # json_get <dotted.path>: a field of the JSON document on stdin ("" when absent).
 json_get() {
@@ -465,22 +359,39 @@ print(value if not isinstance(value, (dict, list)) else json.dumps(value))
 
 CREATED_CLUSTER=0
 PORT_FORWARD_PID=""
-WORK=$(mktemp -d)
+SELECTOR="app.kubernetes.io/instance=${RELEASE}"
 
 diagnostics() {
   echo "---------------- diagnostics (namespace ${NAMESPACE}) ----------------" >&2
-  k get jobs,pods -o wide >&2 || true
+  h status "$RELEASE" >&2 || true
+  k get deployments,statefulsets,jobs,pods,pvc,leases -o wide >&2 || true
   k get events --sort-by=.lastTimestamp 2>/dev/null | tail -n 40 >&2 || true
-  echo "--- API log ---" >&2
-  k logs deployment/media-service-api --tail=60 >&2 || true
-  echo "--- controller log ---" >&2
-  k logs deployment/media-service-controller --tail=100 >&2 || true
+  echo "--- API logs ---" >&2
+  k logs -l "${SELECTOR},app.kubernetes.io/component=api" --prefix --tail=60 >&2 || true
+  echo "--- controller logs ---" >&2
+  k logs -l "${SELECTOR},app.kubernetes.io/component=controller" --prefix --tail=100 >&2 || true
+  echo "--- Redis log ---" >&2
+  k logs -l "${SELECTOR},app.kubernetes.io/component=redis" --prefix --tail=30 >&2 || true
+  if k get pod "${FULLNAME}-test-ready" >/dev/null 2>&1; then
+    echo "--- helm test pod log ---" >&2
+    k logs "${FULLNAME}-test-ready" --tail=20 >&2 || true
+  fi
   local pod
   for pod in $(k get pods -l app.kubernetes.io/component=runner -o name 2>/dev/null); do
     echo "--- ${pod} ---" >&2
     k describe "$pod" 2>/dev/null | sed -n '/^Containers:/,/^Conditions:/p' >&2 || true
     k logs "$pod" --tail=40 >&2 || true
   done
+}
+
+# Uninstall the release (if there is one), then delete the namespace: delete_namespace <wait: true|false>
+delete_namespace() {
+  if h status "$RELEASE" >/dev/null 2>&1; then
+    log "helm uninstall ${RELEASE}"
+    h uninstall "$RELEASE" --wait --timeout 2m >&2 || true
+  fi
+  log "deleting namespace ${NAMESPACE}"
+  kubectl --context "$CONTEXT" delete namespace "$NAMESPACE" --wait="$1" --timeout=180s >/dev/null
 }
 
 cleanup() {
@@ -491,13 +402,13 @@ cleanup() {
   fi
   rm -rf "$WORK"
   if [[ $KEEP_CLUSTER == 1 ]]; then
-    log "KEEP_CLUSTER=1: kind cluster ${KIND_CLUSTER} kept (kubectl --context ${CONTEXT} -n ${NAMESPACE} get all)"
+    log "KEEP_CLUSTER=1: kind cluster ${KIND_CLUSTER} kept (kubectl --context ${CONTEXT} -n ${NAMESPACE} get all; helm --kube-context ${CONTEXT} -n ${NAMESPACE} status ${RELEASE})"
   elif [[ $CREATED_CLUSTER == 1 ]]; then
     log "deleting kind cluster ${KIND_CLUSTER}"
     kind delete cluster --name "$KIND_CLUSTER" >/dev/null 2>&1 || true
   elif kubectl --context "$CONTEXT" get namespace "$NAMESPACE" >/dev/null 2>&1; then
-    log "the cluster existed before this run: kept; deleting namespace ${NAMESPACE}"
-    kubectl --context "$CONTEXT" delete namespace "$NAMESPACE" --wait=false >/dev/null 2>&1 || true
+    log "the cluster existed before this run: kept"
+    delete_namespace false || true
   fi
   exit "$rc"
 }
@@ -555,27 +466,68 @@ kind load docker-image "$IMAGE" --name "$KIND_CLUSTER"
 # 3. Deploy
 
 if kubectl --context "$CONTEXT" get namespace "$NAMESPACE" >/dev/null 2>&1; then
-  log "deleting the namespace ${NAMESPACE} left by an earlier run"
-  kubectl --context "$CONTEXT" delete namespace "$NAMESPACE" --wait=true --timeout=180s
+  log "the namespace ${NAMESPACE} is left from an earlier run"
+  delete_namespace true
 fi
 kubectl --context "$CONTEXT" create namespace "$NAMESPACE"
-log "deploying Redis, MinIO, Secrets, RBAC and the configuration"
-render_infra | k apply -f -
-k rollout status deployment/redis --timeout=180s
+log "deploying MinIO"
+render_minio | k apply -f -
 k rollout status deployment/minio --timeout=180s
 log "creating the bucket ${BUCKET} and uploading ${SOURCE_KEY} (a Job in the media-service image)"
 render_s3_job e2e-setup setup | k apply -f -
 wait_job e2e-setup 180
-log "deploying media-service api and controller"
-render_app | k apply -f -
-k rollout status deployment/media-service-api --timeout=180s
-k rollout status deployment/media-service-controller --timeout=180s
+log "installing the chart: helm upgrade --install ${RELEASE} charts/media-service -n ${NAMESPACE} with these values:"
+sed 's/^/    /' "$VALUES" >&2
+h upgrade --install "$RELEASE" "$CHART" --create-namespace --wait --timeout 5m -f "$VALUES"
+k rollout status "deployment/${FULLNAME}-api" --timeout=60s
+k rollout status "deployment/${FULLNAME}-controller" --timeout=60s
+k rollout status "statefulset/${FULLNAME}-redis" --timeout=60s
 
 # ---------------------------------------------------------------------------------------------------
-# 4. One job through the API
+# 4. Leader election: two controller replicas, exactly one holding the Lease
 
-log "port-forwarding the API to 127.0.0.1:${API_PORT}"
-k port-forward service/media-service-api "${API_PORT}:8080" >"$WORK/port-forward.log" 2>&1 &
+log "checking the controller: ${CONTROLLER_REPLICAS} ready replicas, exactly one holding the Lease ${LEASE}"
+ready=$(k get deployment "${FULLNAME}-controller" -o jsonpath='{.status.readyReplicas}')
+[[ $ready == "$CONTROLLER_REPLICAS" ]] ||
+  fail "deployment/${FULLNAME}-controller has ${ready:-0} ready replicas, expected ${CONTROLLER_REPLICAS}"
+read -r -a controller_pods <<<"$(k get pods -l "${SELECTOR},app.kubernetes.io/component=controller" \
+  --field-selector=status.phase=Running -o jsonpath='{.items[*].metadata.name}')"
+[[ ${#controller_pods[@]} == "$CONTROLLER_REPLICAS" ]] ||
+  fail "expected ${CONTROLLER_REPLICAS} running controller pods, found: ${controller_pods[*]:-none}"
+CONTROLLER_PORT=$(k get deployment "${FULLNAME}-controller" \
+  -o jsonpath='{.spec.template.spec.containers[0].ports[?(@.name=="http")].containerPort}')
+[[ -n $CONTROLLER_PORT ]] || fail "deployment/${FULLNAME}-controller has no container port named http"
+holder=""
+leaders=()
+deadline=$((SECONDS + 60))
+while ((SECONDS < deadline)); do
+  # holderIdentity is <pod name>_<random> (controller/kubernetes/executor.ts: hostname()_uuid).
+  holder=$(k get lease "$LEASE" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true)
+  leaders=()
+  for pod in "${controller_pods[@]}"; do
+    # Each replica's own view, read through the API server's pod proxy (no port-forward per pod).
+    if kubectl --context "$CONTEXT" get --raw "/api/v1/namespaces/${NAMESPACE}/pods/${pod}:${CONTROLLER_PORT}/proxy/metrics" 2>/dev/null |
+      grep -Eq '^media_controller_leader(\{[^}]*\})? 1$'; then
+      leaders+=("$pod")
+    fi
+  done
+  if [[ -n $holder && ${#leaders[@]} == 1 && ${holder%_*} == "${leaders[0]}" ]]; then break; fi
+  sleep 2
+done
+[[ -n $holder ]] || fail "no controller holds the Lease ${LEASE} (spec.holderIdentity is empty)"
+[[ ${#leaders[@]} == 1 ]] ||
+  fail "expected exactly one controller reporting media_controller_leader 1, got ${#leaders[@]}: ${leaders[*]:-none}"
+[[ ${holder%_*} == "${leaders[0]}" ]] ||
+  fail "the Lease ${LEASE} is held by ${holder}, not by the replica that reports leading (${leaders[0]}); pods: ${controller_pods[*]}"
+log "Lease ${LEASE} held by ${holder}; the other replica stands by"
+
+# ---------------------------------------------------------------------------------------------------
+# 5. One job through the API
+
+API_SERVICE_PORT=$(k get service "${FULLNAME}-api" -o jsonpath='{.spec.ports[?(@.name=="http")].port}')
+[[ -n $API_SERVICE_PORT ]] || fail "service/${FULLNAME}-api has no port named http"
+log "port-forwarding service/${FULLNAME}-api:${API_SERVICE_PORT} to 127.0.0.1:${API_PORT}"
+k port-forward "service/${FULLNAME}-api" "${API_PORT}:${API_SERVICE_PORT}" >"$WORK/port-forward.log" 2>&1 &
 PORT_FORWARD_PID=$!
 API="http://127.0.0.1:${API_PORT}"
 for _ in $(seq 1 60); do
@@ -625,4 +577,10 @@ log "checking s3://${BUCKET}/${DEST_KEY} (a Job in the media-service image)"
 render_s3_job e2e-check check "$DEST_KEY" | k apply -f -
 wait_job e2e-check 120
 
-echo "PASS: image_resize job ${JOB_ID} ran as Kubernetes Job ${kjob} on kind cluster ${KIND_CLUSTER} and wrote s3://${BUCKET}/${DEST_KEY} (${width}x${height} ${format})"
+# ---------------------------------------------------------------------------------------------------
+# 6. The chart's own test
+
+log "helm test ${RELEASE} (the chart's test pod: /health/ready through service/${FULLNAME}-api)"
+h test "$RELEASE" --timeout 3m >&2 || fail "helm test ${RELEASE} failed (its pod's log is in the diagnostics below)"
+
+echo "PASS: chart ${RELEASE} installed on kind cluster ${KIND_CLUSTER} (controller ${holder%_*} leading of ${CONTROLLER_REPLICAS}); image_resize job ${JOB_ID} ran as Kubernetes Job ${kjob} and wrote s3://${BUCKET}/${DEST_KEY} (${width}x${height} ${format}); helm test passed"

@@ -42,6 +42,8 @@ export function helm(args: string[], options: { kubeconfig?: string } = {}): Pro
       {
         env: {
           PATH: process.env.PATH ?? "",
+          // Also where client-go keeps its discovery cache (~/.kube/cache): never the repository.
+          HOME: home,
           HELM_CACHE_HOME: join(home, "cache"),
           HELM_CONFIG_HOME: join(home, "config"),
           HELM_DATA_HOME: join(home, "data"),

@@ -9,28 +9,20 @@
 // Both use the same redis-server, the same embedded S3-protocol store (served from this process)
 // and the same source image. This process's stdout goes to /dev/null, and with it the runners'
 // logs, written at the production level (info) as in a deployment.
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
-import { pino } from "pino";
-import { buildApi } from "../api/server.js";
 import { LocalExecutor } from "../controller/local-executor.js";
-import { loadConfig, type Config } from "../core/config/load.js";
+import type { Config } from "../core/config/load.js";
 import type { Logger } from "../core/logger.js";
-import { createMetricsRegistry } from "../core/metrics.js";
-import { openCoreServices } from "../core/services.js";
+import type { CoreServices } from "../core/services.js";
 import { createS3Client } from "../core/storage/s3.js";
-import { spawnRedisServer } from "../local/redis.js";
-import { startEmbeddedS3 } from "../local/s3/server.js";
 import { SHARP_PATCH_ENV, type SharpPatch } from "./sharp-patch.js";
+import { BENCH_API_KEY, listenApi, startBenchStack } from "./stack.js";
 
 export const BUCKET = "bench";
 export const SOURCE_KEY = "in/photo.jpg";
-const API_KEY = "bench-key-0123456789abcdef0123456789abcdef0123456789abcdef01234567";
-const ACCESS_KEY = "bench";
-const SECRET_KEY = "bench-secret";
 
 /** What the resize does, in both targets: an 800×600 cover crop, JPEG quality 85. */
 export const RESIZE = { width: 800, height: 600, format: "jpeg", quality: 85 } as const;
@@ -83,7 +75,7 @@ const PRELOAD = fileURLToPath(
 );
 
 let config: Config;
-let services: ReturnType<typeof openCoreServices>;
+let services: CoreServices;
 let logger: Logger;
 let apiUrl = "";
 let concurrency = 2;
@@ -93,37 +85,11 @@ const cleanups: Array<() => Promise<unknown>> = [];
 
 async function setup(source: string, localConcurrency: number): Promise<RoundResult> {
   concurrency = localConcurrency;
-  const redis = await spawnRedisServer({ args: ["--save", "", "--appendonly", "no"] });
-  cleanups.unshift(() => redis.stop());
-  const dataDir = await mkdtemp(join(tmpdir(), "media-service-bench-resize-"));
-  cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
-  const s3 = await startEmbeddedS3({
-    port: 0,
-    dataDir: join(dataDir, "s3"),
-    accessKeyId: ACCESS_KEY,
-    secretAccessKey: SECRET_KEY,
-  });
-  cleanups.unshift(() => s3.close());
-  config = loadConfig({
-    env: {},
-    overrides: {
-      server: { host: "127.0.0.1", port: 0, api_keys: [API_KEY] },
-      redis: { url: redis.url },
-      storage: {
-        endpoint: s3.url,
-        access_key_id: ACCESS_KEY,
-        secret_access_key: SECRET_KEY,
-        force_path_style: true,
-      },
-      data_dir: dataDir,
-      executor: { scratch_dir: join(dataDir, "scratch"), local_concurrency: localConcurrency },
-      log_level: "info",
-    },
-  });
-  logger = pino({ level: "info" }, pino.destination({ dest: "/dev/null", sync: false })) as unknown as Logger;
-  services = openCoreServices(config, logger, "bench");
-  cleanups.unshift(() => services.close());
-  await services.ready(10_000);
+  const stack = await startBenchStack("resize", (dataDir) => ({
+    executor: { scratch_dir: join(dataDir, "scratch"), local_concurrency: localConcurrency },
+  }));
+  cleanups.unshift(() => stack.stop());
+  ({ config, services, logger } = stack);
   await services.s3.send(new CreateBucketCommand({ Bucket: BUCKET }));
   await services.s3.send(
     new PutObjectCommand({
@@ -133,20 +99,9 @@ async function setup(source: string, localConcurrency: number): Promise<RoundRes
       ContentType: "image/jpeg",
     }),
   );
-  const api = await buildApi(
-    {
-      config,
-      store: services.store,
-      events: services.events,
-      health: services.health,
-      metrics: createMetricsRegistry(services.store),
-    },
-    logger,
-  );
-  await api.app.listen({ host: "127.0.0.1", port: 0 });
+  const { api, port } = await listenApi(stack);
   cleanups.unshift(() => api.close());
-  const address = api.app.server.address() as { port: number };
-  apiUrl = `http://127.0.0.1:${address.port}/api/v1/jobs/image/resize`;
+  apiUrl = `http://127.0.0.1:${port}/api/v1/jobs/image/resize`;
   return { jobs: 0, seconds: 0 };
 }
 
@@ -211,7 +166,7 @@ async function stackRound(request: Extract<ServerRequest, { cmd: "stack" }>): Pr
     Array.from({ length: request.jobs }, async (_, i) => {
       const res = await fetch(apiUrl, {
         method: "POST",
-        headers: { "content-type": "application/json", "x-api-key": API_KEY },
+        headers: { "content-type": "application/json", "x-api-key": BENCH_API_KEY },
         body: body(i),
       });
       if (res.status !== 202) throw new Error(`submit answered ${res.status}: ${await res.text()}`);

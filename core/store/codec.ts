@@ -59,6 +59,7 @@ export const SUMMARY_FIELDS = ["id", "type", "status", "created_at"];
 
 export function decodeBatch(hash: Hash): Batch | undefined {
   if (!hash.id) return undefined;
+  const delivery = decodeWebhookDelivery(hash);
   const int = (name: string) => Number(hash[name] ?? 0);
   return {
     id: hash.id,
@@ -74,7 +75,7 @@ export function decodeBatch(hash: Hash): Batch | undefined {
     created_at: hash.created_at!,
     updated_at: hash.updated_at!,
     ...(hash.completed_at ? { completed_at: hash.completed_at } : {}),
-    ...(hash.webhook_id ? { webhook_delivery: decodeWebhookDelivery(hash)! } : {}),
+    ...(delivery ? { webhook_delivery: delivery } : {}),
   };
 }
 

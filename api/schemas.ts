@@ -188,7 +188,12 @@ export const BatchListQuery = optionalDefaults(
 export const BatchListResponse = Type.Object({ batches: Type.Array(Type.Ref(Batch)), total: Type.Integer() });
 
 const Dependency = Type.Object({
-  status: Type.String(),
+  status: Type.Union(
+    ["healthy", "unhealthy", "not_configured"].map((s) => Type.Literal(s)),
+    {
+      description: "not_configured: an optional dependency (the AI provider) that is not set up",
+    },
+  ),
   latency_ms: Type.Number(),
   last_check: Type.String({ format: "date-time" }),
   error: Type.Optional(Type.String()),

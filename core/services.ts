@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
 import type { S3Client } from "@aws-sdk/client-s3";
+import { aiDependency } from "./ai/health.js";
 import type { Config } from "./config/load.js";
 import { DependencyChecker } from "./health/dependencies.js";
 import type { Logger } from "./logger.js";
@@ -69,6 +70,7 @@ export function openCoreServices(config: Config, logger: Logger, name: string): 
     [
       { name: "queue_store", critical: true, probe: async () => void (await redis.ping()) },
       { name: "object_store", critical: true, probe: (signal) => probeStorage(s3, config.storage, signal) },
+      aiDependency(config.ai, config.limits.healthCheckTimeoutMs),
     ],
     config.limits.healthCheckTimeoutMs,
   );

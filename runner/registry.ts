@@ -1,5 +1,4 @@
 import type { JobType } from "../core/jobs/types.js";
-import { PermanentError } from "./errors.js";
 import type { Processor } from "./processor.js";
 
 // Processors are loaded on first use, so a runner for an image job never loads ffmpeg's wrapper
@@ -11,14 +10,8 @@ const LOADERS: Record<JobType, () => Promise<Processor>> = {
   image_colors: async () => (await import("./processors/image-colors.js")).imageColors,
   video_thumbnail: async () => (await import("./processors/video-thumbnail.js")).videoThumbnail,
   audio_convert: async () => (await import("./processors/audio-convert.js")).audioConvert,
-  image_ai_keywords: async () => aiNotConfigured,
-  analyze: async () => aiNotConfigured,
-};
-
-const aiNotConfigured: Processor = async ({ job }) => {
-  throw new PermanentError(
-    `${job.type} needs an AI provider, and none is configured: set AI_BASE_URL, AI_API_KEY and AI_MODEL`,
-  );
+  image_ai_keywords: async () => (await import("./processors/image-ai-keywords.js")).imageAiKeywords,
+  analyze: async () => (await import("./processors/analyze.js")).analyze,
 };
 
 export function loadProcessor(type: JobType): Promise<Processor> {

@@ -2,7 +2,8 @@
 // A pure function of the job record and the settings; only types come from @kubernetes/client-node,
 // so building a manifest loads nothing of the client.
 import type { V1EnvVar, V1Job, V1ResourceRequirements } from "@kubernetes/client-node";
-import type { Config } from "../../core/config/load.js";
+import { AI_JOB_TYPES, chooseProvider } from "../../core/ai/providers.js";
+import type { AiProvider, Config } from "../../core/config/load.js";
 import type { Job } from "../../core/jobs/records.js";
 import { RUNNER_ENV } from "../../core/config/runner-env.js";
 import { jobName, labelValue } from "./names.js";
@@ -40,8 +41,8 @@ export interface RunnerEnvSettings {
   s3Region: string;
   s3ForcePathStyle: boolean;
   s3PublicBaseUrl?: string;
-  aiBaseUrl?: string;
-  aiModel?: string;
+  /** The AI providers without their keys; a pod of an AI job gets its own provider's settings. */
+  ai: Omit<Config["ai"], "providers"> & { providers: Record<string, Omit<AiProvider, "apiKey">> };
   logLevel: string;
   maxSourceBytes: number;
   maxInputPixels: number;
@@ -72,8 +73,15 @@ export function kubernetesSettings(config: Config): KubernetesSettings {
       s3Region: config.storage.region,
       s3ForcePathStyle: config.storage.forcePathStyle,
       s3PublicBaseUrl: config.storage.publicBaseUrl,
-      aiBaseUrl: config.ai.baseUrl,
-      aiModel: config.ai.model,
+      ai: {
+        ...config.ai,
+        providers: Object.fromEntries(
+          Object.entries(config.ai.providers).map(([name, { apiKey: _key, ...provider }]) => [
+            name,
+            provider,
+          ]),
+        ),
+      },
       logLevel: config.logLevel,
       maxSourceBytes: config.limits.maxSourceBytes,
       maxInputPixels: config.limits.maxInputPixels,
@@ -111,7 +119,7 @@ export function containerResources(job: Job, settings: KubernetesSettings): V1Re
   return { requests, limits };
 }
 
-function runnerEnv(settings: KubernetesSettings, timeoutSeconds: number): V1EnvVar[] {
+function runnerEnv(job: Job, settings: KubernetesSettings, timeoutSeconds: number): V1EnvVar[] {
   const r = settings.runner;
   const env: V1EnvVar[] = [];
   const inline = (name: string, value: string | undefined) => {
@@ -131,9 +139,26 @@ function runnerEnv(settings: KubernetesSettings, timeoutSeconds: number): V1EnvV
     secret(RUNNER_ENV.s3AccessKeyId, { name, key: accessKeyKey });
     secret(RUNNER_ENV.s3SecretAccessKey, { name, key: secretKeyKey });
   }
-  inline(RUNNER_ENV.aiBaseUrl, r.aiBaseUrl);
-  inline(RUNNER_ENV.aiModel, r.aiModel);
-  secret(RUNNER_ENV.aiApiKey, settings.aiSecret);
+  if (AI_JOB_TYPES.has(job.type)) {
+    // Only the job's own provider, and only for AI jobs: no other pod sees an AI key. Without a
+    // provider the pod gets none, and the runner fails the job saying so.
+    const choice = chooseProvider(r.ai, (job.parameters as { provider?: string }).provider);
+    if (choice.ok) {
+      const p = choice.provider;
+      inline(RUNNER_ENV.aiProvider, p.name);
+      inline(RUNNER_ENV.aiBaseUrl, p.baseUrl);
+      inline(RUNNER_ENV.aiModel, p.model);
+      inline(RUNNER_ENV.aiTranscriptionModel, p.transcriptionModel);
+      inline(RUNNER_ENV.aiStructuredOutput, p.structuredOutput);
+      secret(RUNNER_ENV.aiApiKey, p.apiKeySecret);
+      inline(RUNNER_ENV.aiTimeout, `${r.ai.timeoutMs}ms`);
+      inline(RUNNER_ENV.aiMaxAttempts, String(r.ai.maxAttempts));
+      inline(RUNNER_ENV.aiRetryInitialDelay, `${r.ai.retryInitialDelayMs}ms`);
+      inline(RUNNER_ENV.aiRetryMaxDelay, `${r.ai.retryMaxDelayMs}ms`);
+      inline(RUNNER_ENV.aiMaxImageSide, String(r.ai.maxImageSide));
+      inline(RUNNER_ENV.aiTranscriptionSegment, `${r.ai.transcriptionSegmentMs}ms`);
+    }
+  }
   inline(RUNNER_ENV.logLevel, r.logLevel);
   inline(RUNNER_ENV.maxSourceBytes, String(r.maxSourceBytes));
   inline(RUNNER_ENV.maxInputPixels, String(r.maxInputPixels));
@@ -219,7 +244,7 @@ export function buildJobManifest(job: Job, settings: KubernetesSettings, timeout
               image: settings.image,
               imagePullPolicy: settings.imagePullPolicy,
               command: ["media-service", "runner", "--job", job.id],
-              env: runnerEnv(settings, timeoutSeconds),
+              env: runnerEnv(job, settings, timeoutSeconds),
               resources: containerResources(job, settings),
               volumeMounts: [{ name: "scratch", mountPath: SCRATCH_MOUNT }],
               terminationMessagePath: TERMINATION_MESSAGE_PATH,

@@ -2,6 +2,7 @@ import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import http from "node:http";
 import https from "node:https";
 import { isIP, type LookupFunction, type Socket } from "node:net";
+import { parseRetryAfter } from "../../core/retry.js";
 import {
   checkAddress,
   compileAddressPolicy,
@@ -195,20 +196,6 @@ function classify(statusCode: number, headers: http.IncomingHttpHeaders, origin:
       : { kind: "retryable", statusCode, retryAfterMs, message };
   }
   return { kind: "rejected", statusCode, message: `${origin} answered ${status}` };
-}
-
-/** `Retry-After` as delta-seconds or an HTTP-date, in ms from now (≥ 0); undefined if absent or garbage. */
-export function parseRetryAfter(value: string | undefined, now = Date.now()): number | undefined {
-  if (value === undefined) return undefined;
-  const text = value.trim();
-  if (/^\d+$/.test(text)) {
-    const seconds = Number(text);
-    return Number.isSafeInteger(seconds * 1000) ? seconds * 1000 : undefined;
-  }
-  // IMF-fixdate and the obsolete RFC 850 form both end in GMT; Date.parse alone accepts too much ("1").
-  if (!/ GMT$/.test(text)) return undefined;
-  const date = Date.parse(text);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
 function describe(err: unknown): string {

@@ -5,7 +5,7 @@ import type { Config } from "../../core/config/load.js";
 import type { Logger } from "../../core/logger.js";
 import type { JobStore, WebhookResult } from "../../core/store/store.js";
 import { decodeSigningSecret, signWebhook } from "../../core/webhooks/signing.js";
-import { nextAttemptDelay } from "./backoff.js";
+import { nextAttemptDelay } from "../../core/retry.js";
 import type { WebhookClient, WebhookResponse } from "./http-client.js";
 import { batchPayload, chatPayload, jobPayload } from "./payloads.js";
 

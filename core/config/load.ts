@@ -9,7 +9,7 @@ import { parseQuantity } from "../quantity.js";
 import { parseAllowedHosts } from "../webhooks/address-policy.js";
 import { decodeSigningSecret } from "../webhooks/signing.js";
 import { RUNNER_ENV } from "./runner-env.js";
-import { ConfigFile } from "./schema.js";
+import { AI_PROVIDER_NAME, ConfigFile } from "./schema.js";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -40,6 +40,15 @@ const ENV_OVERRIDES: Array<[string, string[], "string" | "integer" | "list"]> = 
   [RUNNER_ENV.aiBaseUrl, ["ai", "base_url"], "string"],
   [RUNNER_ENV.aiApiKey, ["ai", "api_key"], "string"],
   [RUNNER_ENV.aiModel, ["ai", "model"], "string"],
+  [RUNNER_ENV.aiProvider, ["ai", "name"], "string"],
+  [RUNNER_ENV.aiTranscriptionModel, ["ai", "transcription_model"], "string"],
+  [RUNNER_ENV.aiStructuredOutput, ["ai", "structured_output"], "string"],
+  [RUNNER_ENV.aiTimeout, ["ai", "timeout"], "string"],
+  [RUNNER_ENV.aiMaxAttempts, ["ai", "max_attempts"], "integer"],
+  [RUNNER_ENV.aiRetryInitialDelay, ["ai", "retry_initial_delay"], "string"],
+  [RUNNER_ENV.aiRetryMaxDelay, ["ai", "retry_max_delay"], "string"],
+  [RUNNER_ENV.aiMaxImageSide, ["ai", "max_image_side"], "integer"],
+  [RUNNER_ENV.aiTranscriptionSegment, ["ai", "transcription_segment"], "string"],
   ["WEBHOOK_SIGNING_SECRET", ["webhooks", "signing_secret"], "string"],
   [RUNNER_ENV.maxSourceBytes, ["limits", "max_source_bytes"], "integer"],
   [RUNNER_ENV.maxInputPixels, ["limits", "max_input_pixels"], "integer"],
@@ -47,6 +56,21 @@ const ENV_OVERRIDES: Array<[string, string[], "string" | "integer" | "list"]> = 
 ];
 
 const NUMBER = /^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
+
+/** One OpenAI-compatible provider. */
+export interface AiProvider {
+  name: string;
+  /** Without a trailing slash, e.g. https://api.openai.com/v1. */
+  baseUrl: string;
+  apiKey?: string;
+  model: string;
+  transcriptionModel: string;
+  structuredOutput: "prompt" | "json_object" | "json_schema";
+  /** Kubernetes executor: where runner pods read the key from. */
+  apiKeySecret?: { name: string; key: string };
+  /** Where the key is set, for messages such as "check AI_API_KEY". */
+  apiKeySetting: string;
+}
 
 export interface Config {
   server: {
@@ -111,7 +135,6 @@ export interface Config {
     };
     redisSecret?: { name: string; key: string };
     s3Secret?: { name: string; accessKeyKey: string; secretKeyKey: string };
-    aiSecret?: { name: string; key: string };
   };
   webhooks: {
     signingSecret?: string;
@@ -126,7 +149,18 @@ export interface Config {
     perHostConcurrency: number;
     reclaimAfterMs: number;
   };
-  ai: { baseUrl?: string; apiKey?: string; model?: string };
+  ai: {
+    /** Every configured provider by name, the env-defined one included. */
+    providers: Record<string, AiProvider>;
+    /** The provider of jobs that name none; unset when no provider is configured. */
+    defaultProvider?: string;
+    timeoutMs: number;
+    maxAttempts: number;
+    retryInitialDelayMs: number;
+    retryMaxDelayMs: number;
+    maxImageSide: number;
+    transcriptionSegmentMs: number;
+  };
   limits: {
     maxBodyBytes: number;
     retentionMs: number;
@@ -404,7 +438,6 @@ function resolve(c: ConfigFile): Config {
         accessKeyKey: c.kubernetes.s3_secret.access_key_key,
         secretKeyKey: c.kubernetes.s3_secret.secret_key_key,
       },
-      aiSecret: c.kubernetes.ai_secret,
     },
     webhooks: {
       signingSecret: c.webhooks.signing_secret || undefined,
@@ -418,11 +451,7 @@ function resolve(c: ConfigFile): Config {
       perHostConcurrency: c.webhooks.per_host_concurrency,
       reclaimAfterMs: duration("webhooks.reclaim_after", c.webhooks.reclaim_after),
     },
-    ai: {
-      baseUrl: c.ai.base_url || undefined,
-      apiKey: c.ai.api_key || undefined,
-      model: c.ai.model || undefined,
-    },
+    ai: resolveAi(c, duration),
     limits: {
       maxBodyBytes: c.limits.max_body_bytes,
       retentionMs: duration("limits.retention", c.limits.retention),
@@ -453,6 +482,128 @@ function resolve(c: ConfigFile): Config {
     );
   }
   return config;
+}
+
+/** Default transcription model: OpenAI's; local servers name their own. */
+const DEFAULT_TRANSCRIPTION_MODEL = "whisper-1";
+
+function resolveAi(c: ConfigFile, duration: (field: string, value: string | number) => number): Config["ai"] {
+  const ai = c.ai;
+  const providers: Record<string, AiProvider> = {};
+  const provider = (
+    name: string,
+    p: {
+      base_url?: string;
+      api_key?: string;
+      model?: string;
+      transcription_model?: string;
+      structured_output?: AiProvider["structuredOutput"];
+    },
+    settings: { prefix: string; baseUrl: string; model: string; apiKey: string },
+    apiKeySecret: { name: string; key: string } | undefined,
+  ): AiProvider => {
+    if (!p.base_url) {
+      throw new ConfigError(
+        `invalid configuration: ${settings.baseUrl} is not set, but ${settings.prefix} is configured otherwise: set it to the provider's OpenAI-compatible API, e.g. https://api.openai.com/v1 or http://localhost:11434/v1`,
+      );
+    }
+    let url: URL;
+    try {
+      url = new URL(p.base_url);
+    } catch {
+      throw new ConfigError(
+        `invalid configuration: ${settings.baseUrl}: not a URL (got ${JSON.stringify(p.base_url)})`,
+      );
+    }
+    if (url.protocol !== "http:" && url.protocol !== "https:") {
+      throw new ConfigError(`invalid configuration: ${settings.baseUrl}: must be an http or https URL`);
+    }
+    if (!p.model) {
+      throw new ConfigError(
+        `invalid configuration: ${settings.model} is not set: name the provider's chat model that accepts images (e.g. gpt-4o-mini, llava)`,
+      );
+    }
+    return {
+      name,
+      baseUrl: url.href.replace(/\/+$/, ""),
+      ...(p.api_key ? { apiKey: p.api_key } : {}),
+      model: p.model,
+      transcriptionModel: p.transcription_model ?? DEFAULT_TRANSCRIPTION_MODEL,
+      structuredOutput: p.structured_output ?? "prompt",
+      ...(apiKeySecret ? { apiKeySecret } : {}),
+      apiKeySetting: settings.apiKey,
+    };
+  };
+  const envDefined = Boolean(ai.base_url || ai.model || ai.api_key || ai.transcription_model);
+  if (envDefined) {
+    providers[ai.name] = provider(
+      ai.name,
+      ai,
+      {
+        prefix: "the AI provider",
+        baseUrl: "AI_BASE_URL (ai.base_url)",
+        model: "AI_MODEL (ai.model)",
+        apiKey: "AI_API_KEY",
+      },
+      c.kubernetes.ai_secret,
+    );
+  }
+  for (const [name, p] of Object.entries(ai.providers)) {
+    if (!new RegExp(AI_PROVIDER_NAME).test(name)) {
+      throw new ConfigError(
+        `invalid configuration: ai.providers.${name}: a provider's name is lower-case letters, digits, - and _ (at most 63)`,
+      );
+    }
+    if (providers[name]) {
+      throw new ConfigError(
+        `invalid configuration: ai.providers.${name}: the name is taken by the provider AI_BASE_URL defines (ai.name, AI_PROVIDER)`,
+      );
+    }
+    const prefix = `ai.providers.${name}`;
+    providers[name] = provider(
+      name,
+      p,
+      { prefix, baseUrl: `${prefix}.base_url`, model: `${prefix}.model`, apiKey: `${prefix}.api_key` },
+      p.api_key_secret && { name: p.api_key_secret.name, key: p.api_key_secret.key ?? "api-key" },
+    );
+  }
+  const names = Object.keys(providers);
+  let defaultProvider = ai.default_provider;
+  if (defaultProvider !== undefined && !providers[defaultProvider]) {
+    throw new ConfigError(
+      `invalid configuration: ai.default_provider: no provider named "${defaultProvider}" (configured: ${names.join(", ") || "none"})`,
+    );
+  }
+  if (defaultProvider === undefined) {
+    if (envDefined) defaultProvider = ai.name;
+    else if (names.length === 1) defaultProvider = names[0];
+    else if (names.length > 1) {
+      throw new ConfigError(
+        `invalid configuration: ai.default_provider must name the provider of jobs that name none (configured: ${names.join(", ")})`,
+      );
+    }
+  }
+  const result: Config["ai"] = {
+    providers,
+    ...(defaultProvider !== undefined ? { defaultProvider } : {}),
+    timeoutMs: duration("ai.timeout", ai.timeout),
+    maxAttempts: ai.max_attempts,
+    retryInitialDelayMs: duration("ai.retry_initial_delay", ai.retry_initial_delay),
+    retryMaxDelayMs: duration("ai.retry_max_delay", ai.retry_max_delay),
+    maxImageSide: ai.max_image_side,
+    transcriptionSegmentMs: duration("ai.transcription_segment", ai.transcription_segment),
+  };
+  if (result.timeoutMs <= 0)
+    throw new ConfigError("invalid configuration: ai.timeout must be more than zero");
+  if (result.retryMaxDelayMs < result.retryInitialDelayMs) {
+    throw new ConfigError(
+      "invalid configuration: ai.retry_max_delay must be at least ai.retry_initial_delay",
+    );
+  }
+  if (result.transcriptionSegmentMs < 10_000) {
+    throw new ConfigError("invalid configuration: ai.transcription_segment must be at least 10s");
+  }
+  return result;
 }
 
 function checkWebhooks(w: Config["webhooks"]): void {

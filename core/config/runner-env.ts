@@ -14,6 +14,16 @@ export const RUNNER_ENV = {
   aiBaseUrl: "AI_BASE_URL",
   aiModel: "AI_MODEL",
   aiApiKey: "AI_API_KEY",
+  /** ai.name: the name of the provider AI_BASE_URL defines. */
+  aiProvider: "AI_PROVIDER",
+  aiTranscriptionModel: "AI_TRANSCRIPTION_MODEL",
+  aiStructuredOutput: "AI_STRUCTURED_OUTPUT",
+  aiTimeout: "AI_TIMEOUT",
+  aiMaxAttempts: "AI_MAX_ATTEMPTS",
+  aiRetryInitialDelay: "AI_RETRY_INITIAL_DELAY",
+  aiRetryMaxDelay: "AI_RETRY_MAX_DELAY",
+  aiMaxImageSide: "AI_MAX_IMAGE_SIDE",
+  aiTranscriptionSegment: "AI_TRANSCRIPTION_SEGMENT",
   logLevel: "LOG_LEVEL",
   scratchDir: "SCRATCH_DIR",
   /** limits.max_source_bytes */

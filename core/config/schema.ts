@@ -90,6 +90,14 @@ const DNS_LABEL = "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$";
 const DNS_SUBDOMAIN = "^[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?$";
 const LABEL_VALUE = "^(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?)?$";
 const SECRET_KEY = "^[-._a-zA-Z0-9]+$";
+const SECRET_REF = () =>
+  Type.Object(
+    {
+      name: Type.String({ pattern: DNS_SUBDOMAIN }),
+      key: Type.String({ pattern: SECRET_KEY, default: "api-key" }),
+    },
+    { additionalProperties: false },
+  );
 
 const Cpu = (def: string) => Type.String({ pattern: CPU_QUANTITY, default: def });
 const Memory = (def: string) => Type.String({ pattern: MEMORY_QUANTITY, default: def });
@@ -207,15 +215,8 @@ export const KubernetesConfig = Type.Object(
         { additionalProperties: false },
       ),
     ),
-    ai_secret: Type.Optional(
-      Type.Object(
-        {
-          name: Type.String({ pattern: DNS_SUBDOMAIN }),
-          key: Type.String({ pattern: SECRET_KEY, default: "api-key" }),
-        },
-        { additionalProperties: false },
-      ),
-    ),
+    // The key of the provider AI_BASE_URL defines (ai.providers.<name>.api_key_secret for the others).
+    ai_secret: Type.Optional(SECRET_REF()),
   },
   { additionalProperties: false, default: {} },
 );
@@ -245,13 +246,63 @@ export const WebhooksConfig = Type.Object(
   { additionalProperties: false, default: {} },
 );
 
+/** Names a provider in config, in `analyze`'s `provider` and in results. */
+export const AI_PROVIDER_NAME = "^[a-z0-9](?:[a-z0-9_-]{0,61}[a-z0-9])?$";
+
+const STRUCTURED_OUTPUT = ["prompt", "json_object", "json_schema"] as const;
+
+/** What one OpenAI-compatible provider needs; shared by `ai` itself (the env-defined one) and `ai.providers`. */
+const aiProviderFields = (required: boolean) => {
+  const text = (options: object = {}) =>
+    required ? Type.String({ minLength: 1, ...options }) : Type.Optional(Type.String(options));
+  return {
+    // e.g. https://api.openai.com/v1, http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM).
+    base_url: text(),
+    api_key: Type.Optional(Type.String()),
+    // A chat model that accepts images (image_ai_keywords, analyze).
+    model: text(),
+    // The model of /audio/transcriptions (analyze of audio).
+    transcription_model: Type.Optional(Type.String({ minLength: 1 })),
+    // How JSON answers are asked for: in the prompt only (works with every server), or also with
+    // response_format json_object / json_schema where the server supports it.
+    structured_output: Type.Optional(Type.Union(STRUCTURED_OUTPUT.map((m) => Type.Literal(m)))),
+    // Kubernetes executor: runner pods of this provider's jobs read the key from this Secret (key
+    // defaults to api-key; defaults inside ai.providers entries are applied when resolved).
+    api_key_secret: Type.Optional(
+      Type.Object(
+        {
+          name: Type.String({ pattern: DNS_SUBDOMAIN }),
+          key: Type.Optional(Type.String({ pattern: SECRET_KEY })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  };
+};
+
+export const AiProviderConfig = Type.Object(aiProviderFields(true), { additionalProperties: false });
+
 export const AiConfig = Type.Object(
   {
-    base_url: Type.Optional(Type.String()),
-    api_key: Type.Optional(Type.String()),
-    model: Type.Optional(Type.String()),
+    // The provider AI_BASE_URL, AI_API_KEY and AI_MODEL define, named `name` (AI_PROVIDER).
+    ...aiProviderFields(false),
+    name: Type.String({ pattern: AI_PROVIDER_NAME, default: "default" }),
+    // More providers by name; a job picks one with `provider` (analyze).
+    providers: Type.Record(Type.String({ pattern: AI_PROVIDER_NAME }), AiProviderConfig, { default: {} }),
+    // The provider of jobs that name none. Unset: the env-defined one, else the only one configured.
+    default_provider: Type.Optional(Type.String({ pattern: AI_PROVIDER_NAME })),
+    // One request's time limit (a slow model is given this long to answer).
+    timeout: Duration("2m"),
+    // Attempts of one request answered 429 or 5xx, or not answered (timeouts, refused connections).
+    max_attempts: Type.Integer({ minimum: 1, maximum: 10, default: 4 }),
+    retry_initial_delay: Duration("1s"),
+    retry_max_delay: Duration("30s"),
+    // Images (and video frames) are downscaled to this longest side before they are sent.
+    max_image_side: Type.Integer({ minimum: 64, maximum: 4096, default: 1024 }),
+    // Audio is transcribed in segments of this length (hosted APIs take about 25 MB per request).
+    transcription_segment: Duration("10m"),
   },
-  { additionalProperties: true, default: {} },
+  { additionalProperties: false, default: {} },
 );
 
 export const LimitsConfig = Type.Object(

@@ -12,6 +12,8 @@ export interface DependencyCheck {
   name: string;
   /** A critical dependency down makes the service unhealthy and not ready; others only degrade it. */
   critical: boolean;
+  /** False: an optional dependency that is not set up; reported as not_configured, never probed. */
+  configured?: boolean;
   probe(signal: AbortSignal): Promise<void>;
 }
 
@@ -56,6 +58,9 @@ export class DependencyChecker {
   }
 
   private async probe(check: DependencyCheck): Promise<DependencyStatus> {
+    if (check.configured === false) {
+      return { status: "not_configured", latency_ms: 0, last_check: new Date().toISOString() };
+    }
     const started = performance.now();
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), this.timeoutMs);

@@ -30,13 +30,16 @@ export interface SpecLimits {
   maxTimeoutSeconds: number;
   /** Largest per-job `resources` (kubernetes.max_resources), as Kubernetes quantities. */
   maxResources: { cpu: string; memory: string };
+  /** Names of the configured AI providers (analyze's `provider` must name one). */
+  aiProviders: string[];
 }
 
 /** The configured maximums a submission is checked against. */
-export function specLimits(config: Pick<Config, "limits" | "kubernetes">): SpecLimits {
+export function specLimits(config: Pick<Config, "limits" | "kubernetes" | "ai">): SpecLimits {
   return {
     maxTimeoutSeconds: config.limits.maxTimeoutSeconds,
     maxResources: config.kubernetes.maxResources,
+    aiProviders: Object.keys(config.ai.providers),
   };
 }
 
@@ -85,6 +88,14 @@ export function checkJobSpec(spec: JobSpec, limits: SpecLimits, where = ""): voi
     }
   }
   if (spec.webhook_url !== undefined) assertWebhookUrl(spec.webhook_url, at("webhook_url"));
+  const provider = spec.parameters.provider;
+  if (spec.type === "analyze" && typeof provider === "string" && !limits.aiProviders.includes(provider)) {
+    const configured =
+      limits.aiProviders.length > 0 ? `configured: ${limits.aiProviders.join(", ")}` : "none is configured";
+    throw new InvalidJobError(
+      `${where ? `${where}.parameters.provider` : "provider"}: no AI provider named "${provider}" (${configured})`,
+    );
+  }
   if (spec.timeout_seconds !== undefined && spec.timeout_seconds > limits.maxTimeoutSeconds) {
     throw new InvalidJobError(
       `${at("timeout_seconds")} must be at most ${limits.maxTimeoutSeconds} (limits.max_timeout_seconds)`,

@@ -40,6 +40,36 @@ const one = (objects: K8sObject[], kind: string, nameSuffix = ""): K8sObject => 
   return found[0]!;
 };
 const podSpec = (o: K8sObject) => (o.spec as { template: { spec: PodSpec } }).template.spec;
+type SecretKeyRef = { secretKeyRef?: { name: string; key: string } };
+const secretData = (objects: K8sObject[], name: string): Record<string, string> | undefined => {
+  const secret = objects.find((o) => o.kind === "Secret" && o.metadata.name === name);
+  if (!secret) return undefined;
+  const data = (secret.data ?? {}) as Record<string, string>;
+  return Object.fromEntries(
+    Object.entries(data).map(([key, value]) => [key, Buffer.from(value, "base64").toString()]),
+  );
+};
+/**
+ * The environment of a Deployment's container as the kubelet would set it: its values, and its
+ * Secret references read from the rendered Secrets (one the chart does not render, an
+ * existingSecret, gets a placeholder naming it).
+ */
+const deploymentEnv = (objects: K8sObject[], nameSuffix: string): Record<string, string> => {
+  const env: Record<string, string> = {};
+  for (const e of podSpec(one(objects, "Deployment", nameSuffix)).containers[0]!.env ?? []) {
+    const ref = (e.valueFrom as SecretKeyRef | undefined)?.secretKeyRef;
+    if (e.value !== undefined) {
+      env[e.name] = e.value;
+    } else if (ref) {
+      const data = secretData(objects, ref.name);
+      if (data) assert.ok(data[ref.key] !== undefined, `${e.name}: the Secret ${ref.name} has ${ref.key}`);
+      env[e.name] = data ? data[ref.key]! : `external:${ref.name}/${ref.key}`;
+    }
+  }
+  return env;
+};
+const configYaml = (objects: K8sObject[]) =>
+  (one(objects, "ConfigMap").data as Record<string, string>)["config.yaml"]!;
 
 let tmp: string;
 before(async () => {
@@ -90,6 +120,34 @@ describe("values schema", () => {
       "a bad memory quantity",
       ["--set", "runner.scratchSize=lots"],
       /at '\/runner\/scratchSize': 'lots' does not match/,
+    ],
+    [
+      "an AI provider name with capitals",
+      ["--set-json", 'ai.providers={"Local":{"baseUrl":"http://ollama:11434/v1","model":"llava"}}'],
+      /at '\/ai\/providers': additional properties 'Local' not allowed/,
+    ],
+    [
+      "an AI provider name with a dot",
+      ["--set-json", 'ai.providers={"gpu.1":{"baseUrl":"http://vllm:8000/v1","model":"qwen"}}'],
+      /at '\/ai\/providers': additional properties 'gpu\.1' not allowed/,
+    ],
+    [
+      "an AI provider without a model",
+      ["--set-json", 'ai.providers={"local":{"baseUrl":"http://ollama:11434/v1"}}'],
+      /at '\/ai\/providers\/local': missing property 'model'/,
+    ],
+    [
+      "a structuredOutput outside the list",
+      ["--set", "ai.structuredOutput=xml"],
+      /at '\/ai\/structuredOutput': value must be one of '', 'prompt', 'json_object', 'json_schema'/,
+    ],
+    [
+      "an AI provider's structuredOutput outside the list",
+      [
+        "--set-json",
+        'ai.providers={"local":{"baseUrl":"http://ollama:11434/v1","model":"llava","structuredOutput":"json"}}',
+      ],
+      /at '\/ai\/providers\/local\/structuredOutput': value must be one of/,
     ],
   ];
   for (const [name, args, message] of cases) {
@@ -184,18 +242,20 @@ for (const [name, args] of [
     });
 
     test("config.yaml loads with the service's own loader: kubernetes executor, private webhook targets refused", async () => {
-      const cm = one(objects, "ConfigMap");
       const file = join(tmp, `${name.replace(/\W+/g, "-")}.yaml`);
-      await writeFile(file, (cm.data as Record<string, string>)["config.yaml"]!);
-      const config = loadConfig({ file, env: { REDIS_URL: "redis://x:6379" } });
-      assert.equal(config.executor.kind, "kubernetes");
-      assert.equal(config.kubernetes.namespace, "media-ns");
-      assert.equal(config.kubernetes.instance, "media");
-      assert.match(config.kubernetes.image, /^ghcr\.io\/media-service\/media-service:/);
-      assert.equal(config.kubernetes.serviceAccount, "media-media-service-runner");
-      assert.equal(config.webhooks.allowPrivate, false, "the chart refuses private webhook targets");
-      assert.equal(config.kubernetes.leaderElection.enabled, true);
-      assert.ok(config.kubernetes.redisSecret?.name);
+      await writeFile(file, configYaml(objects));
+      // With the environment each Deployment gives its container (${VAR} in the file included).
+      for (const suffix of ["-api", "-controller"]) {
+        const config = loadConfig({ file, env: deploymentEnv(objects, suffix) });
+        assert.equal(config.executor.kind, "kubernetes");
+        assert.equal(config.kubernetes.namespace, "media-ns");
+        assert.equal(config.kubernetes.instance, "media");
+        assert.match(config.kubernetes.image, /^ghcr\.io\/media-service\/media-service:/);
+        assert.equal(config.kubernetes.serviceAccount, "media-media-service-runner");
+        assert.equal(config.webhooks.allowPrivate, false, "the chart refuses private webhook targets");
+        assert.equal(config.kubernetes.leaderElection.enabled, true);
+        assert.ok(config.kubernetes.redisSecret?.name);
+      }
     });
   });
 }
@@ -273,5 +333,252 @@ describe("every option on", () => {
       Buffer.from((apiKeys.data as Record<string, string>)["api-keys"]!, "base64").toString(),
       "test-key-0123456789abcdef,test-key-fedcba9876543210",
     );
+    assert.deepEqual(secretData(objects, "media-media-service-ai"), {
+      "api-key": "example-ai-key",
+      "openai-api-key": "example-openai-key",
+    });
   });
+
+  test("AI: the provider ai.baseUrl defines and the named ones, with their settings and keys", async () => {
+    const file = join(tmp, "all-on-ai.yaml");
+    await writeFile(file, configYaml(objects));
+    const { ai, kubernetes } = loadConfig({ file, env: deploymentEnv(objects, "-api") });
+    const settings = Object.fromEntries(
+      Object.values(ai.providers).map((p) => [
+        p.name,
+        [p.baseUrl, p.model, p.transcriptionModel, p.structuredOutput, p.apiKey, p.apiKeySecret],
+      ]),
+    );
+    assert.deepEqual(settings, {
+      default: [
+        "http://ollama.ai:11434/v1",
+        "llava",
+        "whisper-large-v3",
+        "json_object",
+        "example-ai-key",
+        { name: "media-media-service-ai", key: "api-key" },
+      ],
+      openai: [
+        "https://api.openai.com/v1",
+        "gpt-4o-mini",
+        "whisper-1",
+        "json_schema",
+        "example-openai-key",
+        { name: "media-media-service-ai", key: "openai-api-key" },
+      ],
+      "vllm-gpu": [
+        "http://vllm.inference:8000/v1",
+        "qwen2-vl-7b",
+        "whisper-1",
+        "prompt",
+        "external:vllm-token/token",
+        { name: "vllm-token", key: "token" },
+      ],
+      edge_ollama: ["http://ollama.edge:11434/v1", "llava", "whisper-1", "prompt", undefined, undefined],
+    });
+    assert.equal(ai.defaultProvider, "openai");
+    assert.deepEqual(
+      [ai.timeoutMs, ai.maxAttempts, ai.maxImageSide, ai.transcriptionSegmentMs],
+      [180_000, 3, 768, 300_000],
+    );
+    assert.equal(kubernetes.redisSecret?.name, "media-media-service-redis-url");
+  });
+});
+
+describe("AI providers", () => {
+  const render = async (ai: Record<string, unknown>, ...args: string[]) =>
+    renderChart(["--set-json", `ai=${JSON.stringify(ai)}`, ...args]);
+  const named = {
+    providers: {
+      local: { baseUrl: "http://ollama.ai:11434/v1/", model: "llava", structuredOutput: "json_object" },
+      "open-ai": {
+        baseUrl: "https://api.openai.com/v1",
+        model: "gpt-4o-mini",
+        transcriptionModel: "gpt-4o-transcribe",
+        apiKey: "sk-open-ai-0123456789",
+      },
+      gpu_2: {
+        baseUrl: "http://vllm.inference:8000/v1",
+        model: "qwen2-vl-7b",
+        apiKey: "vllm-key-0123456789",
+      },
+      hosted: {
+        baseUrl: "https://llm.example.com/v1",
+        model: "llava-next",
+        existingSecret: "hosted-llm",
+      },
+    },
+    defaultProvider: "local",
+    timeout: "90s",
+    maxAttempts: 2,
+    maxImageSide: 512,
+    transcriptionSegment: "5m",
+  };
+  const keys = ["sk-open-ai-0123456789", "vllm-key-0123456789"];
+  let objects: K8sObject[];
+  before(async () => {
+    objects = await render(
+      named,
+      "--set",
+      "networkPolicy.enabled=true",
+      "--set",
+      "networkPolicy.aiPorts={443,11434}",
+    );
+  });
+
+  test("no key appears in the ConfigMap: config.yaml names AI_PROVIDER_<NAME>_API_KEY", () => {
+    const cm = JSON.stringify(one(objects, "ConfigMap"));
+    for (const key of keys) assert.ok(!cm.includes(key), "the key is not in the ConfigMap");
+    const text = configYaml(objects);
+    assert.match(text, /api_key: \$\{AI_PROVIDER_OPEN_AI_API_KEY\}/);
+    assert.match(text, /api_key: \$\{AI_PROVIDER_GPU_2_API_KEY\}/);
+    assert.match(text, /api_key: \$\{AI_PROVIDER_HOSTED_API_KEY\}/);
+  });
+
+  test("the chart's Secret holds the keys given as values, under <name>-api-key", () => {
+    assert.deepEqual(secretData(objects, "media-media-service-ai"), {
+      "open-ai-api-key": "sk-open-ai-0123456789",
+      "gpu_2-api-key": "vllm-key-0123456789",
+    });
+    assert.equal(secretData(objects, "hosted-llm"), undefined, "an existingSecret is not created");
+  });
+
+  test("the API and the controller get each provider's key from its Secret", () => {
+    for (const suffix of ["-api", "-controller"]) {
+      const env = podSpec(one(objects, "Deployment", suffix)).containers[0]!.env ?? [];
+      const ai = env.filter((e) => e.name.startsWith("AI_"));
+      assert.deepEqual(
+        ai.map((e) => [e.name, e.value, (e.valueFrom as SecretKeyRef).secretKeyRef]),
+        [
+          ["AI_PROVIDER_GPU_2_API_KEY", undefined, { name: "media-media-service-ai", key: "gpu_2-api-key" }],
+          ["AI_PROVIDER_HOSTED_API_KEY", undefined, { name: "hosted-llm", key: "api-key" }],
+          [
+            "AI_PROVIDER_OPEN_AI_API_KEY",
+            undefined,
+            { name: "media-media-service-ai", key: "open-ai-api-key" },
+          ],
+        ],
+        suffix,
+      );
+    }
+  });
+
+  test("config.yaml loads with the Deployment's environment: each provider with its key and Secret", async () => {
+    const file = join(tmp, "ai-providers.yaml");
+    await writeFile(file, configYaml(objects));
+    for (const suffix of ["-api", "-controller"]) {
+      const { ai } = loadConfig({ file, env: deploymentEnv(objects, suffix) });
+      assert.deepEqual(Object.keys(ai.providers).sort(), ["gpu_2", "hosted", "local", "open-ai"]);
+      const { local, "open-ai": openAi, gpu_2: gpu, hosted } = ai.providers;
+      assert.deepEqual(
+        [local?.baseUrl, local?.model, local?.structuredOutput, local?.transcriptionModel],
+        ["http://ollama.ai:11434/v1", "llava", "json_object", "whisper-1"],
+      );
+      assert.ok(!("apiKey" in local!) && !("apiKeySecret" in local!), "local sends no key");
+      assert.deepEqual(
+        [openAi?.baseUrl, openAi?.model, openAi?.transcriptionModel, openAi?.apiKey, openAi?.apiKeySecret],
+        [
+          "https://api.openai.com/v1",
+          "gpt-4o-mini",
+          "gpt-4o-transcribe",
+          "sk-open-ai-0123456789",
+          { name: "media-media-service-ai", key: "open-ai-api-key" },
+        ],
+      );
+      assert.deepEqual(
+        [gpu?.baseUrl, gpu?.model, gpu?.apiKey, gpu?.apiKeySecret],
+        [
+          "http://vllm.inference:8000/v1",
+          "qwen2-vl-7b",
+          "vllm-key-0123456789",
+          { name: "media-media-service-ai", key: "gpu_2-api-key" },
+        ],
+      );
+      assert.deepEqual(
+        [hosted?.apiKey, hosted?.apiKeySecret],
+        ["external:hosted-llm/api-key", { name: "hosted-llm", key: "api-key" }],
+      );
+      assert.equal(ai.defaultProvider, "local");
+      assert.deepEqual(
+        [ai.timeoutMs, ai.maxAttempts, ai.maxImageSide, ai.transcriptionSegmentMs],
+        [90_000, 2, 512, 300_000],
+      );
+    }
+    // The keys really come from the environment: without it the file does not load.
+    const { AI_PROVIDER_OPEN_AI_API_KEY: _key, ...env } = deploymentEnv(objects, "-api");
+    assert.throws(() => loadConfig({ file, env }), /AI_PROVIDER_OPEN_AI_API_KEY is not set/);
+  });
+
+  test("runner pods may reach the AI peers when only named providers are configured", () => {
+    const spec = one(objects, "NetworkPolicy", "-runner").spec as {
+      egress: Array<{ ports: Array<{ port: number }> }>;
+    };
+    assert.deepEqual(
+      spec.egress.at(-1)?.ports.map((p) => p.port),
+      [443, 11434],
+    );
+  });
+
+  test("unset AI values stay out of config.yaml, so the service's defaults apply", async () => {
+    const defaults = await renderChart([]);
+    assert.match(configYaml(defaults), /^ai: \{\}$/m);
+    const file = join(tmp, "ai-defaults.yaml");
+    await writeFile(file, configYaml(defaults));
+    const { ai } = loadConfig({ file, env: deploymentEnv(defaults, "-api") });
+    assert.deepEqual(ai.providers, {});
+    assert.equal(ai.defaultProvider, undefined);
+    assert.deepEqual(
+      [ai.timeoutMs, ai.maxAttempts, ai.maxImageSide, ai.transcriptionSegmentMs],
+      [120_000, 4, 1024, 600_000],
+    );
+    for (const suffix of ["-api", "-controller"]) {
+      const env = podSpec(one(defaults, "Deployment", suffix)).containers[0]!.env ?? [];
+      assert.deepEqual(
+        env.filter((e) => e.name.startsWith("AI_")),
+        [],
+        suffix,
+      );
+    }
+    assert.equal(secretData(defaults, "media-media-service-ai"), undefined);
+  });
+
+  const refusals: Array<[string, Record<string, unknown>, RegExp]> = [
+    [
+      "several providers and no defaultProvider",
+      { providers: { ...named.providers } },
+      /ai\.defaultProvider is required with several AI providers.*\(configured: gpu_2, hosted, local, open-ai\)/,
+    ],
+    [
+      "a defaultProvider that names none",
+      { ...named, defaultProvider: "openai" },
+      /ai\.defaultProvider: no provider named "openai" \(configured: gpu_2, hosted, local, open-ai\)/,
+    ],
+    [
+      "two names with one environment variable",
+      {
+        providers: {
+          "gpu-2": { baseUrl: "http://a:8000/v1", model: "m" },
+          gpu_2: { baseUrl: "http://b:8000/v1", model: "m" },
+        },
+        defaultProvider: "gpu_2",
+      },
+      /ai\.providers: gpu-2 and gpu_2 would share the environment variable AI_PROVIDER_GPU_2_API_KEY/,
+    ],
+    [
+      "a named provider called like the one ai.baseUrl defines",
+      {
+        baseUrl: "https://api.openai.com/v1",
+        model: "gpt-4o-mini",
+        providers: { default: { baseUrl: "http://ollama:11434/v1", model: "llava" } },
+      },
+      /ai\.providers\.default: the name is taken by the provider ai\.baseUrl defines/,
+    ],
+  ];
+  for (const [name, ai, message] of refusals) {
+    test(`refuses ${name} at render time`, async () => {
+      const result = await helm(["template", "media", CHART, "--set-json", `ai=${JSON.stringify(ai)}`]);
+      assert.notEqual(result.code, 0);
+      assert.match(result.stderr, message);
+    });
+  }
 });

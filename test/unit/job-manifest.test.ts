@@ -32,7 +32,21 @@ function config(kubernetes: Record<string, unknown> = {}, extra: Record<string, 
         access_key_id: `AKIA${SENTINEL}`,
         secret_access_key: SENTINEL,
       },
-      ai: { base_url: "http://llm:8000/v1", api_key: SENTINEL, model: "tiny" },
+      ai: {
+        base_url: "http://llm:8000/v1",
+        api_key: SENTINEL,
+        model: "tiny",
+        providers: {
+          hosted: {
+            base_url: "https://api.example.com/v1",
+            api_key: `sk-${SENTINEL}`,
+            model: "vision-large",
+            transcription_model: "whisper-large",
+            structured_output: "json_schema",
+            api_key_secret: { name: "hosted-ai" },
+          },
+        },
+      },
       webhooks: { signing_secret: WEBHOOK_SECRET },
       kubernetes: {
         namespace: "media",
@@ -260,7 +274,17 @@ describe("buildJobManifest", () => {
   });
 
   test("credentials come from Secrets by reference; no secret value is anywhere in the manifest", () => {
-    const m = buildJobManifest(job({ batch_id: "b1" }), settings(), 60);
+    const m = buildJobManifest(
+      job({
+        batch_id: "b1",
+        type: "image_ai_keywords",
+        dest_bucket: undefined,
+        dest_key: undefined,
+        parameters: {},
+      }),
+      settings(),
+      60,
+    );
     assert.ok(!JSON.stringify(m).includes(SENTINEL), "a secret value is inlined");
     const env = new Map(container(m).env!.map((e) => [e.name, e]));
     assert.deepEqual(env.get("REDIS_URL"), {
@@ -285,11 +309,47 @@ describe("buildJobManifest", () => {
     assert.equal(env.get("LOG_LEVEL")!.value, "info");
 
     // Without an S3 or AI Secret (e.g. workload identity), the keys are left out, never inlined.
-    const bare = buildJobManifest(job(), settings({ s3_secret: undefined, ai_secret: undefined }), 60);
+    const bare = buildJobManifest(
+      job({ type: "analyze", dest_bucket: undefined, dest_key: undefined, parameters: {} }),
+      settings({ s3_secret: undefined, ai_secret: undefined }),
+      60,
+    );
     assert.ok(!JSON.stringify(bare).includes(SENTINEL));
     const names = container(bare).env!.map((e) => e.name);
     assert.ok(!names.includes("S3_ACCESS_KEY_ID") && !names.includes("AI_API_KEY"));
     assert.throws(() => kubernetesSettings(config({ redis_secret: undefined })), /kubernetes\.redis_secret/);
+  });
+
+  test("an AI job's pod gets its own provider's settings and key; other pods get no AI settings", () => {
+    const envOf = (j: Job) =>
+      Object.fromEntries(
+        container(buildJobManifest(j, settings(), 60)).env!.map((e) => [e.name, e.value ?? e.valueFrom]),
+      );
+    const ai = (parameters: Record<string, unknown>) =>
+      job({ type: "analyze", dest_bucket: undefined, dest_key: undefined, parameters });
+
+    const hosted = envOf(ai({ provider: "hosted" }));
+    assert.equal(hosted.AI_PROVIDER, "hosted");
+    assert.equal(hosted.AI_BASE_URL, "https://api.example.com/v1");
+    assert.equal(hosted.AI_MODEL, "vision-large");
+    assert.equal(hosted.AI_TRANSCRIPTION_MODEL, "whisper-large");
+    assert.equal(hosted.AI_STRUCTURED_OUTPUT, "json_schema");
+    assert.deepEqual(hosted.AI_API_KEY, { secretKeyRef: { name: "hosted-ai", key: "api-key" } });
+    assert.equal(hosted.AI_TIMEOUT, "120000ms");
+    assert.equal(hosted.AI_MAX_ATTEMPTS, "4");
+    assert.equal(hosted.AI_MAX_IMAGE_SIDE, "1024");
+
+    // No provider named: the default, which is the one AI_BASE_URL defines.
+    const byDefault = envOf(ai({}));
+    assert.equal(byDefault.AI_PROVIDER, "default");
+    assert.equal(byDefault.AI_BASE_URL, "http://llm:8000/v1");
+    assert.deepEqual(byDefault.AI_API_KEY, { secretKeyRef: { name: "media-ai", key: "token" } });
+
+    // An unknown provider: no AI settings at all, so the runner fails the job naming the problem.
+    const unknown = envOf(ai({ provider: "nope" }));
+    assert.ok(!Object.keys(unknown).some((name) => name.startsWith("AI_")), Object.keys(unknown).join());
+    const resize = envOf(job());
+    assert.ok(!Object.keys(resize).some((name) => name.startsWith("AI_")), Object.keys(resize).join());
   });
 
   test("optional scheduling fields are present only when set", () => {

@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { describe, test } from "node:test";
 import { Webhook } from "standardwebhooks";
 import { decodeSigningSecret, signWebhook } from "../../core/webhooks/signing.js";
-import { nextAttemptDelay, retryDelay } from "../../controller/webhooks/backoff.js";
+import { nextAttemptDelay, retryDelay } from "../../core/retry.js";
 import { loadConfig } from "../../core/config/load.js";
 
 const secret = `whsec_${randomBytes(32).toString("base64")}`;

@@ -121,6 +121,31 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
 {{/*
+The keys of ai.providers, as JSON: name → {env, secret, key} of each provider that has one, plus
+"value" when the chart's <fullname>-ai Secret holds it (apiKey). The API and the controller read
+it as env (AI_PROVIDER_<NAME>_API_KEY), config.yaml refers to it as ${env}, runner pods read it
+from secret/key.
+*/}}
+{{- define "media-service.aiProviderKeys" -}}
+{{- $chartSecret := printf "%s-ai" (include "media-service.fullname" .) -}}
+{{- $keys := dict -}}
+{{- $envs := dict -}}
+{{- range $name, $p := .Values.ai.providers -}}
+{{- $env := printf "AI_PROVIDER_%s_API_KEY" ($name | upper | replace "-" "_") -}}
+{{- if hasKey $envs $env -}}
+{{- fail (printf "ai.providers: %s and %s would share the environment variable %s; rename one" (get $envs $env) $name $env) -}}
+{{- end -}}
+{{- $_ := set $envs $env $name -}}
+{{- if $p.existingSecret -}}
+{{- $_ := set $keys $name (dict "env" $env "secret" $p.existingSecret "key" (default "api-key" $p.existingSecretKey)) -}}
+{{- else if $p.apiKey -}}
+{{- $_ := set $keys $name (dict "env" $env "secret" $chartSecret "key" (printf "%s-api-key" $name) "value" $p.apiKey) -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $keys -}}
+{{- end -}}
+
+{{/*
 A value generated once and kept: the existing Secret's, else a new random one.
 (dict "root" $ "secret" name "key" key "length" n)
 */}}
@@ -158,6 +183,13 @@ A value generated once and kept: the existing Secret's, else a new random one.
     secretKeyRef:
       name: {{ include "media-service.aiSecret" . }}
       key: {{ .Values.ai.existingSecretKey }}
+{{- end }}
+{{- range $name, $ref := include "media-service.aiProviderKeys" . | fromJson }}
+- name: {{ $ref.env }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $ref.secret }}
+      key: {{ $ref.key | quote }}
 {{- end }}
 - name: CONFIG_FILE
   value: /etc/media-service/config.yaml

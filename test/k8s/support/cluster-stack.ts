@@ -49,6 +49,10 @@ export interface ClusterStackOptions {
   kubernetes?: Record<string, unknown>;
   /** Raw overrides of the controller's `executor` section. */
   executor?: Record<string, unknown>;
+  /** The `ai` section of the API and the controller (snake_case, as in config.yaml). */
+  ai?: Record<string, unknown>;
+  /** Secrets created in the namespace before anything starts: name → string data. */
+  secrets?: Record<string, Record<string, string>>;
 }
 
 export interface ControllerProcess {
@@ -112,7 +116,11 @@ export async function startClusterStack(options: ClusterStackOptions): Promise<C
   const rbac = adminKc.makeApiClient(RbacAuthorizationV1Api);
 
   const stack = await startTestStack({
-    config: { kubernetes: { ...(options.kubernetes ?? {}), namespace }, log_level: "info" },
+    config: {
+      kubernetes: { ...(options.kubernetes ?? {}), namespace },
+      ...(options.ai ? { ai: options.ai } : {}),
+      log_level: "info",
+    },
   });
   const dir = await mkdtemp(join(tmpdir(), "media-service-cluster-"));
 
@@ -141,6 +149,9 @@ export async function startClusterStack(options: ClusterStackOptions): Promise<C
       stringData: { "access-key-id": TEST_ACCESS_KEY, "secret-access-key": TEST_SECRET_KEY },
     },
   });
+  for (const [name, stringData] of Object.entries(options.secrets ?? {})) {
+    await core.createNamespacedSecret({ namespace, body: { metadata: { name }, stringData } });
+  }
   const tokenRequest = await core.createNamespacedServiceAccountToken({
     name: CONTROLLER_SA,
     namespace,
@@ -168,6 +179,7 @@ export async function startClusterStack(options: ClusterStackOptions): Promise<C
       leader_election: { lease_duration: "4s", renew_deadline: "3s", retry_period: "1s" },
       ...(options.kubernetes ?? {}),
     },
+    ...(options.ai ? { ai: options.ai } : {}),
     data_dir: dir,
     log_level: "debug",
   };

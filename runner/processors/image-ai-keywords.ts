@@ -1,0 +1,90 @@
+// image_ai_keywords: keywords of an image from the configured AI provider, with confidences.
+//
+// Pipeline: open and check the image (pixel limit) → JPEG data URL downscaled to ai.max_image_side →
+// one chat completion asking for exactly keyword_count keywords in the job's language, as JSON →
+// read tolerantly (keywords.ts) → if fewer than keyword_count usable ones (duplicates, no
+// confidence, no JSON), ask again in the same conversation, up to MAX_REQUESTS in all → the
+// keyword_count most confident, de-duplicated, most confident first (so confidence_scores never
+// increase). A provider that never gives enough fails the job, saying what it gave.
+import type { ImageAiKeywordsParameters } from "../../core/jobs/parameters.js";
+import type { ChatMessage, ResponseFormat } from "../../core/ai/client.js";
+import { extractJson } from "../../core/ai/json-answer.js";
+import { PermanentError } from "../errors.js";
+import { openImage } from "../image/open.js";
+import type { Processor } from "../processor.js";
+import { bestKeywords, mergeKeywords, readKeywords, type ScoredKeyword } from "../ai/keywords.js";
+import { imageDataUrl } from "../ai/media-input.js";
+import { askProvider, providerClient } from "../ai/provider.js";
+import { KEYWORDS_SCHEMA, keywordsFollowUp, keywordsPrompt, keywordsSystemPrompt } from "../ai/prompts.js";
+
+/** Requests per job: the first and up to two follow-ups. */
+export const MAX_REQUESTS = 3;
+
+export const imageAiKeywords: Processor = async (ctx) => {
+  const parameters = ctx.job.parameters as Partial<ImageAiKeywordsParameters>;
+  const count = parameters.keyword_count ?? 15;
+  const language = parameters.language ?? "en";
+  const client = providerClient(ctx);
+  const { provider } = client;
+
+  const source = await openImage(ctx.sourcePath, {
+    maxInputPixels: ctx.limits.maxInputPixels,
+    signal: ctx.signal,
+  });
+  const image = await imageDataUrl(source, ctx.config.ai.maxImageSide);
+  ctx.progress(20, "image prepared");
+
+  const responseFormat: ResponseFormat | undefined =
+    provider.structuredOutput === "json_object"
+      ? { type: "json_object" }
+      : provider.structuredOutput === "json_schema"
+        ? { type: "json_schema", json_schema: { name: "keywords", schema: KEYWORDS_SCHEMA, strict: true } }
+        : undefined;
+  const messages: ChatMessage[] = [
+    { role: "system", content: keywordsSystemPrompt() },
+    {
+      role: "user",
+      content: [
+        { type: "text", text: keywordsPrompt(count, language) },
+        { type: "image_url", image_url: { url: image } },
+      ],
+    },
+  ];
+  const found = new Map<string, ScoredKeyword>();
+  let lastAnswer = "";
+  let sawJson = false;
+  for (let request = 1; request <= MAX_REQUESTS; request++) {
+    const answer = await askProvider(() =>
+      client.chat({ messages, temperature: 0.2, ...(responseFormat ? { responseFormat } : {}) }, ctx.signal),
+    );
+    lastAnswer = answer.content;
+    const json = extractJson(answer.content);
+    sawJson ||= json !== undefined;
+    mergeKeywords(found, json === undefined ? [] : readKeywords(json, language), language);
+    ctx.progress(20 + (70 * request) / MAX_REQUESTS, `${found.size} keywords`);
+    if (found.size >= count) break;
+    if (request < MAX_REQUESTS) {
+      const have = bestKeywords(found, count).map((k) => k.keyword);
+      messages.push(
+        { role: "assistant", content: answer.content },
+        { role: "user", content: keywordsFollowUp(count, have, language, json !== undefined) },
+      );
+      ctx.logger.info(
+        { provider: provider.name, keywords: found.size, wanted: count, request },
+        "AI answer had too few usable keywords; asking again",
+      );
+    }
+  }
+  if (found.size < count) {
+    const said = JSON.stringify(lastAnswer.length > 160 ? `${lastAnswer.slice(0, 159)}…` : lastAnswer);
+    throw new PermanentError(
+      sawJson
+        ? `AI provider "${provider.name}" (model ${provider.model}) gave ${found.size} usable keywords (distinct, with a confidence) of the ${count} asked, in ${MAX_REQUESTS} requests; its last answer: ${said}`
+        : `AI provider "${provider.name}" (model ${provider.model}) did not answer with the JSON asked for, in ${MAX_REQUESTS} requests; its last answer: ${said}`,
+    );
+  }
+  const best = bestKeywords(found, count);
+  return {
+    result: { keywords: best.map((k) => k.keyword), confidence_scores: best.map((k) => k.confidence) },
+  };
+};

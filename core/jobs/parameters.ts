@@ -120,8 +120,21 @@ export const AudioConvertParameters = Type.Object(
 
 export const AnalyzeParameters = Type.Object(
   {
-    prompt: Type.Optional(Type.String({ minLength: 1, maxLength: 4000 })),
-    provider: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    prompt: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 4000,
+        description:
+          "What to ask about the media; default: a description (images, video) or a summary (audio)",
+      }),
+    ),
+    provider: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description: "A configured AI provider by name (ai.providers); default: ai.default_provider",
+      }),
+    ),
     max_frames: Type.Integer({
       minimum: 1,
       maximum: 32,

@@ -91,8 +91,12 @@ export const ColorsResult = Type.Object(
 );
 export const KeywordsResult = Type.Object(
   {
-    keywords: Type.Array(Type.String()),
-    confidence_scores: Type.Array(Type.Number({ minimum: 0, maximum: 1 })),
+    keywords: Type.Array(Type.String(), {
+      description: "keyword_count distinct keywords, most confident first",
+    }),
+    confidence_scores: Type.Array(Type.Number({ minimum: 0, maximum: 1 }), {
+      description: "Each keyword's confidence (0-1), same order, never increasing",
+    }),
   },
   { description: "image_ai_keywords" },
 );
@@ -122,11 +126,13 @@ export const AudioResult = Type.Object(
 );
 export const AnalyzeResult = Type.Object(
   {
-    provider: Type.String(),
-    model: Type.String(),
-    text: Type.String(),
-    tags: Type.Optional(Type.Array(Type.String())),
-    transcript: Type.Optional(Type.String()),
+    provider: Type.String({ description: "The provider's configured name" }),
+    model: Type.String({ description: "The model that answered, as the provider names it" }),
+    text: Type.String({ description: "The model's answer to the prompt" }),
+    tags: Type.Optional(Type.Array(Type.String(), { description: "Short tags describing the media" })),
+    transcript: Type.Optional(
+      Type.String({ description: "Audio: the transcription the answer is based on" }),
+    ),
   },
   { description: "analyze" },
 );

@@ -1,5 +1,6 @@
 // The provider of a job, and provider failures as the runner's errors.
-import { AiClient, AiProviderError } from "../../core/ai/client.js";
+import { AiClient, AiProviderError, type ResponseFormat } from "../../core/ai/client.js";
+import type { AiProvider } from "../../core/config/load.js";
 import { chooseProvider } from "../../core/ai/providers.js";
 import { PermanentError } from "../errors.js";
 import type { ProcessContext } from "../processor.js";
@@ -20,4 +21,16 @@ export async function askProvider<T>(call: () => Promise<T>): Promise<T> {
     if (err instanceof AiProviderError && err.permanent) throw new PermanentError(err.message);
     throw err;
   }
+}
+
+/** The `response_format` the provider is configured for (none for `prompt`: the prompt asks for JSON). */
+export function responseFormatFor(
+  provider: AiProvider,
+  name: string,
+  schema: object,
+): ResponseFormat | undefined {
+  if (provider.structuredOutput === "json_object") return { type: "json_object" };
+  if (provider.structuredOutput === "json_schema")
+    return { type: "json_schema", json_schema: { name, schema, strict: true } };
+  return undefined;
 }

@@ -12,7 +12,7 @@
 import { mkdir, readFile, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import type { AnalyzeParameters } from "../../core/jobs/parameters.js";
-import type { ChatMessage, ContentPart, ResponseFormat } from "../../core/ai/client.js";
+import type { ChatMessage, ContentPart } from "../../core/ai/client.js";
 import { extractJson } from "../../core/ai/json-answer.js";
 import { PermanentError } from "../errors.js";
 import { openImage } from "../image/open.js";
@@ -21,7 +21,7 @@ import { NOT_MEDIA_FORMATS, probeFile, ProbeError, REFERENCE_FORMATS, type Media
 import { formatTimestamp } from "../av/timestamp.js";
 import type { Processor, ProcessContext } from "../processor.js";
 import { audioSegments, imageDataUrl, sampleFrames } from "../ai/media-input.js";
-import { askProvider, providerClient } from "../ai/provider.js";
+import { askProvider, providerClient, responseFormatFor } from "../ai/provider.js";
 import {
   ANALYSIS_SCHEMA,
   analysisSystemPrompt,
@@ -91,12 +91,7 @@ export const analyze: Processor = async (ctx) => {
     ];
   }
 
-  const responseFormat: ResponseFormat | undefined =
-    provider.structuredOutput === "json_object"
-      ? { type: "json_object" }
-      : provider.structuredOutput === "json_schema"
-        ? { type: "json_schema", json_schema: { name: "analysis", schema: ANALYSIS_SCHEMA, strict: true } }
-        : undefined;
+  const responseFormat = responseFormatFor(provider, "analysis", ANALYSIS_SCHEMA);
   const messages: ChatMessage[] = [
     { role: "system", content: analysisSystemPrompt(language) },
     { role: "user", content },

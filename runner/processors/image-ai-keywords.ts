@@ -7,14 +7,14 @@
 // keyword_count most confident, de-duplicated, most confident first (so confidence_scores never
 // increase). A provider that never gives enough fails the job, saying what it gave.
 import type { ImageAiKeywordsParameters } from "../../core/jobs/parameters.js";
-import type { ChatMessage, ResponseFormat } from "../../core/ai/client.js";
+import type { ChatMessage } from "../../core/ai/client.js";
 import { extractJson } from "../../core/ai/json-answer.js";
 import { PermanentError } from "../errors.js";
 import { openImage } from "../image/open.js";
 import type { Processor } from "../processor.js";
 import { bestKeywords, mergeKeywords, readKeywords, type ScoredKeyword } from "../ai/keywords.js";
 import { imageDataUrl } from "../ai/media-input.js";
-import { askProvider, providerClient } from "../ai/provider.js";
+import { askProvider, providerClient, responseFormatFor } from "../ai/provider.js";
 import { KEYWORDS_SCHEMA, keywordsFollowUp, keywordsPrompt, keywordsSystemPrompt } from "../ai/prompts.js";
 
 /** Requests per job: the first and up to two follow-ups. */
@@ -34,12 +34,7 @@ export const imageAiKeywords: Processor = async (ctx) => {
   const image = await imageDataUrl(source, ctx.config.ai.maxImageSide);
   ctx.progress(20, "image prepared");
 
-  const responseFormat: ResponseFormat | undefined =
-    provider.structuredOutput === "json_object"
-      ? { type: "json_object" }
-      : provider.structuredOutput === "json_schema"
-        ? { type: "json_schema", json_schema: { name: "keywords", schema: KEYWORDS_SCHEMA, strict: true } }
-        : undefined;
+  const responseFormat = responseFormatFor(provider, "keywords", KEYWORDS_SCHEMA);
   const messages: ChatMessage[] = [
     { role: "system", content: keywordsSystemPrompt() },
     {

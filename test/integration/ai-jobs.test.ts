@@ -8,28 +8,12 @@ import { PutObjectCommand } from "@aws-sdk/client-s3";
 import type { Job } from "../../core/jobs/records.js";
 import { TestAiProvider } from "../support/ai-provider.js";
 import { startTestStack, TEST_BUCKET, type TestStack } from "../support/api.js";
+import { finished, submit } from "../support/jobs.js";
 import { makeAudio, makeVideo, removeMediaDirs } from "../support/av.js";
 import { makeImage } from "../support/media.js";
 
 async function put(stack: TestStack, key: string, body: Buffer) {
   await stack.services.s3.send(new PutObjectCommand({ Bucket: TEST_BUCKET, Key: key, Body: body }));
-}
-
-async function finished(stack: TestStack, id: string, limitMs = 60_000): Promise<Job> {
-  const deadline = Date.now() + limitMs;
-  for (;;) {
-    const job = await stack.services.store.getJob(id);
-    if (job && (job.status === "completed" || job.status === "failed")) return job;
-    if (Date.now() > deadline) assert.fail(`job ${id} did not finish: ${JSON.stringify(job)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-async function submit(stack: TestStack, path: string, body: Record<string, unknown>): Promise<string> {
-  const res = await stack.request(`/api/v1/jobs/${path}`, { method: "POST", json: body });
-  const json = (await res.json()) as { job_id: string; error?: string };
-  assert.equal(res.status, 202, json.error);
-  return json.job_id;
 }
 
 async function run(stack: TestStack, path: string, body: Record<string, unknown>): Promise<Job> {

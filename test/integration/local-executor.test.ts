@@ -12,9 +12,9 @@ import sharp from "sharp";
 import { LocalExecutor } from "../../controller/local-executor.js";
 import { runnerEntry } from "../../controller/runner-process.js";
 import { RESOLVED_CONFIG_ENV } from "../../core/config/load.js";
-import type { Job } from "../../core/jobs/records.js";
 import type { JobType } from "../../core/jobs/types.js";
 import { startTestStack, TEST_BUCKET, type TestStack } from "../support/api.js";
+import { finished, submit } from "../support/jobs.js";
 import { startTestRedis, type TestRedis } from "../support/redis.js";
 import { openStream } from "../support/sse.js";
 import { streamEvents } from "../support/store.js";
@@ -42,24 +42,6 @@ async function exists(stack: TestStack, key: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-/** Polls the store until the job has ended (bounded: a stuck job fails the test). */
-async function finished(stack: TestStack, id: string, limitMs = 60_000): Promise<Job> {
-  const deadline = Date.now() + limitMs;
-  for (;;) {
-    const job = await stack.services.store.getJob(id);
-    if (job && (job.status === "completed" || job.status === "failed")) return job;
-    if (Date.now() > deadline) assert.fail(`job ${id} did not finish: ${JSON.stringify(job)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-async function submit(stack: TestStack, path: string, body: Record<string, unknown>): Promise<string> {
-  const res = await stack.request(`/api/v1/jobs/${path}`, { method: "POST", json: body });
-  const json = (await res.json()) as { job_id: string; error?: string };
-  assert.equal(res.status, 202, json.error);
-  return json.job_id;
 }
 
 const jpeg = (width: number, height: number, color = { r: 200, g: 60, b: 30 }) =>

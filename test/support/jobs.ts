@@ -1,0 +1,23 @@
+// Submitting a job through a test stack's API and waiting for it to end.
+import assert from "node:assert/strict";
+import type { Job } from "../../core/jobs/records.js";
+import type { TestStack } from "./api.js";
+
+/** Polls the store until the job has ended (bounded: a stuck job fails the test). */
+export async function finished(stack: TestStack, id: string, limitMs = 60_000): Promise<Job> {
+  const deadline = Date.now() + limitMs;
+  for (;;) {
+    const job = await stack.services.store.getJob(id);
+    if (job && (job.status === "completed" || job.status === "failed")) return job;
+    if (Date.now() > deadline) assert.fail(`job ${id} did not finish: ${JSON.stringify(job)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** POST /api/v1/jobs/<path>; asserts 202 and returns the job id. */
+export async function submit(stack: TestStack, path: string, body: Record<string, unknown>): Promise<string> {
+  const res = await stack.request(`/api/v1/jobs/${path}`, { method: "POST", json: body });
+  const json = (await res.json()) as { job_id: string; error?: string };
+  assert.equal(res.status, 202, json.error);
+  return json.job_id;
+}

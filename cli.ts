@@ -221,6 +221,7 @@ function printBanner(config: Config, logger: Logger): void {
       docs: `${base}${config.server.docsPath}`,
       redis: config.redis.url,
       s3: config.storage.endpoint,
+      ai: aiSummary(config),
     },
     "media-service is running",
   );
@@ -232,6 +233,7 @@ function printBanner(config: Config, logger: Logger): void {
     health         ${base}/health/ready
     object store   ${config.storage.endpoint}  ${storageCredentials(config)}
     redis          ${redact(config.redis.url!)}
+    AI provider    ${aiSummary(config)}
 
   try:
     curl -s${key} -X POST ${base}/api/v1/jobs/image/resize -H 'Content-Type: application/json' \\
@@ -239,6 +241,15 @@ function printBanner(config: Config, logger: Logger): void {
 
 `);
   }
+}
+
+/** The default AI provider (no key), or how to configure one. */
+function aiSummary(config: Config): string {
+  const { providers, defaultProvider } = config.ai;
+  const provider = defaultProvider !== undefined ? providers[defaultProvider] : undefined;
+  if (!provider) return "none (AI jobs fail until AI_BASE_URL and AI_MODEL are set)";
+  const others = Object.keys(providers).length - 1;
+  return `${provider.name}: ${provider.model} at ${provider.baseUrl}${others > 0 ? ` (+${others} more)` : ""}`;
 }
 
 // The embedded store's default credentials are local-only and printed so a user can connect at once;

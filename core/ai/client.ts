@@ -52,7 +52,7 @@ export class AiClient {
 
   /** POST /chat/completions; the answer's text. */
   async chat(
-    request: { messages: ChatMessage[]; responseFormat?: ResponseFormat; temperature?: number },
+    request: { messages: ChatMessage[]; responseFormat?: ResponseFormat | undefined; temperature?: number },
     signal: AbortSignal,
   ): Promise<ChatAnswer> {
     const body = {
@@ -103,7 +103,7 @@ export class AiClient {
 
   /** GET /models: the provider answers and accepts the key. */
   async listModels(signal: AbortSignal): Promise<string[]> {
-    const answer = (await this.call("GET", "/models", signal, () => ({ headers: {} }), 1)) as {
+    const answer = (await this.call("GET", "/models", signal, () => ({ headers: {} }))) as {
       data?: Array<{ id?: unknown }>;
     };
     return Array.isArray(answer?.data) ? answer.data.map((m) => String(m?.id)) : [];
@@ -114,9 +114,9 @@ export class AiClient {
     path: string,
     signal: AbortSignal,
     build: () => { body?: string | FormData; headers: Record<string, string> },
-    maxAttempts = this.settings.maxAttempts,
   ): Promise<unknown> {
     const { provider } = this;
+    const { maxAttempts } = this.settings;
     const url = `${provider.baseUrl}${path}`;
     for (let attempt = 1; ; attempt++) {
       signal.throwIfAborted();

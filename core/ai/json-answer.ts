@@ -3,9 +3,14 @@
 // token limit. This finds the JSON value in such an answer; jsonrepair mends what is broken in it.
 import { jsonrepair } from "jsonrepair";
 
+/** The answer without reasoning blocks (<think>…</think>) some models put first. */
+export function stripReasoning(answer: string): string {
+  return answer.replace(/<think>[\s\S]*?<\/think>/gi, "").trim();
+}
+
 /** The first JSON object (or array) in a model's answer, or undefined when there is none. */
 export function extractJson(answer: string): unknown {
-  const text = answer.replace(/<think>[\s\S]*?<\/think>/gi, "").trim();
+  const text = stripReasoning(answer);
   const fences = [...text.matchAll(/```(?:json|JSON)?\s*\n?([\s\S]*?)```/g)].map((m) => m[1]!.trim());
   // Balanced {…} or […] spans, from each opening bracket in turn; else from the first one to the
   // end (an answer cut short).

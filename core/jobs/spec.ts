@@ -1,6 +1,7 @@
 import type { TObject } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import { Value } from "@sinclair/typebox/value";
+import { chooseProvider } from "../ai/providers.js";
 import type { Config } from "../config/load.js";
 import { parseQuantity, QuantityError } from "../quantity.js";
 import { checkParameterRules, PARAMETER_SCHEMAS } from "./parameters.js";
@@ -30,8 +31,8 @@ export interface SpecLimits {
   maxTimeoutSeconds: number;
   /** Largest per-job `resources` (kubernetes.max_resources), as Kubernetes quantities. */
   maxResources: { cpu: string; memory: string };
-  /** Names of the configured AI providers (analyze's `provider` must name one). */
-  aiProviders: string[];
+  /** The configured AI providers (analyze's `provider` must name one). */
+  ai: Pick<Config["ai"], "providers" | "defaultProvider">;
 }
 
 /** The configured maximums a submission is checked against. */
@@ -39,7 +40,7 @@ export function specLimits(config: Pick<Config, "limits" | "kubernetes" | "ai">)
   return {
     maxTimeoutSeconds: config.limits.maxTimeoutSeconds,
     maxResources: config.kubernetes.maxResources,
-    aiProviders: Object.keys(config.ai.providers),
+    ai: config.ai,
   };
 }
 
@@ -89,12 +90,11 @@ export function checkJobSpec(spec: JobSpec, limits: SpecLimits, where = ""): voi
   }
   if (spec.webhook_url !== undefined) assertWebhookUrl(spec.webhook_url, at("webhook_url"));
   const provider = spec.parameters.provider;
-  if (spec.type === "analyze" && typeof provider === "string" && !limits.aiProviders.includes(provider)) {
-    const configured =
-      limits.aiProviders.length > 0 ? `configured: ${limits.aiProviders.join(", ")}` : "none is configured";
-    throw new InvalidJobError(
-      `${where ? `${where}.parameters.provider` : "provider"}: no AI provider named "${provider}" (${configured})`,
-    );
+  if (spec.type === "analyze" && typeof provider === "string") {
+    const choice = chooseProvider(limits.ai, provider);
+    if (!choice.ok) {
+      throw new InvalidJobError(`${where ? `${where}.parameters.provider` : "provider"}: ${choice.message}`);
+    }
   }
   if (spec.timeout_seconds !== undefined && spec.timeout_seconds > limits.maxTimeoutSeconds) {
     throw new InvalidJobError(

@@ -72,8 +72,8 @@ export function cleanKeyword(text: string, language: string): string | undefined
 }
 
 /**
- * Merges keywords into `into` (first spelling wins, the higher confidence is kept) and returns the
- * best `count` of them, most confident first (ties keep the order they came in).
+ * Merges keywords into `into`, case-insensitively: the first spelling wins, the higher confidence
+ * is kept.
  */
 export function mergeKeywords(
   into: Map<string, ScoredKeyword>,
@@ -88,10 +88,10 @@ export function mergeKeywords(
   }
 }
 
+/** The best `count`, most confident first; ties keep the order they came in (the sort is stable). */
 export function bestKeywords(all: Map<string, ScoredKeyword>, count: number): ScoredKeyword[] {
   return [...all.values()]
-    .map((k, order) => ({ k, order }))
-    .sort((a, b) => b.k.confidence - a.k.confidence || a.order - b.order)
+    .sort((a, b) => b.confidence - a.confidence)
     .slice(0, count)
-    .map(({ k }) => ({ keyword: k.keyword, confidence: Math.round(k.confidence * 10_000) / 10_000 }));
+    .map((k) => ({ keyword: k.keyword, confidence: Math.round(k.confidence * 10_000) / 10_000 }));
 }

@@ -25,7 +25,7 @@ import { sharp } from "./settings.js";
 export type SourceFormat = "jpeg" | "png" | "webp" | "avif" | "heic" | "gif" | "tiff";
 
 /** sharp's format names of the raster formats we decode. */
-const ACCEPTED = new Set(["jpeg", "png", "webp", "heif", "gif", "tiff"]);
+export const DECODED_FORMATS: ReadonlySet<string> = new Set(["jpeg", "png", "webp", "heif", "gif", "tiff"]);
 
 export interface OpenOptions {
   maxInputPixels: number;
@@ -117,7 +117,7 @@ export async function openImage(path: string, options: OpenOptions): Promise<Sou
   } catch (err) {
     throw new PermanentError(`${label} is not a decodable image: ${decodeReason(err)}`);
   }
-  if (!ACCEPTED.has(metadata.format)) {
+  if (!DECODED_FORMATS.has(metadata.format)) {
     throw new PermanentError(
       `${label} is a ${String(metadata.format)} file, which is not supported: ` +
         "give a JPEG, PNG, WebP, AVIF, HEIC, GIF or TIFF image",

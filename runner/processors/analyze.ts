@@ -13,9 +13,9 @@ import { mkdir, readFile, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import type { AnalyzeParameters } from "../../core/jobs/parameters.js";
 import type { ChatMessage, ContentPart } from "../../core/ai/client.js";
-import { extractJson } from "../../core/ai/json-answer.js";
+import { extractJson, stripReasoning } from "../../core/ai/json-answer.js";
 import { PermanentError } from "../errors.js";
-import { openImage } from "../image/open.js";
+import { DECODED_FORMATS, openImage } from "../image/open.js";
 import { sharp } from "../image/settings.js";
 import { NOT_MEDIA_FORMATS, probeFile, ProbeError, REFERENCE_FORMATS, type MediaInfo } from "../av/probe.js";
 import { formatTimestamp } from "../av/timestamp.js";
@@ -30,7 +30,6 @@ import {
   type MediaKind,
 } from "../ai/prompts.js";
 
-const IMAGE_FORMATS = new Set(["jpeg", "png", "webp", "heif", "gif", "tiff"]);
 const MAX_TAGS = 20;
 
 export const analyze: Processor = async (ctx) => {
@@ -38,13 +37,13 @@ export const analyze: Processor = async (ctx) => {
   const language = parameters.language ?? "en";
   const client = providerClient(ctx);
   const { provider } = client;
-  const { kind, info } = await mediaKind(ctx);
-  const prompt = parameters.prompt ?? DEFAULT_ANALYSIS_PROMPTS[kind];
+  const media = await mediaKind(ctx);
+  const prompt = parameters.prompt ?? DEFAULT_ANALYSIS_PROMPTS[media.kind];
   const maxSide = ctx.config.ai.maxImageSide;
 
   let content: ContentPart[];
   let transcript: string | undefined;
-  if (kind === "image") {
+  if (media.kind === "image") {
     const source = await openImage(ctx.sourcePath, {
       maxInputPixels: ctx.limits.maxInputPixels,
       signal: ctx.signal,
@@ -55,8 +54,9 @@ export const analyze: Processor = async (ctx) => {
       { type: "image_url", image_url: { url } },
     ];
     ctx.progress(30, "image prepared");
-  } else if (kind === "video") {
-    const { displayWidth, displayHeight } = info!.video!;
+  } else if (media.kind === "video") {
+    const { info } = media;
+    const { displayWidth, displayHeight } = info.video!;
     if (displayWidth * displayHeight > ctx.limits.maxInputPixels) {
       throw new PermanentError(
         `source video frames have ${displayWidth * displayHeight} pixels (${displayWidth}x${displayHeight}), more than limits.max_input_pixels (${ctx.limits.maxInputPixels})`,
@@ -65,14 +65,14 @@ export const analyze: Processor = async (ctx) => {
     const count = parameters.max_frames ?? 8;
     const dir = join(ctx.scratchDir, "frames");
     await mkdir(dir, { recursive: true });
-    const frames = await sampleFrames(ctx.sourcePath, info!, {
+    const frames = await sampleFrames(ctx.sourcePath, info, {
       count,
       maxSide,
       dir,
       signal: ctx.signal,
       onFrame: (done) => ctx.progress(5 + (35 * done) / count, `${done} of ${count} frames`),
     });
-    const length = info!.duration ? ` of ${formatTimestamp(info!.duration)}` : "";
+    const length = info.duration ? ` of ${formatTimestamp(info.duration)}` : "";
     const times = frames.map((f) => formatTimestamp(f.time)).join(", ");
     content = [
       {
@@ -82,7 +82,7 @@ export const analyze: Processor = async (ctx) => {
       ...frames.map((f): ContentPart => ({ type: "image_url", image_url: { url: f.url } })),
     ];
   } else {
-    transcript = await transcribe(ctx, client, info!, language);
+    transcript = await transcribe(ctx, client, media.info, language);
     content = [
       {
         type: "text",
@@ -97,9 +97,7 @@ export const analyze: Processor = async (ctx) => {
     { role: "user", content },
   ];
   ctx.progress(70, "asking the model");
-  const answer = await askProvider(() =>
-    client.chat({ messages, ...(responseFormat ? { responseFormat } : {}) }, ctx.signal),
-  );
+  const answer = await askProvider(() => client.chat({ messages, responseFormat }, ctx.signal));
   const { text, tags } = readAnalysis(answer.content);
   if (!text) {
     throw new PermanentError(
@@ -118,12 +116,14 @@ export const analyze: Processor = async (ctx) => {
 };
 
 /** Image if sharp reads its header as a format we decode; else what ffprobe finds in it. */
-async function mediaKind(ctx: ProcessContext): Promise<{ kind: MediaKind; info?: MediaInfo }> {
+async function mediaKind(
+  ctx: ProcessContext,
+): Promise<{ kind: "image" } | { kind: Exclude<MediaKind, "image">; info: MediaInfo }> {
   const format = await sharp(ctx.sourcePath, { limitInputPixels: false })
     .metadata()
     .then((m) => m.format as string)
     .catch(() => undefined);
-  if (format && IMAGE_FORMATS.has(format)) return { kind: "image" };
+  if (format && DECODED_FORMATS.has(format)) return { kind: "image" };
   const neither = "source is not an image, a video or audio";
   if ((await stat(ctx.sourcePath)).size === 0) throw new PermanentError(`${neither}: the file is empty`);
   let info: MediaInfo;
@@ -183,7 +183,7 @@ export function readAnalysis(content: string): { text: string; tags: string[] } 
       .find((v): v is string => typeof v === "string" && v.trim().length > 0);
     if (text !== undefined) return { text: text.trim(), tags: readTags(json.tags ?? json.keywords) };
   }
-  return { text: content.replace(/<think>[\s\S]*?<\/think>/gi, "").trim(), tags: [] };
+  return { text: stripReasoning(content), tags: [] };
 }
 
 function readTags(value: unknown): string[] {

@@ -50,7 +50,7 @@ export const imageAiKeywords: Processor = async (ctx) => {
   let sawJson = false;
   for (let request = 1; request <= MAX_REQUESTS; request++) {
     const answer = await askProvider(() =>
-      client.chat({ messages, temperature: 0.2, ...(responseFormat ? { responseFormat } : {}) }, ctx.signal),
+      client.chat({ messages, temperature: 0.2, responseFormat }, ctx.signal),
     );
     lastAnswer = answer.content;
     const json = extractJson(answer.content);

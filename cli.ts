@@ -2,11 +2,11 @@
 import module from "node:module";
 import { parseArgs } from "node:util";
 import type { Api } from "./api/server.js";
+import { apiExposureProblem, isLoopback, listenHost } from "./core/config/exposure.js";
 import { ConfigError, loadConfig, type Config } from "./core/config/load.js";
 import { createLogger, type Logger } from "./core/logger.js";
 import type { CoreServices } from "./core/services.js";
 import { redact } from "./core/store/redis-target.js";
-import { DEFAULT_EMBEDDED_ACCESS_KEY, DEFAULT_EMBEDDED_SECRET_KEY } from "./local/credentials.js";
 
 // Node ≥ 22.1 caches compiled code across starts: runner processes start faster. Everything a
 // command does not need is imported lazily below, so a runner loads neither the API nor prom-client.
@@ -16,7 +16,8 @@ const USAGE = `usage: media-service <command>
 
 commands:
   start        the whole local stack in one process: API + controller, with Redis and the
-               embedded S3-protocol store started for you when REDIS_URL / S3_ENDPOINT are unset
+               embedded S3-protocol store started for you when REDIS_URL / S3_ENDPOINT are unset;
+               listens on 127.0.0.1 unless HOST says otherwise
   api          the HTTP API only
   controller   the controller only: claims jobs and runs them (executor.kind local or kubernetes),
                retention; serves /healthz, /readyz and /metrics on PORT
@@ -46,17 +47,32 @@ async function main(argv: string[]): Promise<number> {
     }
     throw err;
   }
-  const logger = createLogger({ level: config.logLevel, name: command });
+  if (command === "start" || command === "api") {
+    const refused = apiExposureProblem(config, command);
+    if (refused) {
+      console.error(`media-service ${command}: ${refused}`);
+      return 2;
+    }
+  }
+  if (command === "controller" && config.executor.kind === "kubernetes" && nodeTooOldForKubernetes()) {
+    console.error(
+      `media-service ${command}: the Kubernetes executor needs Node ${KUBERNETES_NODE.join(".")} or later (this is Node ${process.versions.node}); the image and the project target Node 24`,
+    );
+    return 2;
+  }
+  const logger = createLogger({ level: config.logLevel, name: command, format: config.logFormat });
   if (command === "runner") return runner(argv.slice(1), config, logger);
   const stops: Stop[] = [];
   const shutdown = onSignal(logger, config.server.shutdownTimeoutMs, stops);
 
   try {
+    let started: { redis?: string; s3?: string } = {};
     if (command === "start") {
       const { startLocalStack } = await import("./local/stack.js");
       const local = await startLocalStack(config, logger);
       stops.unshift(() => local.stop());
       config = local.config;
+      started = local.started;
     }
     requireSetting(config.redis.url, "REDIS_URL (redis.url)", command);
 
@@ -74,9 +90,9 @@ async function main(argv: string[]): Promise<number> {
       stops.unshift(...controller);
     }
     if (command === "start" || command === "api") {
-      const api = await listen(config, services, logger);
+      const api = await listen(command, config, services, logger);
       stops.unshift(() => api.close());
-      if (command === "start") printBanner(config, logger);
+      if (command === "start") await printBanner(config, started, logger);
     }
   } catch (err) {
     logger.fatal({ err: err instanceof Error ? err.message : String(err) }, "start failed");
@@ -143,7 +159,7 @@ async function startController(
   if (registry) {
     const { startProbeServer } = await import("./controller/probe-server.js");
     const probes = await startProbeServer({
-      host: config.server.host,
+      host: listenHost(config, "controller"),
       port: config.server.port,
       registry,
       logger,
@@ -172,7 +188,12 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   ]).finally(() => clearTimeout(timer));
 }
 
-async function listen(config: Config, services: CoreServices, logger: Logger): Promise<Api> {
+async function listen(
+  command: "start" | "api",
+  config: Config,
+  services: CoreServices,
+  logger: Logger,
+): Promise<Api> {
   const [{ buildApi }, { createMetricsRegistry }] = await Promise.all([
     import("./api/server.js"),
     import("./core/metrics.js"),
@@ -182,7 +203,21 @@ async function listen(config: Config, services: CoreServices, logger: Logger): P
     { config, store: services.store, events: services.events, health: services.health, metrics },
     logger,
   );
-  await api.app.listen({ host: config.server.host, port: config.server.port });
+  const host = listenHost(config, command);
+  await api.app.listen({ host, port: config.server.port });
+  if (config.server.apiKeys.length === 0) {
+    if (isLoopback(host)) {
+      logger.info(
+        { host },
+        "no API keys (API_KEYS): authentication is off, the API is reachable from this machine only",
+      );
+    } else {
+      logger.warn(
+        { host, port: config.server.port },
+        "no API keys (API_KEYS) and server.allow_unauthenticated: anyone who reaches this address can read every job and submit work",
+      );
+    }
+  }
   return api;
 }
 
@@ -211,35 +246,26 @@ function requireSetting(value: string | undefined, name: string, command: string
   if (!value) throw new Error(`${name} is not set; it is required by "media-service ${command}"`);
 }
 
-function printBanner(config: Config, logger: Logger): void {
-  const port = config.server.port;
-  const base = `http://localhost:${port}`;
-  const key = config.server.apiKeys.length > 0 ? ' -H "X-API-Key: $API_KEY"' : "";
+async function printBanner(
+  config: Config,
+  started: { redis?: string; s3?: string },
+  logger: Logger,
+): Promise<void> {
+  const { apiBaseUrl, banner } = await import("./local/banner.js");
+  const base = apiBaseUrl(config);
+  const ai = aiSummary(config);
   logger.info(
     {
       api: base,
       docs: `${base}${config.server.docsPath}`,
-      redis: config.redis.url,
+      redis: started.redis ?? redact(config.redis.url!),
       s3: config.storage.endpoint,
-      ai: aiSummary(config),
+      ai,
     },
     "media-service is running",
   );
   if (process.stdout.isTTY || process.env.MEDIA_SERVICE_BANNER === "1") {
-    process.stdout.write(`
-  media-service is running
-    API            ${base}/api/v1
-    API reference  ${base}${config.server.docsPath}
-    health         ${base}/health/ready
-    object store   ${config.storage.endpoint}  ${storageCredentials(config)}
-    redis          ${redact(config.redis.url!)}
-    AI provider    ${aiSummary(config)}
-
-  try:
-    curl -s${key} -X POST ${base}/api/v1/jobs/image/resize -H 'Content-Type: application/json' \\
-      -d '{"source_bucket":"media","source_key":"in.jpg","dest_bucket":"media","dest_key":"out.jpg","width":320,"height":240}'
-
-`);
+    process.stdout.write(banner(config, { ...started, ai }));
   }
 }
 
@@ -252,14 +278,11 @@ function aiSummary(config: Config): string {
   return `${provider.name}: ${provider.model} at ${provider.baseUrl}${others > 0 ? ` (+${others} more)` : ""}`;
 }
 
-// The embedded store's default credentials are local-only and printed so a user can connect at once;
-// credentials the user chose are never printed.
-function storageCredentials(config: Config): string {
-  const { accessKeyId, secretAccessKey } = config.storage;
-  if (accessKeyId === DEFAULT_EMBEDDED_ACCESS_KEY && secretAccessKey === DEFAULT_EMBEDDED_SECRET_KEY) {
-    return `(access key ${accessKeyId}, secret ${secretAccessKey})`;
-  }
-  return `(access key ${accessKeyId ?? "from the environment"})`;
+// The Kubernetes client's HTTP library (undici 8) needs Node 22.19; the project targets Node 24.
+const KUBERNETES_NODE = [22, 19];
+function nodeTooOldForKubernetes(): boolean {
+  const [major = 0, minor = 0] = process.versions.node.split(".").map(Number);
+  return major < KUBERNETES_NODE[0]! || (major === KUBERNETES_NODE[0] && minor < KUBERNETES_NODE[1]!);
 }
 
 function onSignal(logger: Logger, timeoutMs: number, stops: Stop[]): (reason: string) => Promise<void> {

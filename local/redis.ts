@@ -1,8 +1,9 @@
 // A private redis-server child process for the all-in-one local stack (`npm start` without REDIS_URL)
 // and, through `spawnRedisServer`, for the test suite (test/support/redis.ts).
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { constants as fsConstants, readFileSync } from "node:fs";
-import { access, mkdir, readFile, stat } from "node:fs/promises";
+import { access, chmod, mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { delimiter, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
@@ -52,6 +53,9 @@ export interface SpawnRedisOptions extends RedisBinaryLookup {
   // Extra redis-server arguments (persistence, --dir, ...). Bind address, port, protected mode and
   // daemonize are always set by spawnRedisServer.
   args?: string[];
+  // Clients must AUTH with it. It reaches redis-server on its standard input, never its command line
+  // (which every user of the machine can read), and is part of the returned url.
+  password?: string;
   // Default: a free port chosen by the OS (retried with a new port if redis-server fails to bind it).
   port?: number;
   // Working directory of the child; default the current one.
@@ -63,6 +67,7 @@ export interface SpawnRedisOptions extends RedisBinaryLookup {
 }
 
 export interface RedisServerProcess {
+  // redis://[:password@]127.0.0.1:port
   url: string;
   port: number;
   pid: number;
@@ -140,8 +145,11 @@ interface Probe {
   pid: number | undefined;
 }
 
-// Sends PING and INFO server over a raw socket (no client library: it must fail fast and quietly).
-function probe(port: number, timeoutMs: number): Promise<Probe> {
+const bulk = (s: string) => `$${Buffer.byteLength(s)}\r\n${s}\r\n`;
+
+// Sends [AUTH,] PING and INFO server over a raw socket (no client library: it must fail fast and
+// quietly). AUTH is answered even while the AOF loads, so the first reply after it is PING's.
+function probe(port: number, timeoutMs: number, password: string | undefined): Promise<Probe> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host: HOST, port });
     let buffer = "";
@@ -152,9 +160,21 @@ function probe(port: number, timeoutMs: number): Promise<Probe> {
     };
     socket.setTimeout(timeoutMs, () => done(new Error(`no reply to PING within ${timeoutMs} ms`)));
     socket.once("error", (err) => done(err));
-    socket.once("connect", () => socket.write("*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n"));
+    const auth = password === undefined ? "" : `*2\r\n${bulk("AUTH")}${bulk(password)}`;
+    socket.once("connect", () =>
+      socket.write(`${auth}*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n`),
+    );
+    let authReplied = password === undefined;
     socket.on("data", (chunk: Buffer) => {
       buffer += chunk.toString("latin1");
+      if (!authReplied) {
+        const end = buffer.indexOf("\r\n");
+        if (end < 0) return;
+        const reply = buffer.slice(0, end);
+        if (!reply.startsWith("+OK")) return done(null, { ping: `AUTH: ${reply}`, pid: undefined });
+        buffer = buffer.slice(end + 2);
+        authReplied = true;
+      }
       const first = buffer.indexOf("\r\n");
       if (first < 0) return;
       const ping = buffer.slice(0, first);
@@ -209,8 +229,11 @@ async function attempt(binary: string, port: number, opts: SpawnRedisOptions): P
     "no",
     ...(opts.args ?? []),
   ];
-  const child = spawn(binary, args, { cwd: opts.cwd, stdio: ["ignore", "pipe", "pipe"] });
+  if (opts.password !== undefined) args.push("-"); // the rest of the configuration from stdin
+  const child = spawn(binary, args, { cwd: opts.cwd, stdio: ["pipe", "pipe", "pipe"] });
   track(child);
+  child.stdin?.on("error", () => undefined); // an early exit is reported below, with its output
+  child.stdin?.end(opts.password === undefined ? "" : `requirepass "${opts.password}"\n`);
 
   const output: string[] = [];
   for (const [stream, readable] of [
@@ -261,7 +284,7 @@ async function attempt(binary: string, port: number, opts: SpawnRedisOptions): P
     }
     // Race the probe against the child's exit, so a failed start is reported at once.
     const reply = await Promise.race([
-      probe(port, 1_000).catch((err: Error) => ({ ping: `(${err.message})`, pid: undefined })),
+      probe(port, 1_000, opts.password).catch((err: Error) => ({ ping: `(${err.message})`, pid: undefined })),
       whenClosed,
     ]);
     if (reply === null) continue;
@@ -286,7 +309,7 @@ async function attempt(binary: string, port: number, opts: SpawnRedisOptions): P
   return {
     ok: true,
     server: {
-      url: `redis://${HOST}:${port}`,
+      url: `redis://${opts.password === undefined ? "" : `:${opts.password}@`}${HOST}:${port}`,
       port,
       pid: child.pid ?? -1,
       stop: () => (stopping ??= terminate(child)),
@@ -360,13 +383,33 @@ async function reapStaleServer(pidFile: string, logger: Logger): Promise<void> {
   }
 }
 
-// The local stack's Redis: persistent (AOF, fsync every second, no RDB snapshots) under <dataDir>/redis.
+// The password of the local stack's Redis: made at the first start, kept in <dir>/password (0600).
+async function localPassword(dir: string): Promise<string> {
+  const file = join(dir, "password");
+  try {
+    const kept = (await readFile(file, "utf8")).trim();
+    if (/^[A-Za-z0-9_-]{32,}$/.test(kept)) {
+      await chmod(file, 0o600);
+      return kept;
+    }
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
+  const password = randomBytes(32).toString("base64url");
+  await writeFile(file, `${password}\n`, { mode: 0o600 });
+  return password;
+}
+
+// The local stack's Redis: on loopback, with a password, persistent (AOF, fsync every second, no RDB
+// snapshots) under <dataDir>/redis.
 export async function startLocalRedis(opts: LocalRedisOptions): Promise<LocalRedis> {
   // Absolute: redis-server resolves --dir and --pidfile against its own working directory.
   const dir = resolve(opts.dataDir, "redis");
   await mkdir(dir, { recursive: true, mode: 0o700 });
+  await chmod(dir, 0o700);
   const pidFile = join(dir, "redis-server.pid");
   await reapStaleServer(pidFile, opts.logger);
+  const password = await localPassword(dir);
   const server = await spawnRedisServer({
     binary: opts.binary,
     searchPath: opts.searchPath,
@@ -374,6 +417,7 @@ export async function startLocalRedis(opts: LocalRedisOptions): Promise<LocalRed
     port: opts.port,
     logger: opts.logger,
     readyTimeoutMs: opts.readyTimeoutMs ?? 60_000,
+    password,
     cwd: dir,
     args: [
       "--dir",
@@ -388,6 +432,6 @@ export async function startLocalRedis(opts: LocalRedisOptions): Promise<LocalRed
       "",
     ],
   });
-  opts.logger.info({ url: server.url, dir }, "local redis-server started");
+  opts.logger.info({ address: `${HOST}:${server.port}`, dir }, "local redis-server started");
   return { url: server.url, port: server.port, stop: server.stop };
 }

@@ -1,24 +1,43 @@
 import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
+import { isLoopback } from "../core/config/exposure.js";
 import type { Config } from "../core/config/load.js";
 import type { Logger } from "../core/logger.js";
-import { DEFAULT_EMBEDDED_ACCESS_KEY, DEFAULT_EMBEDDED_SECRET_KEY } from "./credentials.js";
+import { DEFAULT_EMBEDDED_ACCESS_KEY, DEFAULT_EMBEDDED_SECRET_KEY, LOCAL_BUCKET } from "./credentials.js";
 import { startLocalRedis } from "./redis.js";
 import { startEmbeddedS3 } from "./s3/server.js";
 
 export interface LocalStack {
   /** The configuration with the local services filled in. */
   config: Config;
-  /** What was started, for the banner. */
+  /** What was started, for the banner: Redis's address (no password), the object store's endpoint. */
   started: { redis?: string; s3?: string };
   stop(): Promise<void>;
 }
 
 /**
- * What `media-service start` provides by itself: a redis-server when REDIS_URL is unset and the
- * embedded S3-protocol store when S3_ENDPOINT is unset, both on 127.0.0.1 under the data dir.
+ * Why the embedded store must not listen as configured, or undefined: off loopback, the well-known
+ * default credentials would open it to anyone who can reach it.
+ */
+export function embeddedStoreExposureProblem(config: Config): string | undefined {
+  const { endpoint, embeddedHost, embeddedPort, accessKeyId, secretAccessKey } = config.storage;
+  if (endpoint || isLoopback(embeddedHost)) return undefined;
+  if (accessKeyId && secretAccessKey && secretAccessKey !== DEFAULT_EMBEDDED_SECRET_KEY) return undefined;
+  return (
+    `refusing to serve the embedded object store on ${embeddedHost}:${embeddedPort} with its default ` +
+    `credentials: set S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY to credentials of your own, or keep it ` +
+    `on loopback (EMBEDDED_S3_HOST=127.0.0.1)`
+  );
+}
+
+/**
+ * What `media-service start` provides by itself: a redis-server (loopback, a generated password) when
+ * REDIS_URL is unset and the embedded S3-protocol store (storage.embedded_host, loopback by default)
+ * when S3_ENDPOINT is unset, both under the data dir.
  */
 export async function startLocalStack(config: Config, logger: Logger): Promise<LocalStack> {
+  const refused = embeddedStoreExposureProblem(config);
+  if (refused) throw new Error(refused);
   const dataDir = resolve(config.dataDir);
   mkdirSync(dataDir, { recursive: true });
   const stops: Array<() => Promise<void>> = [];
@@ -31,29 +50,34 @@ export async function startLocalStack(config: Config, logger: Logger): Promise<L
       const redis = await startLocalRedis({ dataDir, logger: logger.child({ component: "redis" }) });
       stops.push(() => redis.stop());
       next.redis.url = redis.url;
-      started.redis = redis.url;
+      started.redis = `127.0.0.1:${redis.port}`;
     }
     if (!config.storage.endpoint) {
       const accessKeyId = config.storage.accessKeyId ?? DEFAULT_EMBEDDED_ACCESS_KEY;
       const secretAccessKey = config.storage.secretAccessKey ?? DEFAULT_EMBEDDED_SECRET_KEY;
       const s3 = await startEmbeddedS3({
-        host: "127.0.0.1",
+        host: config.storage.embeddedHost,
         port: config.storage.embeddedPort,
         dataDir: resolve(dataDir, "s3"),
         accessKeyId,
         secretAccessKey,
         region: config.storage.region,
+        buckets: [LOCAL_BUCKET],
         logger,
       });
       stops.push(() => s3.close());
+      // Listening on every interface (a container's published port): clients here use loopback.
+      const endpoint = ["0.0.0.0", "::"].includes(config.storage.embeddedHost)
+        ? `http://127.0.0.1:${s3.port}`
+        : s3.url;
       next.storage = {
         ...next.storage,
-        endpoint: s3.url,
+        endpoint,
         accessKeyId,
         secretAccessKey,
         forcePathStyle: true,
       };
-      started.s3 = s3.url;
+      started.s3 = endpoint;
     }
   } catch (err) {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);

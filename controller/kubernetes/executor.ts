@@ -25,7 +25,7 @@ import type { Config } from "../../core/config/load.js";
 import type { Job } from "../../core/jobs/records.js";
 import { JOB_TYPES, type JobType } from "../../core/jobs/types.js";
 import type { Logger } from "../../core/logger.js";
-import type { JobStore } from "../../core/store/store.js";
+import { blockingConnection, type JobStore } from "../../core/store/store.js";
 import {
   ANNOTATIONS,
   buildJobManifest,
@@ -190,7 +190,7 @@ export class KubernetesExecutor {
       if (ch === channel) this.notify();
     });
     await this.options.subscriber.subscribe(channel);
-    this.events = this.options.redis.duplicate({ connectionName: "media-service-controller-events" });
+    this.events = blockingConnection(this.options.redis, "media-service-controller-events");
     this.events.on("error", (err: Error) => this.log.warn({ err: err.message }, "events connection error"));
     this.eventsLoop = this.followEvents();
     if (this.elector) this.elector.start();

@@ -1,6 +1,7 @@
 import type { Config } from "../../core/config/load.js";
 import type { Logger } from "../../core/logger.js";
 import type { CoreServices } from "../../core/services.js";
+import { blockingConnection } from "../../core/store/store.js";
 import { WebhookClient } from "./http-client.js";
 import { WebhookNotifier } from "./notifier.js";
 
@@ -14,7 +15,7 @@ export async function startNotifier(
     allowPrivate: config.webhooks.allowPrivate ?? false,
     allowedHosts: config.webhooks.allowedHosts,
   });
-  const reader = services.redis.duplicate({ connectionName: "media-service:webhooks" });
+  const reader = blockingConnection(services.redis, "media-service:webhooks");
   const notifier = new WebhookNotifier({
     store: services.store,
     reader,

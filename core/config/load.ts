@@ -21,8 +21,10 @@ type Env = Record<string, string | undefined>;
 // An "integer" is read as a number is in the file (1e9 is 1000000000) and must be a whole one:
 // 5.5, 0x10 or 12abc are refused rather than cut short to 5, 16 or 12.
 const ENV_OVERRIDES: Array<[string, string[], "string" | "integer" | "list"]> = [
+  ["HOST", ["server", "host"], "string"],
   ["PORT", ["server", "port"], "integer"],
   ["API_KEYS", ["server", "api_keys"], "list"],
+  ["ALLOW_UNAUTHENTICATED", ["server", "allow_unauthenticated"], "string"],
   [RUNNER_ENV.redisUrl, ["redis", "url"], "string"],
   [RUNNER_ENV.redisKeyPrefix, ["redis", "key_prefix"], "string"],
   [RUNNER_ENV.scratchDir, ["executor", "scratch_dir"], "string"],
@@ -36,7 +38,9 @@ const ENV_OVERRIDES: Array<[string, string[], "string" | "integer" | "list"]> = 
   ["LOCAL_CONCURRENCY", ["executor", "local_concurrency"], "integer"],
   ["DATA_DIR", ["data_dir"], "string"],
   ["EMBEDDED_S3_PORT", ["storage", "embedded_port"], "integer"],
+  ["EMBEDDED_S3_HOST", ["storage", "embedded_host"], "string"],
   [RUNNER_ENV.logLevel, ["log_level"], "string"],
+  ["LOG_FORMAT", ["log_format"], "string"],
   [RUNNER_ENV.aiBaseUrl, ["ai", "base_url"], "string"],
   [RUNNER_ENV.aiApiKey, ["ai", "api_key"], "string"],
   [RUNNER_ENV.aiModel, ["ai", "model"], "string"],
@@ -74,7 +78,8 @@ export interface AiProvider {
 
 export interface Config {
   server: {
-    host: string;
+    /** Unset: see listenHost() (core/config/exposure.ts). */
+    host?: string;
     port: number;
     mode: "debug" | "release" | "test";
     readTimeoutMs: number;
@@ -84,6 +89,7 @@ export interface Config {
     sseHeartbeatMs: number;
     shutdownTimeoutMs: number;
     trustProxy: boolean;
+    allowUnauthenticated: boolean;
   };
   redis: { url?: string; keyPrefix: string; connectTimeoutMs: number };
   storage: {
@@ -95,6 +101,7 @@ export interface Config {
     publicBaseUrl?: string;
     healthBucket?: string;
     embeddedPort: number;
+    embeddedHost: string;
   };
   executor: {
     kind: "local" | "kubernetes";
@@ -174,6 +181,7 @@ export interface Config {
   };
   dataDir: string;
   logLevel: string;
+  logFormat: "auto" | "json" | "pretty";
 }
 
 export interface KubernetesResources {
@@ -365,6 +373,7 @@ function resolve(c: ConfigFile): Config {
       sseHeartbeatMs: duration("server.sse_heartbeat", c.server.sse_heartbeat),
       shutdownTimeoutMs: duration("server.shutdown_timeout", c.server.shutdown_timeout),
       trustProxy: c.server.trust_proxy,
+      allowUnauthenticated: c.server.allow_unauthenticated,
     },
     redis: {
       url: c.redis.url,
@@ -380,6 +389,7 @@ function resolve(c: ConfigFile): Config {
       publicBaseUrl: c.storage.public_base_url?.replace(/\/+$/, ""),
       healthBucket: c.storage.health_bucket,
       embeddedPort: c.storage.embedded_port,
+      embeddedHost: c.storage.embedded_host,
     },
     executor: {
       kind: c.executor.kind,
@@ -465,6 +475,7 @@ function resolve(c: ConfigFile): Config {
     },
     dataDir: c.data_dir,
     logLevel: c.log_level ?? { debug: "debug", release: "info", test: "warn" }[c.server.mode],
+    logFormat: c.log_format,
   };
   checkQuantities(c.kubernetes);
   if (config.server.sseHeartbeatMs >= config.server.writeTimeoutMs) {

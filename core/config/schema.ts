@@ -8,7 +8,8 @@ const Duration = (def: string) =>
 
 export const ServerConfig = Type.Object(
   {
-    host: Type.String({ default: "0.0.0.0" }),
+    // Unset: 127.0.0.1 for `start` (the local stack), 0.0.0.0 for `api` and `controller` (deployments).
+    host: Type.Optional(Type.String({ minLength: 1 })),
     port: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
     mode: Type.Union([Type.Literal("debug"), Type.Literal("release"), Type.Literal("test")], {
       default: "release",
@@ -20,6 +21,8 @@ export const ServerConfig = Type.Object(
     sse_heartbeat: Duration("15s"),
     shutdown_timeout: Duration("25s"),
     trust_proxy: Type.Boolean({ default: false }),
+    // Serve the API on a non-loopback address with no api_keys. Refused unless this is true.
+    allow_unauthenticated: Type.Boolean({ default: false }),
   },
   { additionalProperties: false, default: {} },
 );
@@ -46,6 +49,9 @@ export const StorageConfig = Type.Object(
     // Bucket probed by the readiness check; unset: ListBuckets.
     health_bucket: Type.Optional(Type.String({ minLength: 1 })),
     embedded_port: Type.Integer({ minimum: 0, maximum: 65535, default: 9000 }),
+    // The embedded store's address (e.g. 0.0.0.0 in a container whose port 9000 is published). Off
+    // loopback it needs access_key_id and secret_access_key of the operator's choosing.
+    embedded_host: Type.String({ minLength: 1, default: "127.0.0.1" }),
   },
   { additionalProperties: false, default: {} },
 );
@@ -343,6 +349,10 @@ export const ConfigFile = Type.Object(
     log_level: Type.Optional(
       Type.Union(["fatal", "error", "warn", "info", "debug", "trace", "silent"].map((l) => Type.Literal(l))),
     ),
+    // json: one JSON object a line; pretty: readable lines; auto: pretty on a terminal, else json.
+    log_format: Type.Union([Type.Literal("auto"), Type.Literal("json"), Type.Literal("pretty")], {
+      default: "auto",
+    }),
   },
   { additionalProperties: false },
 );

@@ -388,3 +388,11 @@ export function connectRedis(url: string, options: RedisConnectOptions): Redis {
   };
   return "url" in target ? new Redis(target.url, common) : new Redis({ ...target.options, ...common });
 }
+
+/**
+ * A connection of its own for blocking reads (XREADGROUP … BLOCK), from a fail-fast one: what it sends
+ * before it is connected, or while it reconnects, waits for the connection instead of failing.
+ */
+export function blockingConnection(redis: Redis, name: string): Redis {
+  return redis.duplicate({ connectionName: name, enableOfflineQueue: true, maxRetriesPerRequest: null });
+}

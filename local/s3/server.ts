@@ -40,6 +40,8 @@ export interface EmbeddedS3Options {
   secretAccessKey: string;
   /** Region reported for buckets created without a LocationConstraint; default us-east-1. */
   region?: string;
+  /** Buckets created at start when they do not exist yet. */
+  buckets?: string[];
   logger?: Logger;
 }
 
@@ -238,6 +240,14 @@ export async function startEmbeddedS3(opts: EmbeddedS3Options): Promise<Embedded
     throw err;
   }
   openStorage(storage);
+  try {
+    for (const bucket of opts.buckets ?? []) {
+      if (!(await storage.bucketInfo(bucket))) await storage.createBucket(bucket, "");
+    }
+  } catch (err) {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    throw err;
+  }
   const port = (server.address() as AddressInfo).port;
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
   log.info({ url, dataDir: storage.dataDir }, "embedded S3 server listening");

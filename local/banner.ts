@@ -1,0 +1,99 @@
+import { isLoopback, listenHost } from "../core/config/exposure.js";
+import type { Config } from "../core/config/load.js";
+import { DEFAULT_EMBEDDED_ACCESS_KEY, DEFAULT_EMBEDDED_SECRET_KEY, LOCAL_BUCKET } from "./credentials.js";
+
+/** Where a client on this machine reaches the API `start` serves. */
+export function apiBaseUrl(config: Config): string {
+  const host = listenHost(config, "start");
+  const name = isLoopback(host) || host === "0.0.0.0" || host === "::" ? "localhost" : host;
+  return `http://${name.includes(":") ? `[${name}]` : name}:${config.server.port}`;
+}
+
+/** True when the object store is the embedded one with the default credentials (fine to print). */
+function defaultCredentials(config: Config): boolean {
+  const { accessKeyId, secretAccessKey } = config.storage;
+  return accessKeyId === DEFAULT_EMBEDDED_ACCESS_KEY && secretAccessKey === DEFAULT_EMBEDDED_SECRET_KEY;
+}
+
+/**
+ * The copy-paste example `start` prints and the README shows (for the default settings): upload a
+ * photo into the object store with curl's own S3 signing, submit a resize, follow it to its end,
+ * fetch the result. Only curl and node, which every machine running this has. Credentials the user
+ * chose are referenced by their variables, never printed.
+ */
+export function quickstart(config: Config): string {
+  const api = apiBaseUrl(config);
+  const s3 = config.storage.endpoint ?? `http://127.0.0.1:${config.storage.embeddedPort}`;
+  const user = defaultCredentials(config)
+    ? `${config.storage.accessKeyId}:${config.storage.secretAccessKey}`
+    : '"$S3_ACCESS_KEY_ID:$S3_SECRET_ACCESS_KEY"';
+  // curl signs S3 requests itself (7.75+); the payload hash header is what older curls do not add.
+  const s3curl =
+    `s3() { curl -fsS --aws-sigv4 aws:amz:${config.storage.region}:s3 --user ${user} ` +
+    `-H x-amz-content-sha256:UNSIGNED-PAYLOAD "$@"; }`;
+  const key = config.server.apiKeys.length > 0 ? ` -H "X-API-Key: $API_KEY"` : "";
+  const job = JSON.stringify({
+    source_bucket: LOCAL_BUCKET,
+    source_key: "in/photo.jpg",
+    dest_bucket: LOCAL_BUCKET,
+    dest_key: "out/photo.webp",
+    width: 640,
+    height: 480,
+    format: "webp",
+  });
+  return [
+    s3curl,
+    `s3 -T photo.jpg ${s3}/${LOCAL_BUCKET}/in/photo.jpg`,
+    `JOB=$(curl -fsS${key} ${api}/api/v1/jobs/image/resize -H 'Content-Type: application/json' \\`,
+    `  -d '${job}' \\`,
+    `  | node -p 'JSON.parse(fs.readFileSync(0, "utf8")).job_id')`,
+    `curl -fsSN${key} ${api}/api/v1/jobs/$JOB/stream`,
+    `s3 -o photo.webp ${s3}/${LOCAL_BUCKET}/out/photo.webp`,
+  ].join("\n");
+}
+
+export interface BannerFacts {
+  /** Where the local Redis listens (no password), when `start` runs one. */
+  redis?: string;
+  /** The embedded object store's endpoint, when `start` runs it. */
+  s3?: string;
+  /** The AI provider line. */
+  ai: string;
+}
+
+/** What `start` prints on a terminal once everything is up. */
+export function banner(config: Config, facts: BannerFacts): string {
+  const api = apiBaseUrl(config);
+  const host = listenHost(config, "start");
+  const reach = isLoopback(host)
+    ? "this machine only"
+    : config.server.apiKeys.length > 0
+      ? `${host}, with API keys`
+      : `${host}, WITHOUT authentication`;
+  const { accessKeyId, endpoint } = config.storage;
+  const credentials = defaultCredentials(config)
+    ? `access key ${accessKeyId}, secret ${config.storage.secretAccessKey}`
+    : `access key ${accessKeyId ?? "from the environment"}`;
+  const bucket = facts.s3 ? `, bucket ${LOCAL_BUCKET}` : "";
+  const redis = facts.redis
+    ? `${facts.redis} (its own, password in ${config.dataDir}/redis/password)`
+    : "from REDIS_URL";
+  const indent = (text: string) => text.replace(/^/gm, "    ");
+  const keyNote = config.server.apiKeys.length > 0 ? "\n    API_KEY=<one of your API keys>" : "";
+  return `
+  media-service is running (Ctrl-C stops it)
+
+    API            ${api}/api/v1  (reachable from ${reach})
+    API reference  ${api}${config.server.docsPath}
+    health         ${api}/health/ready
+    object store   ${endpoint ?? "AWS S3"}  ${credentials}${bucket}
+    redis          ${redis}
+    AI provider    ${facts.ai}
+    data           ${config.dataDir}
+
+  try it from another terminal, next to a photo.jpg:
+${keyNote}
+${indent(quickstart(config))}
+
+`;
+}

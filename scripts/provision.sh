@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# Installs the system programs media-service needs and this machine lacks, then gets out of the way.
+# It is what `npm start`, `npm test`, `npm run bench`, `npm run test:k8s`, `.ci/run` and the image
+# build run first, so every one of them takes the path a newcomer takes. When everything is present it
+# prints nothing and returns at once.
+#
+#   scripts/provision.sh start|test|bench|k8s|ci|image
+#
+#   start  the local stack: redis-server (unless REDIS_URL is set), ffmpeg and ffprobe, a font for
+#          watermark text
+#   test   start's programs, redis-server always, and pgrep (procps)
+#   bench  test's programs and the vips command-line tools (the benchmarks compare against them)
+#   k8s    openssl (the test control plane's certificates); Node 24
+#   ci     all of the above, and Docker Engine with debootstrap (the fresh-machine test)
+#   image  what the container image runs: start's programs, tini, CA certificates
+#
+# Debian and Ubuntu: apt-get, as root or through passwordless sudo. macOS: Homebrew. Anywhere else, or
+# without the rights to install, it stops with the one command to run.
+# MEDIA_SERVICE_PROVISION=check only checks: it names what is missing and how to install it, and fails.
+set -euo pipefail
+
+profile="${1:-}"
+case "$profile" in
+  start | test | bench | k8s | ci | image) ;;
+  *)
+    echo "usage: scripts/provision.sh start|test|bench|k8s|ci|image" >&2
+    exit 2
+    ;;
+esac
+
+NODE_TARGET=24
+say() { printf 'media-service: %s\n' "$*" >&2; }
+
+# ---- Node ----------------------------------------------------------------------------------------
+node_version="$(node -p 'process.versions.node' 2>/dev/null || echo none)"
+node_major="${node_version%%.*}"
+if [[ "$profile" != image && "$node_major" != "$NODE_TARGET" ]]; then
+  if [[ "$profile" == k8s || "$profile" == ci ]] && { [[ "$node_major" == none ]] || ((node_major < NODE_TARGET)); }; then
+    say "npm run test:k8s needs Node ${NODE_TARGET} (this is Node ${node_version}; the Kubernetes client does not load on older ones): install Node ${NODE_TARGET} from https://nodejs.org or your version manager (nvm install ${NODE_TARGET})"
+    exit 1
+  fi
+  if [[ "$node_major" == none ]] || ((node_major < NODE_TARGET)); then
+    say "media-service targets Node ${NODE_TARGET}; this is Node ${node_version}, which runs it for development only (install Node ${NODE_TARGET} from https://nodejs.org or with nvm install ${NODE_TARGET})"
+  fi
+fi
+
+# ---- What each profile needs ---------------------------------------------------------------------
+# One line a requirement: id | Debian/Ubuntu package | Homebrew formula ("-": none) | why it is needed.
+# Each id has a check_<id> function below that succeeds when the machine has it.
+REQUIREMENTS='
+redis       | redis-server      | redis   | the job store that start runs for itself (not needed when REDIS_URL is set)
+ffmpeg      | ffmpeg            | ffmpeg  | video thumbnails, audio conversion and analyze (ffmpeg and ffprobe)
+font        | fonts-dejavu-core | -       | the font watermark text is drawn with
+procps      | procps            | -       | the tests look for left-over processes with pgrep
+vips        | libvips-tools     | vips    | the benchmarks compare against vipsthumbnail
+openssl     | openssl           | openssl | the test control plane makes its certificates with openssl
+tini        | tini              | -       | the container image runs media-service under tini
+certs       | ca-certificates   | -       | the container image reaches HTTPS object stores and AI providers
+docker      | docker.io         | -       | the fresh-machine test runs the README in a bare Debian container
+debootstrap | debootstrap       | -       | the fresh-machine test makes its bare Debian image
+'
+have() { command -v "$1" >/dev/null 2>&1; }
+check_redis() { have redis-server; }
+check_ffmpeg() { have ffmpeg && have ffprobe; }
+# runner/image/text.ts draws with DejaVu Sans Bold (Debian, Ubuntu) or, on macOS, the system's Arial Bold.
+check_font() {
+  [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf ] ||
+    [ -f "/System/Library/Fonts/Supplemental/Arial Bold.ttf" ]
+}
+check_procps() { have pgrep; }
+check_vips() { have vips && have vipsthumbnail; }
+check_openssl() { have openssl; }
+check_tini() { have tini; }
+check_certs() { [ -s /etc/ssl/certs/ca-certificates.crt ]; }
+check_docker() { have dockerd && have docker; }
+check_debootstrap() { have debootstrap; }
+
+case "$profile" in
+  start)
+    wanted=(ffmpeg font)
+    [[ -n "${REDIS_URL:-}" ]] || wanted=(redis "${wanted[@]}")
+    ;;
+  test) wanted=(redis ffmpeg font procps) ;;
+  bench) wanted=(redis ffmpeg font procps vips) ;;
+  k8s) wanted=(openssl) ;;
+  ci) wanted=(redis ffmpeg font procps vips openssl docker debootstrap) ;;
+  image) wanted=(redis ffmpeg font tini certs) ;;
+esac
+case "$profile" in
+  start | test) what="npm $profile" ;;
+  bench) what="npm run bench" ;;
+  k8s) what="npm run test:k8s" ;;
+  ci) what=".ci/run" ;;
+  image) what="the container image" ;;
+esac
+
+field() {
+  awk -F'|' -v id="$1" -v n="$2" '{ gsub(/^ +| +$/, "", $1) } $1 == id { gsub(/^ +| +$/, "", $n); print $n }' <<<"$REQUIREMENTS"
+}
+missing_of() {
+  local id
+  for id in "$@"; do "check_$id" || printf '%s\n' "$id"; done
+}
+
+# (Word splitting on purpose: ids have no spaces, and macOS's bash 3.2 has no mapfile.)
+# shellcheck disable=SC2207
+missing=($(missing_of "${wanted[@]}"))
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+# ---- How to install here -------------------------------------------------------------------------
+os="$(uname -s)"
+manager=""
+if [[ "$os" == Linux ]] && have apt-get; then
+  manager=apt
+  column=2
+elif [[ "$os" == Darwin ]]; then
+  manager=brew
+  column=3
+fi
+
+packages=()
+unavailable=()
+say "this machine lacks what $what needs:"
+for id in "${missing[@]}"; do
+  package=""
+  [[ -n "$manager" ]] && package="$(field "$id" "$column")"
+  printf '  %-18s %s\n' "${package:-$id}" "$(field "$id" 4)" >&2
+  if [[ -n "$package" && "$package" != - ]]; then packages+=("$package"); else unavailable+=("$id"); fi
+done
+
+if [[ -z "$manager" || ${#unavailable[@]} -gt 0 ]]; then
+  say "no installer known here ($os) for: ${unavailable[*]:-${missing[*]}}; install it with the system's package manager, then run the command again"
+  exit 1
+fi
+if [[ "$manager" == apt ]]; then
+  hint="sudo apt-get update && sudo apt-get install -y --no-install-recommends ${packages[*]}"
+  runner=()
+  if [[ "$(id -u)" -ne 0 ]]; then
+    if have sudo && sudo -n true 2>/dev/null; then runner=(sudo -n); else runner=(none); fi
+  fi
+  [[ ${#runner[@]} -gt 0 ]] || runner=(env)
+else
+  hint="brew install ${packages[*]}"
+  runner=()
+  if ! have brew; then
+    runner=(none)
+    hint="install Homebrew (https://brew.sh), then: $hint"
+  fi
+fi
+
+if [[ "${MEDIA_SERVICE_PROVISION:-}" == check || "${runner[*]:-}" == none ]]; then
+  why="to install them"
+  [[ "${runner[*]:-}" == none && "$manager" == apt ]] && why="this user cannot install packages (not root, no passwordless sudo); run"
+  say "$why: $hint"
+  exit 1
+fi
+
+log="$(mktemp "${TMPDIR:-/tmp}/media-service-provision.XXXXXX")"
+say "installing ${packages[*]} with ${manager} (output in $log) ..."
+started=$SECONDS
+if [[ "$manager" == apt ]]; then
+  export DEBIAN_FRONTEND=noninteractive
+  # The lock timeout covers apt-daily/unattended-upgrades still running on a freshly booted machine.
+  if ! { "${runner[@]}" apt-get -o DPkg::Lock::Timeout=600 update -q &&
+    "${runner[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${packages[@]}"; } >"$log" 2>&1; then
+    tail -n 20 "$log" >&2
+    say "installing failed (the whole output is in $log); to do it by hand: $hint"
+    exit 1
+  fi
+else
+  if ! HOMEBREW_NO_AUTO_UPDATE=1 brew install "${packages[@]}" >"$log" 2>&1; then
+    tail -n 20 "$log" >&2
+    say "installing failed (the whole output is in $log); to do it by hand: $hint"
+    exit 1
+  fi
+fi
+
+# shellcheck disable=SC2207
+still=($(missing_of "${missing[@]}"))
+if [[ ${#still[@]} -gt 0 ]]; then
+  say "still missing after the install: ${still[*]} (see $log)"
+  exit 1
+fi
+rm -f "$log"
+say "installed ${packages[*]} in $((SECONDS - started)) s"

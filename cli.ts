@@ -48,7 +48,11 @@ async function main(argv: string[]): Promise<number> {
     throw err;
   }
   if (command === "start" || command === "api") {
-    const refused = apiExposureProblem(config, command);
+    const refused =
+      apiExposureProblem(config, command) ??
+      (command === "start"
+        ? (await import("./local/stack.js")).embeddedStoreExposureProblem(config)
+        : undefined);
     if (refused) {
       console.error(`media-service ${command}: ${refused}`);
       return 2;

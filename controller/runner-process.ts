@@ -45,6 +45,10 @@ export class RunnerProcess {
       execArgv: entry.execArgv,
       env: options.env,
       stdio: ["ignore", "inherit", "inherit", "ipc"],
+      // Its own process group: Ctrl-C on a terminal reaches only the controller, which lets a running
+      // job finish or hands it back before it stops its runners. A runner whose controller dies
+      // leaves with its IPC channel.
+      detached: true,
       serialization: "json",
     });
     const log = options.logger;

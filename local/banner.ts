@@ -9,10 +9,13 @@ export function apiBaseUrl(config: Config): string {
   return `http://${name.includes(":") ? `[${name}]` : name}:${config.server.port}`;
 }
 
-/** True when the object store is the embedded one with the default credentials (fine to print). */
-function defaultCredentials(config: Config): boolean {
-  const { accessKeyId, secretAccessKey } = config.storage;
-  return accessKeyId === DEFAULT_EMBEDDED_ACCESS_KEY && secretAccessKey === DEFAULT_EMBEDDED_SECRET_KEY;
+/** The embedded store's credentials when they are its well-known defaults (fine to print). */
+function defaultCredentials(config: Config): { accessKeyId: string; secretAccessKey: string } | undefined {
+  const id = config.storage.accessKeyId ?? DEFAULT_EMBEDDED_ACCESS_KEY;
+  const secret = config.storage.secretAccessKey ?? DEFAULT_EMBEDDED_SECRET_KEY;
+  return id === DEFAULT_EMBEDDED_ACCESS_KEY && secret === DEFAULT_EMBEDDED_SECRET_KEY
+    ? { accessKeyId: id, secretAccessKey: secret }
+    : undefined;
 }
 
 /**
@@ -24,8 +27,9 @@ function defaultCredentials(config: Config): boolean {
 export function quickstart(config: Config): string {
   const api = apiBaseUrl(config);
   const s3 = config.storage.endpoint ?? `http://127.0.0.1:${config.storage.embeddedPort}`;
-  const user = defaultCredentials(config)
-    ? `${config.storage.accessKeyId}:${config.storage.secretAccessKey}`
+  const defaults = defaultCredentials(config);
+  const user = defaults
+    ? `${defaults.accessKeyId}:${defaults.secretAccessKey}`
     : '"$S3_ACCESS_KEY_ID:$S3_SECRET_ACCESS_KEY"';
   // curl signs S3 requests itself (7.75+); the payload hash header is what older curls do not add.
   const s3curl =
@@ -71,8 +75,9 @@ export function banner(config: Config, facts: BannerFacts): string {
       ? `${host}, with API keys`
       : `${host}, WITHOUT authentication`;
   const { accessKeyId, endpoint } = config.storage;
-  const credentials = defaultCredentials(config)
-    ? `access key ${accessKeyId}, secret ${config.storage.secretAccessKey}`
+  const defaults = defaultCredentials(config);
+  const credentials = defaults
+    ? `access key ${defaults.accessKeyId}, secret ${defaults.secretAccessKey}`
     : `access key ${accessKeyId ?? "from the environment"}`;
   const bucket = facts.s3 ? `, bucket ${LOCAL_BUCKET}` : "";
   const redis = facts.redis

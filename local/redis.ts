@@ -230,7 +230,9 @@ async function attempt(binary: string, port: number, opts: SpawnRedisOptions): P
     ...(opts.args ?? []),
   ];
   if (opts.password !== undefined) args.push("-"); // the rest of the configuration from stdin
-  const child = spawn(binary, args, { cwd: opts.cwd, stdio: ["pipe", "pipe", "pipe"] });
+  // A process group of its own: Ctrl-C on a terminal signals the whole foreground group, and Redis
+  // must outlive the processes that still write to it while they stop; its parent stops it last.
+  const child = spawn(binary, args, { cwd: opts.cwd, stdio: ["pipe", "pipe", "pipe"], detached: true });
   track(child);
   child.stdin?.on("error", () => undefined); // an early exit is reported below, with its output
   child.stdin?.end(opts.password === undefined ? "" : `requirepass "${opts.password}"\n`);

@@ -4,14 +4,15 @@
 # build run first, so every one of them takes the path a newcomer takes. When everything is present it
 # prints nothing and returns at once.
 #
-#   scripts/provision.sh start|test|bench|k8s|ci|image
+#   scripts/provision.sh start|test|bench|k8s|fresh|ci|image
 #
 #   start  the local stack: redis-server (unless REDIS_URL is set), ffmpeg and ffprobe, a font for
 #          watermark text
 #   test   start's programs, redis-server always, and pgrep (procps)
 #   bench  test's programs and the vips command-line tools (the benchmarks compare against them)
 #   k8s    openssl (the test control plane's certificates); Node 24
-#   ci     all of the above, and Docker Engine with debootstrap (the fresh-machine test)
+#   fresh  Docker Engine and debootstrap (test/e2e/fresh-machine.sh)
+#   ci     all of the above
 #   image  what the container image runs: start's programs, tini, CA certificates
 #
 # Debian and Ubuntu: apt-get, as root or through passwordless sudo. macOS: Homebrew. Anywhere else, or
@@ -21,9 +22,9 @@ set -euo pipefail
 
 profile="${1:-}"
 case "$profile" in
-  start | test | bench | k8s | ci | image) ;;
+  start | test | bench | k8s | fresh | ci | image) ;;
   *)
-    echo "usage: scripts/provision.sh start|test|bench|k8s|ci|image" >&2
+    echo "usage: scripts/provision.sh start|test|bench|k8s|fresh|ci|image" >&2
     exit 2
     ;;
 esac
@@ -31,12 +32,21 @@ esac
 NODE_TARGET=24
 say() { printf 'media-service: %s\n' "$*" >&2; }
 
+case "$profile" in
+  start | test) what="npm $profile" ;;
+  bench) what="npm run bench" ;;
+  k8s) what="npm run test:k8s" ;;
+  fresh) what="test/e2e/fresh-machine.sh" ;;
+  ci) what=".ci/run" ;;
+  image) what="the container image" ;;
+esac
+
 # ---- Node ----------------------------------------------------------------------------------------
 node_version="$(node -p 'process.versions.node' 2>/dev/null || echo none)"
 node_major="${node_version%%.*}"
-if [[ "$profile" != image && "$node_major" != "$NODE_TARGET" ]]; then
+if [[ "$profile" != image && "$profile" != fresh && "$node_major" != "$NODE_TARGET" ]]; then
   if [[ "$profile" == k8s || "$profile" == ci ]] && { [[ "$node_major" == none ]] || ((node_major < NODE_TARGET)); }; then
-    say "npm run test:k8s needs Node ${NODE_TARGET} (this is Node ${node_version}; the Kubernetes client does not load on older ones): install Node ${NODE_TARGET} from https://nodejs.org or your version manager (nvm install ${NODE_TARGET})"
+    say "$what needs Node ${NODE_TARGET} (this is Node ${node_version}; the Kubernetes client does not load on older ones): install Node ${NODE_TARGET} from https://nodejs.org or your version manager (nvm install ${NODE_TARGET})"
     exit 1
   fi
   if [[ "$node_major" == none ]] || ((node_major < NODE_TARGET)); then
@@ -83,15 +93,9 @@ case "$profile" in
   test) wanted=(redis ffmpeg font procps) ;;
   bench) wanted=(redis ffmpeg font procps vips) ;;
   k8s) wanted=(openssl) ;;
+  fresh) wanted=(docker debootstrap) ;;
   ci) wanted=(redis ffmpeg font procps vips openssl docker debootstrap) ;;
   image) wanted=(redis ffmpeg font tini certs) ;;
-esac
-case "$profile" in
-  start | test) what="npm $profile" ;;
-  bench) what="npm run bench" ;;
-  k8s) what="npm run test:k8s" ;;
-  ci) what=".ci/run" ;;
-  image) what="the container image" ;;
 esac
 
 field() {

@@ -391,8 +391,11 @@ export function connectRedis(url: string, options: RedisConnectOptions): Redis {
 
 /**
  * A connection of its own for blocking reads (XREADGROUP … BLOCK), from a fail-fast one: what it sends
- * before it is connected, or while it reconnects, waits for the connection instead of failing.
+ * before its first connection is up waits for it instead of failing, so a reader started with its
+ * process does not fail (and warn) at once. Once Redis is lost, a command fails after one reconnect
+ * attempt, as on the fail-fast connection, so a reader stopping while Redis is down is not left
+ * waiting on it.
  */
 export function blockingConnection(redis: Redis, name: string): Redis {
-  return redis.duplicate({ connectionName: name, enableOfflineQueue: true, maxRetriesPerRequest: null });
+  return redis.duplicate({ connectionName: name, enableOfflineQueue: true, maxRetriesPerRequest: 1 });
 }

@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# The README's promise, checked the way a newcomer meets it. In a container made from a bare Debian 12
+# image with Node 24 and npm and nothing else (debootstrap's minbase, Node from the npm registry's
+# node-linux-<arch> package, npm from its own package):
+#
+#   1. `npm ci && npm start` on a terminal provisions what is missing, serves /health/ready, shows the
+#      banner and logs no warning; the API is unreachable from outside the container and its Redis
+#      demands a password; the README's quickstart, copied from the README, completes a resize.
+#   2. `npm ci && npm test` passes in the same container.
+#   3. The image built from the Dockerfile runs the same stack with `start`: it refuses to serve
+#      without API keys, and with them the example it prints works from the host through the
+#      published ports.
+#
+# Docker Engine and debootstrap come through scripts/provision.sh (profile fresh). The bare image is
+# cached by its Node and npm versions. Inside the containers npm trusts the host's CA bundle, as
+# behind a corporate proxy. Needs root (debootstrap, dockerd).
+#
+# Environment: DEBIAN_MIRROR (default http://deb.debian.org/debian), FRESH_KEEP=1 keeps the containers
+# for a look afterwards, FRESH_SKIP_IMAGE=1 skips part 3.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT"
+NODE_MAJOR=24
+NPM_MAJOR=11
+MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+CACHE="${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/media-service/fresh-machine"
+HOST_CA="${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}"
+RUN_ID="$$"
+APP=/root/media-service
+
+started_at=$SECONDS
+log() { printf '\n--> %s  [+%ds]\n' "$*" $((SECONDS - started_at)); }
+die() {
+  printf 'fresh-machine: FAILED: %s\n' "$*" >&2
+  exit 1
+}
+
+work="$(mktemp -d)"
+containers=()
+cleanup() {
+  if [[ "${FRESH_KEEP:-}" != 1 ]]; then
+    for c in "${containers[@]}"; do docker rm -f "$c" >/dev/null 2>&1 || true; done
+  else
+    echo "kept containers: ${containers[*]}"
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# ---- Docker Engine -------------------------------------------------------------------------------
+log "Docker Engine and debootstrap"
+bash scripts/provision.sh fresh
+if ! docker info >/dev/null 2>&1; then
+  if [[ -d /run/systemd/system ]]; then
+    systemctl start docker
+  else
+    echo "starting dockerd (log: /var/log/media-service-dockerd.log)"
+    nohup dockerd >/var/log/media-service-dockerd.log 2>&1 &
+  fi
+  for _ in $(seq 60); do
+    docker info >/dev/null 2>&1 && break
+    sleep 1
+  done
+  docker info >/dev/null 2>&1 || die "the Docker daemon did not start (see /var/log/media-service-dockerd.log)"
+fi
+echo "docker $(docker version --format '{{.Server.Version}}'), storage driver $(docker info --format '{{.Driver}}')"
+
+# ---- The bare image: Debian 12 minbase + Node 24 + npm -------------------------------------------
+case "$(uname -m)" in
+  x86_64) arch=x64 ;;
+  aarch64 | arm64) arch=arm64 ;;
+  *) die "no node-linux package for $(uname -m)" ;;
+esac
+mkdir -p "$CACHE"
+node_tgz="$CACHE/$(cd "$CACHE" && npm pack --silent "node-linux-${arch}@${NODE_MAJOR}" 2>/dev/null | tail -n1)"
+npm_tgz="$CACHE/$(cd "$CACHE" && npm pack --silent "npm@${NPM_MAJOR}" 2>/dev/null | tail -n1)"
+[[ -f "$node_tgz" && -f "$npm_tgz" ]] || die "could not fetch node-linux-${arch}@${NODE_MAJOR} and npm@${NPM_MAJOR} from the npm registry"
+node_version="$(basename "$node_tgz" .tgz)" && node_version="${node_version##*-}"
+npm_version="$(basename "$npm_tgz" .tgz)" && npm_version="${npm_version##*-}"
+BASE="media-service-fresh/debian12:node${node_version}-npm${npm_version}"
+
+if docker image inspect "$BASE" >/dev/null 2>&1; then
+  log "bare image $BASE (cached)"
+else
+  log "bare image $BASE: debootstrap bookworm (minbase) from $MIRROR"
+  rootfs="$work/rootfs"
+  debootstrap --variant=minbase bookworm "$rootfs" "$MIRROR" >"$work/debootstrap.log" 2>&1 ||
+    {
+      tail -n 20 "$work/debootstrap.log" >&2
+      die "debootstrap failed"
+    }
+  mkdir -p "$rootfs/usr/local/lib/node_modules/npm" "$work/node"
+  tar -xzf "$node_tgz" -C "$work/node" --strip-components=1
+  install -m 755 "$work/node/bin/node" "$rootfs/usr/local/bin/node"
+  tar -xzf "$npm_tgz" -C "$rootfs/usr/local/lib/node_modules/npm" --strip-components=1
+  ln -s ../lib/node_modules/npm/bin/npm-cli.js "$rootfs/usr/local/bin/npm"
+  ln -s ../lib/node_modules/npm/bin/npx-cli.js "$rootfs/usr/local/bin/npx"
+  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+  tar -C "$rootfs" -c . | docker import \
+    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    --change 'CMD ["bash"]' - "$BASE" >/dev/null
+  rm -rf "$rootfs"
+fi
+docker run --rm "$BASE" bash -c 'echo "node $(node --version), npm $(npm --version)";
+  for p in redis-server ffmpeg curl gcc python3; do command -v $p >/dev/null && echo "unexpected: $p" && exit 1; done; true'
+
+# What reaches the containers: the host's CA bundle, its npm registry and proxies.
+registry="$(npm config get registry 2>/dev/null || true)"
+env_args=(-e NODE_EXTRA_CA_CERTS=/etc/ssl/host-ca.crt -e "npm_config_registry=${registry:-https://registry.npmjs.org/}")
+for v in HTTP_PROXY HTTPS_PROXY NO_PROXY http_proxy https_proxy no_proxy; do
+  [[ -n "${!v:-}" ]] && env_args+=(-e "$v")
+done
+ca_args=(-v "$HOST_CA:/etc/ssl/host-ca.crt:ro")
+
+# The working tree as a newcomer's checkout: tracked and new files, nothing ignored (no node_modules,
+# dist or .data).
+git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf "$work/src.tar"
+
+# ---- 1. npm ci && npm start ----------------------------------------------------------------------
+box="media-service-fresh-$RUN_ID"
+containers+=("$box")
+docker run -d --name "$box" "${ca_args[@]}" "${env_args[@]}" -v "$work/src.tar:/src.tar:ro" \
+  "$BASE" sleep infinity >/dev/null
+in_box() { docker exec "$box" bash -c "$1"; }
+in_box "mkdir -p $APP && tar -xf /src.tar -C $APP"
+
+log "1. npm ci && npm start (on a terminal, as the README says)"
+# `script` (util-linux, in every Debian) gives the command a terminal, as a person's shell would.
+docker exec -d "$box" script -qfec "cd $APP && npm ci && npm start" /root/start.log
+ready=""
+for _ in $(seq 900); do
+  if in_box "node -e \"fetch('http://127.0.0.1:8080/health/ready').then(r => process.exit(r.status === 200 ? 0 : 1), () => process.exit(1))\"" 2>/dev/null; then
+    ready=1
+    break
+  fi
+  in_box "grep -q 'media-service is running\|npm error\|start failed\|refusing' /root/start.log && ! grep -q 'media-service is running' /root/start.log" && break
+  sleep 1
+done
+start_log="$work/start.log"
+docker exec "$box" cat /root/start.log | tr -d '\r' | sed 's/\x1b\[[0-9;]*m//g' >"$start_log"
+[[ -n "$ready" ]] || {
+  tail -n 60 "$start_log"
+  die "npm start did not serve /health/ready"
+}
+echo "/health/ready answered 200 after $((SECONDS - started_at)) s (provisioning, npm ci and the build included)"
+grep -E '^media-service: ' "$start_log" || true
+
+grep -q '^  media-service is running' "$start_log" || die "no banner on the terminal"
+if grep -E '^\[[0-9:.]+\] (WARN|ERROR|FATAL)' "$start_log"; then die "npm start logged the warnings above at a clean start"; fi
+echo "banner shown, no warning logged"
+
+redis_port="$(sed -nE 's/.*local redis-server started.*"address":"127\.0\.0\.1:([0-9]+)".*/\1/p' "$start_log" | head -n1)"
+[[ -n "$redis_port" ]] || die "no redis-server address in the log"
+reply="$(in_box "redis-cli -p $redis_port ping" 2>&1 || true)"
+[[ "$reply" == *NOAUTH* ]] || die "the local Redis answered PING without a password: $reply"
+in_box "redis-cli -p $redis_port -a \"\$(cat $APP/.data/redis/password)\" --no-auth-warning ping" | grep -qx PONG ||
+  die "the local Redis refused its own password"
+echo "redis-server on 127.0.0.1:$redis_port: PING without a password -> $reply; with the generated one -> PONG"
+
+address="$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$box")"
+if curl -sS --max-time 5 -o /dev/null "http://$address:8080/health/live" 2>"$work/curl.err"; then
+  die "the API answered on the container's address $address (it must listen on loopback only)"
+fi
+grep -q 'Connection refused\|Failed to connect\|Couldn.t connect' "$work/curl.err" || die "unexpected: $(cat "$work/curl.err")"
+echo "from the host, $address:8080 -> $(head -c 120 "$work/curl.err")"
+
+log "1. the README's quickstart, as written"
+# A newcomer brings a photo and curl; the quickstart itself is taken from the README.
+awk '/^<!-- quickstart -->/ { grab = 1; next } grab && /^```sh/ { inside = 1; next } inside && /^```/ { exit } inside' \
+  README.md >"$work/quickstart.sh"
+[[ -s "$work/quickstart.sh" ]] || die "README.md has no block marked <!-- quickstart -->"
+docker cp "$work/quickstart.sh" "$box:/root/quickstart.sh"
+in_box "apt-get install -y -q --no-install-recommends curl >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends curl >/dev/null)"
+in_box "mkdir -p /root/photos && cd $APP && node -e \"require('sharp')({ create: { width: 1600, height: 1200, channels: 3, background: '#2a6f97' } }).jpeg().toFile('/root/photos/photo.jpg')\""
+in_box "cd /root/photos && bash -euo pipefail /root/quickstart.sh" | tee "$work/quickstart.out"
+grep -q '"status":"completed"' "$work/quickstart.out" || die "the quickstart's job did not complete"
+in_box "cd $APP && node -e \"require('sharp')('/root/photos/photo.webp').metadata().then(m => { console.log('photo.webp:', m.format, m.width + 'x' + m.height); process.exit(m.format === 'webp' && m.width === 640 ? 0 : 1) })\"" ||
+  die "photo.webp is not the 640-wide WebP the quickstart asked for"
+
+log "1. Ctrl-C stops it cleanly"
+in_box 'for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline 2>/dev/null | grep -q "^node dist/cli.js start" && kill -INT ${p#/proc/}; done; true'
+for _ in $(seq 30); do
+  in_box 'for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline 2>/dev/null | grep -q "dist/cli.js\|redis-server" && exit 1; done; exit 0' && break
+  sleep 1
+done
+in_box 'for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline 2>/dev/null | grep -q "dist/cli.js\|redis-server" && exit 1; done; exit 0' ||
+  die "processes of npm start are left after Ctrl-C"
+echo "no media-service or redis-server process left"
+
+# ---- 2. npm ci && npm test -----------------------------------------------------------------------
+log "2. npm ci && npm test, in the same container"
+if ! in_box "cd $APP && npm ci && npm test" >"$work/test.log" 2>&1; then
+  grep -E '^ℹ|^✖' "$work/test.log" | tail -n 40
+  tail -n 80 "$work/test.log"
+  die "npm test failed in the fresh container"
+fi
+grep -E '^ℹ (tests|pass|fail|skipped)' "$work/test.log"
+
+[[ "${FRESH_SKIP_IMAGE:-}" == 1 ]] && {
+  log "done (image skipped)"
+  exit 0
+}
+
+# ---- 3. The image as an all-in-one ---------------------------------------------------------------
+log "3. the image from the Dockerfile, on the same bare base (classic builder)"
+# The build stage's npm must trust the host's CA too: a base with the bundle added, as one builds
+# behind a corporate proxy. The runtime stage installs its packages over plain-HTTP Debian mirrors.
+mkdir -p "$work/ca-base"
+cp "$HOST_CA" "$work/ca-base/host-ca.crt"
+printf 'FROM %s\nCOPY host-ca.crt /usr/local/share/host-ca.crt\nENV NODE_EXTRA_CA_CERTS=/usr/local/share/host-ca.crt\n' "$BASE" \
+  >"$work/ca-base/Dockerfile"
+build_base="media-service-fresh/debian12-ca:node${node_version}"
+DOCKER_BUILDKIT=0 docker build -q -t "$build_base" "$work/ca-base" >/dev/null
+image="media-service:fresh-$RUN_ID"
+mkdir -p "$work/ctx"
+tar -xf "$work/src.tar" -C "$work/ctx"
+if ! DOCKER_BUILDKIT=0 docker build --build-arg "NODE_IMAGE=$build_base" -t "$image" "$work/ctx" >"$work/build.log" 2>&1; then
+  tail -n 40 "$work/build.log"
+  die "docker build failed"
+fi
+trap 'docker rmi -f "$image" >/dev/null 2>&1 || true; cleanup' EXIT
+docker image inspect -f 'image {{.Id}}: {{.Size}} bytes' "$image"
+
+log "3. docker run IMAGE start without API keys is refused"
+if docker run --rm "$image" start >"$work/refused.log" 2>&1; then die "start served 0.0.0.0 without API keys"; fi
+grep -q 'refusing to serve the API on 0.0.0.0:8080 without authentication' "$work/refused.log" ||
+  die "unexpected refusal: $(cat "$work/refused.log")"
+cat "$work/refused.log"
+
+log "3. docker run -it -p … IMAGE start with API keys and the store published"
+free_port() { node -e "const s = require('net').createServer().listen(0, '127.0.0.1', () => { console.log(s.address().port); s.close(); })"; }
+api_port="$(free_port)"
+s3_port="$(free_port)"
+API_KEY="key-$RUN_ID-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+S3_ACCESS_KEY_ID=media
+S3_SECRET_ACCESS_KEY="secret-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+export API_KEY S3_ACCESS_KEY_ID S3_SECRET_ACCESS_KEY
+allin="media-service-allinone-$RUN_ID"
+containers+=("$allin")
+docker run -d -t --name "$allin" -p "127.0.0.1:$api_port:$api_port" -p "127.0.0.1:$s3_port:$s3_port" \
+  -e PORT="$api_port" -e EMBEDDED_S3_PORT="$s3_port" -e EMBEDDED_S3_HOST=0.0.0.0 \
+  -e API_KEYS="$API_KEY" -e S3_ACCESS_KEY_ID -e S3_SECRET_ACCESS_KEY "$image" start >/dev/null
+for _ in $(seq 120); do
+  [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$api_port/health/ready")" == 200 ]] && break
+  sleep 1
+done
+docker logs "$allin" 2>&1 | tr -d '\r' | sed 's/\x1b\[[0-9;]*m//g' >"$work/allinone.log"
+[[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$api_port/health/ready")" == 200 ]] || {
+  tail -n 40 "$work/allinone.log"
+  die "the all-in-one container did not become ready"
+}
+[[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$api_port/api/v1/jobs")" == 401 ]] ||
+  die "the all-in-one API answered without a key"
+if grep -E '^\[[0-9:.]+\] (WARN|ERROR|FATAL)' "$work/allinone.log"; then die "the all-in-one logged warnings at start"; fi
+grep -q "$API_KEY\|$S3_SECRET_ACCESS_KEY" "$work/allinone.log" && die "a secret reached the container's output"
+sed -n '/^  try it/,$p' "$work/allinone.log" | sed '1,2d; s/^    //' | grep -v '^API_KEY=' >"$work/printed.sh"
+echo "the example it printed:"
+cat "$work/printed.sh"
+mkdir -p "$work/host"
+docker run --rm --entrypoint node -w /app "$image" -e \
+  "require('sharp')({ create: { width: 1200, height: 900, channels: 3, background: '#c05621' } }).jpeg().pipe(process.stdout)" \
+  >"$work/host/photo.jpg"
+(cd "$work/host" && bash -euo pipefail "$work/printed.sh") | tee "$work/allinone.out"
+grep -q '"status":"completed"' "$work/allinone.out" || die "the all-in-one's job did not complete"
+[[ "$(head -c 4 "$work/host/photo.webp")" == RIFF ]] || die "the all-in-one's photo.webp is not a WebP"
+
+log "all passed"

@@ -1,0 +1,297 @@
+// `media-service start` as a person runs it: the real CLI in a child process, with its own
+// redis-server and embedded object store, on a terminal (util-linux `script` gives it one) or not.
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { connect } from "node:net";
+import { networkInterfaces, tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, test } from "node:test";
+import { Redis } from "ioredis";
+import { runnerEntry } from "../../controller/runner-process.js";
+import { freePort } from "../support/ports.js";
+
+const ROOT = new URL("../../", import.meta.url);
+const dirs: string[] = [];
+after(async () => {
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+interface Started {
+  child: ChildProcess;
+  port: number;
+  s3Port: number;
+  dataDir: string;
+  /** Everything printed so far (stdout and stderr; a terminal's \r\n made \n, colours removed). */
+  output(): string;
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  exited: Promise<number | null>;
+  /** Ctrl-C on a terminal, SIGINT otherwise; resolves with the exit code. */
+  stop(): Promise<number | null>;
+}
+
+const shellQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+
+async function start(
+  env: Record<string, string> = {},
+  options: { tty?: boolean; command?: string } = {},
+): Promise<Started> {
+  const dataDir = await mkdtemp(join(tmpdir(), "media-service-start-"));
+  dirs.push(dataDir);
+  const configFile = join(dataDir, "config.yaml");
+  await writeFile(configFile, "{}\n");
+  const port = await freePort();
+  const s3Port = await freePort();
+  const entry = runnerEntry();
+  const argv = [process.execPath, ...entry.execArgv, entry.path, options.command ?? "start"];
+  // Only what a person's shell would have: none of the test process's own settings leak in.
+  const childEnv: Record<string, string> = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: process.env.HOME ?? dataDir,
+    TERM: "xterm-256color",
+    CONFIG_FILE: configFile,
+    DATA_DIR: join(dataDir, "data"),
+    PORT: String(port),
+    EMBEDDED_S3_PORT: String(s3Port),
+    ...env,
+  };
+  const child = options.tty
+    ? spawn("script", ["-qfec", `exec ${argv.map(shellQuote).join(" ")}`, "/dev/null"], {
+        cwd: ROOT,
+        env: childEnv,
+        stdio: ["pipe", "pipe", "pipe"],
+      })
+    : spawn(argv[0]!, argv.slice(1), { cwd: ROOT, env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
+  let text = "";
+  const waiters = new Set<() => void>();
+  const onData = (chunk: Buffer) => {
+    text += chunk
+      .toString("utf8")
+      .replaceAll("\r\n", "\n")
+      .replace(/\x1b\[[0-9;]*m/g, "");
+    for (const w of waiters) w();
+  };
+  child.stdout!.on("data", onData);
+  child.stderr!.on("data", onData);
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  let done = false;
+  void exited.then(() => {
+    done = true;
+    for (const w of waiters) w();
+  });
+  const started: Started = {
+    child,
+    port,
+    s3Port,
+    dataDir: childEnv.DATA_DIR!,
+    output: () => text,
+    exited,
+    waitFor: (pattern, timeoutMs = 60_000) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          const match = pattern.exec(text);
+          if (match) return finish(() => resolve(match[0]));
+          if (done) return finish(() => reject(new Error(`exited before ${pattern}:\n${text}`)));
+        };
+        const timer = setTimeout(
+          () => finish(() => reject(new Error(`no ${pattern} within ${timeoutMs} ms:\n${text}`))),
+          timeoutMs,
+        );
+        const finish = (then: () => void) => {
+          clearTimeout(timer);
+          waiters.delete(check);
+          then();
+        };
+        waiters.add(check);
+        check();
+      }),
+    stop: async () => {
+      if (!done) {
+        if (options.tty) child.stdin!.write("\x03");
+        else child.kill("SIGINT");
+      }
+      return exited;
+    },
+  };
+  after(() => {
+    if (!done) child.kill("SIGKILL");
+  });
+  return started;
+}
+
+async function get(url: string, headers: Record<string, string> = {}): Promise<number> {
+  return (await fetch(url, { headers })).status;
+}
+
+/** An address of this machine that is not loopback (the test machine has a network interface). */
+function outsideAddress(): string {
+  const found = Object.values(networkInterfaces())
+    .flat()
+    .find((a) => a && a.family === "IPv4" && !a.internal);
+  assert.ok(found, "this machine has a non-loopback IPv4 address to test from");
+  return found.address;
+}
+
+/** PING over a bare connection, no password: the first reply line. */
+function redisPing(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: "127.0.0.1", port }, () => socket.write("PING\r\n"));
+    socket.setTimeout(5000, () => socket.destroy(new Error("no reply to PING")));
+    socket.once("data", (data) => {
+      socket.destroy();
+      resolve(data.toString("latin1").split("\r\n")[0]!);
+    });
+    socket.once("error", reject);
+  });
+}
+
+function tryConnect(host: string, port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    socket.setTimeout(5000, () => {
+      socket.destroy();
+      resolve("timeout");
+    });
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve("connected");
+    });
+    socket.once("error", (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+  });
+}
+
+const BANNER = /media-service is running \(Ctrl-C stops it\)[\s\S]*?stream\n.*photo\.webp\n/;
+
+describe("start on a terminal", () => {
+  test("a clean start prints readable lines, the banner with the README's example, and no warning", async () => {
+    const stack = await start({}, { tty: true });
+    const banner = await stack.waitFor(BANNER);
+    const health = await get(`http://127.0.0.1:${stack.port}/health/ready`);
+    assert.equal(health, 200);
+
+    const lines = stack.output().split("\n");
+    const logLines = lines.filter((l) => /^\[\d\d:\d\d:\d\d\.\d{3}\] [A-Z]+:/.test(l));
+    assert.ok(logLines.length >= 5, `readable log lines:\n${stack.output()}`);
+    assert.ok(!lines.some((l) => l.startsWith('{"level"')), "no JSON line on a terminal");
+    const warnings = logLines.filter((l) => !/\] (INFO|DEBUG|TRACE):/.test(l));
+    assert.deepEqual(warnings, [], "no warning or error at a clean start");
+
+    // The example it prints is the README's, with this instance's ports.
+    const readme = readFileSync(new URL("README.md", ROOT), "utf8");
+    const expected = /<!-- quickstart -->\n```sh\n([\s\S]*?)\n```/
+      .exec(readme)![1]!
+      .replaceAll(":8080/", `:${stack.port}/`)
+      .replaceAll(":9000/", `:${stack.s3Port}/`);
+    const printed = banner
+      .split("\n")
+      .filter(
+        (l) => l.startsWith("    ") && !/^ {4}(API|health|object store|redis|AI provider|data)\b/.test(l),
+      )
+      .map((l) => l.slice(4))
+      .join("\n");
+    assert.equal(printed, expected);
+
+    const code = await stack.stop();
+    assert.equal(code, 0, `Ctrl-C ends it cleanly:\n${stack.output().slice(-2000)}`);
+    assert.match(stack.output(), /shutting down/);
+  });
+});
+
+describe("start's safe defaults", () => {
+  test("it listens on loopback only, and its Redis demands the password it generated", async () => {
+    const stack = await start();
+    await stack.waitFor(/"msg":"media-service is running"/);
+    assert.equal(await get(`http://127.0.0.1:${stack.port}/health/ready`), 200);
+    assert.equal(await tryConnect(outsideAddress(), stack.port), "ECONNREFUSED");
+
+    const lines = stack
+      .output()
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.ok(
+      lines.length > 0 && lines.every((l) => typeof l.level === "number"),
+      "JSON lines off a terminal",
+    );
+    assert.deepEqual(
+      lines.filter((l) => (l.level as number) >= 40),
+      [],
+      "no warning at a clean start",
+    );
+    const started = lines.find((l) => l.msg === "local redis-server started");
+    const address = String(started?.address);
+    assert.match(address, /^127\.0\.0\.1:\d+$/);
+    const redisPort = Number(address.split(":")[1]);
+
+    const passwordFile = join(stack.dataDir, "redis", "password");
+    const password = (await readFile(passwordFile, "utf8")).trim();
+    assert.match(password, /^[A-Za-z0-9_-]{43}$/);
+    const { mode } = await stat(passwordFile);
+    assert.equal(mode & 0o777, 0o600, "the password file is the user's alone");
+    assert.ok(!stack.output().includes(password), "the password never reaches the log");
+
+    assert.match(await redisPing(redisPort), /^-NOAUTH/);
+    const authorised = new Redis({ port: redisPort, host: "127.0.0.1", password, lazyConnect: true });
+    await authorised.connect();
+    assert.equal(await authorised.ping(), "PONG");
+    // The password is not on redis-server's command line, which every user of the machine can read.
+    const pid = Number(await authorised.info("server").then((i) => /process_id:(\d+)/.exec(i)![1]));
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+    assert.ok(!cmdline.includes(password), cmdline);
+    authorised.disconnect();
+    assert.equal(await tryConnect(outsideAddress(), redisPort), "ECONNREFUSED");
+
+    assert.equal(await stack.stop(), 0);
+    assert.ok(
+      !existsSync(`/proc/${pid}`) || readFileSync(`/proc/${pid}/stat`, "utf8").includes(") Z"),
+      "its redis-server stopped with it",
+    );
+  });
+
+  test("off loopback without API keys it refuses to start, naming the ways out; api too", async () => {
+    const stack = await start({ HOST: "0.0.0.0" });
+    assert.equal(await stack.exited, 2);
+    assert.match(
+      stack.output(),
+      /^media-service start: refusing to serve the API on 0\.0\.0\.0:\d+ without authentication: .*API_KEYS.*HOST=127\.0\.0\.1.*ALLOW_UNAUTHENTICATED=true/m,
+    );
+    assert.ok(!existsSync(join(stack.dataDir, "redis")), "nothing was started");
+
+    const api = await start({ REDIS_URL: "redis://127.0.0.1:1" }, { command: "api" });
+    assert.equal(await api.exited, 2);
+    assert.match(
+      api.output(),
+      /^media-service api: refusing to serve the API on 0\.0\.0\.0:\d+ without authentication/m,
+    );
+
+    const store = await start({ EMBEDDED_S3_HOST: "0.0.0.0" });
+    assert.equal(await store.exited, 2);
+    assert.match(
+      store.output(),
+      /refusing to serve the embedded object store on 0\.0\.0\.0:\d+ with its default credentials/,
+    );
+  });
+
+  test("off loopback with API keys it serves them that hold a key; allowed open, it says so", async () => {
+    const keyed = await start({ HOST: "0.0.0.0", API_KEYS: "k-1234567890" });
+    await keyed.waitFor(/"msg":"media-service is running"/);
+    const outside = `http://${outsideAddress()}:${keyed.port}`;
+    assert.equal(await get(`${outside}/api/v1/jobs`), 401);
+    assert.equal(await get(`${outside}/api/v1/jobs`, { "X-API-Key": "k-1234567890" }), 200);
+    assert.ok(!keyed.output().includes("k-1234567890"), "the key never reaches the log");
+    assert.equal(await keyed.stop(), 0);
+
+    const open = await start({ HOST: "0.0.0.0", ALLOW_UNAUTHENTICATED: "true" });
+    await open.waitFor(/"msg":"media-service is running"/);
+    assert.equal(await get(`http://${outsideAddress()}:${open.port}/api/v1/jobs`), 200);
+    const warning = open
+      .output()
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l) as { level: number; msg: string })
+      .find((l) => l.level === 40);
+    assert.match(warning?.msg ?? "", /anyone who reaches this address can read every job/);
+    assert.equal(await open.stop(), 0);
+  });
+});

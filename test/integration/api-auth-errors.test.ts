@@ -359,12 +359,4 @@ describe("with no API keys configured", () => {
     const res = await stack.request("/api/v1/jobs/image/resize", { method: "POST", json: RESIZE, key: null });
     assert.equal(res.status, 202);
   });
-
-  test("a warning that no keys are configured was logged at start", () => {
-    const warning = stack.logs.find(
-      (l) =>
-        (l.level as number) === 40 && /no api keys/i.test(String(l.msg)) && /config/i.test(String(l.msg)),
-    );
-    assert.ok(warning, "warning logged");
-  });
 });

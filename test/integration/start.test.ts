@@ -7,10 +7,12 @@ import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
+import { stripVTControlCharacters } from "node:util";
 import { after, describe, test } from "node:test";
 import { Redis } from "ioredis";
 import { runnerEntry } from "../../controller/runner-process.js";
 import { freePort } from "../support/ports.js";
+import { readmeQuickstart } from "../support/readme.js";
 
 const ROOT = new URL("../../", import.meta.url);
 const dirs: string[] = [];
@@ -66,10 +68,7 @@ async function start(
   let text = "";
   const waiters = new Set<() => void>();
   const onData = (chunk: Buffer) => {
-    text += chunk
-      .toString("utf8")
-      .replaceAll("\r\n", "\n")
-      .replace(/\x1b\[[0-9;]*m/g, "");
+    text += stripVTControlCharacters(chunk.toString("utf8")).replaceAll("\r\n", "\n");
     for (const w of waiters) w();
   };
   child.stdout!.on("data", onData);
@@ -178,9 +177,7 @@ describe("start on a terminal", () => {
     assert.deepEqual(warnings, [], "no warning or error at a clean start");
 
     // The example it prints is the README's, with this instance's ports.
-    const readme = readFileSync(new URL("README.md", ROOT), "utf8");
-    const expected = /<!-- quickstart -->\n```sh\n([\s\S]*?)\n```/
-      .exec(readme)![1]!
+    const expected = readmeQuickstart()
       .replaceAll(":8080/", `:${stack.port}/`)
       .replaceAll(":9000/", `:${stack.s3Port}/`);
     const printed = banner

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 import { apiExposureProblem, isLoopback, listenHost } from "../../core/config/exposure.js";
 import { loadConfig } from "../../core/config/load.js";
 import { banner, quickstart } from "../../local/banner.js";
 import { embeddedStoreExposureProblem } from "../../local/stack.js";
+import { readmeQuickstart } from "../support/readme.js";
 
 const config = (env: Record<string, string> = {}) => loadConfig({ env });
 
@@ -84,10 +84,7 @@ describe("where start and api listen", () => {
 
 describe("the banner", () => {
   test("the README's quickstart is what start prints with the default settings", () => {
-    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
-    const block = /<!-- quickstart -->\n```sh\n([\s\S]*?)\n```/.exec(readme);
-    assert.ok(block, "README.md has a ```sh block after <!-- quickstart -->");
-    assert.equal(block[1], quickstart(config()));
+    assert.equal(readmeQuickstart(), quickstart(config()));
   });
 
   test("with keys and credentials of the user's own, it names their variables and prints no secret", () => {

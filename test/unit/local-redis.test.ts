@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { spawn } from "node:child_process";
 import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -161,7 +161,9 @@ describe("startLocalRedis", () => {
     const server = await startLocalRedis({ dataDir: relative(process.cwd(), dataDir), port, logger: silent });
     try {
       assert.equal(server.port, port);
-      assert.equal(server.url, `redis://127.0.0.1:${port}`);
+      // The password it generated, kept under the data dir, is part of the URL.
+      const password = (await readFile(join(dataDir, "redis", "password"), "utf8")).trim();
+      assert.equal(server.url, `redis://:${password}@127.0.0.1:${port}`);
       await withClient(server.url, async (redis) => {
         assert.equal(await redis.ping(), "PONG");
         assert.deepEqual(await redis.config("GET", "dir"), ["dir", join(dataDir, "redis")]);

@@ -179,13 +179,17 @@ in_box "cd $APP && node -e \"require('sharp')('/root/photos/photo.webp').metadat
   die "photo.webp is not the 640-wide WebP the quickstart asked for"
 
 log "1. Ctrl-C stops it cleanly"
-in_box 'for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline 2>/dev/null | grep -q "^node dist/cli.js start" && kill -INT ${p#/proc/}; done; true'
+# No procps in a bare image: processes are found in /proc. (The [d] and [r] keep the pattern from
+# matching the shell that carries it.)
+# shellcheck disable=SC2016
+in_box 'for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline 2>/dev/null | grep -q "^node [d]ist/cli.js start" && kill -INT ${p#/proc/}; done; true'
+# shellcheck disable=SC2016
+left='for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline 2>/dev/null | grep "[d]ist/cli\.js\|[r]edis-server"; done; true'
 for _ in $(seq 30); do
-  in_box 'for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline 2>/dev/null | grep -q "dist/cli.js\|redis-server" && exit 1; done; exit 0' && break
+  [[ -z "$(in_box "$left")" ]] && break
   sleep 1
 done
-in_box 'for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline 2>/dev/null | grep -q "dist/cli.js\|redis-server" && exit 1; done; exit 0' ||
-  die "processes of npm start are left after Ctrl-C"
+[[ -z "$(in_box "$left")" ]] || die "processes of npm start are left after Ctrl-C: $(in_box "$left")"
 echo "no media-service or redis-server process left"
 
 # ---- 2. npm ci && npm test -----------------------------------------------------------------------

@@ -397,5 +397,13 @@ export function connectRedis(url: string, options: RedisConnectOptions): Redis {
  * waiting on it.
  */
 export function blockingConnection(redis: Redis, name: string): Redis {
-  return redis.duplicate({ connectionName: name, enableOfflineQueue: true, maxRetriesPerRequest: 1 });
+  const connection = redis.duplicate({
+    connectionName: name,
+    enableOfflineQueue: true,
+    maxRetriesPerRequest: 1,
+  });
+  // A lost Redis is logged once by the process's own connection, and every command sent here fails
+  // to its caller; without a listener ioredis would print each reconnect error to stderr.
+  connection.on("error", () => undefined);
+  return connection;
 }

@@ -15,7 +15,7 @@ export function installErrorHandlers(app: FastifyInstance, limits: { maxBodyByte
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const status = statusOf(err);
     if (status >= 500) {
-      request.log.error({ err }, "request failed");
+      request.log.error({ err: loggableError(err) }, "request failed");
     } else {
       request.log.info({ status, error: err.message }, "request refused");
     }
@@ -60,4 +60,22 @@ function clientMessage(err: FastifyError, maxBodyBytes: number): string {
 function publicMessage(status: number): string {
   if (status === 503) return "queue store unavailable, try again shortly";
   return "internal server error";
+}
+
+const LOGGED_MESSAGE_CHARS = 1000;
+
+/**
+ * An error as a log line may show it: its kind, code, message (cut) and stack. Nothing else: other
+ * properties can carry what the request held (an ioredis ReplyError keeps the command and its
+ * arguments, a whole job with its webhook URL).
+ */
+export function loggableError(err: unknown): Record<string, unknown> {
+  if (!(err instanceof Error)) return { message: String(err).slice(0, LOGGED_MESSAGE_CHARS) };
+  const code = (err as { code?: unknown }).code;
+  return {
+    type: err.name,
+    ...(typeof code === "string" ? { code } : {}),
+    message: err.message.slice(0, LOGGED_MESSAGE_CHARS),
+    ...(err.stack ? { stack: err.stack.slice(0, 4 * LOGGED_MESSAGE_CHARS) } : {}),
+  };
 }

@@ -3,6 +3,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyReply } fro
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { Logger } from "../core/logger.js";
 import { installAccessLog } from "./access-log.js";
+import { installJsonBodyParser } from "./body.js";
 import { authHook, ApiKeyVerifier } from "./auth.js";
 import type { ApiContext, App } from "./context.js";
 import { registerDocs } from "./docs.js";
@@ -56,6 +57,7 @@ export async function buildApi(ctx: ApiContext, logger: Logger): Promise<Api> {
   app.setValidatorCompiler(validatorCompiler);
   // Bodies are JSON only: text/plain is refused with 415 rather than read as a string.
   app.removeContentTypeParser("text/plain");
+  installJsonBodyParser(app);
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   installErrorHandlers(app, limits);
   installAccessLog(app);

@@ -1,7 +1,7 @@
 import { Ajv, type ErrorObject } from "ajv";
 import addFormatsModule from "ajv-formats";
 import type { FastifySchemaCompiler } from "fastify";
-import { BUCKET_PATTERN } from "../core/jobs/records.js";
+import { BUCKET_PATTERN, NO_CONTROL_PATTERN } from "../core/jobs/records.js";
 import { TIMESTAMP_PATTERN } from "../core/jobs/parameters.js";
 
 // ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
@@ -32,6 +32,7 @@ export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, http
 const PATTERN_TEXT: Record<string, string> = {
   [BUCKET_PATTERN]: "must be a valid bucket name (3-63 lowercase letters, digits, dots and hyphens)",
   [TIMESTAMP_PATTERN]: "must be HH:MM:SS, MM:SS or a number of seconds",
+  [NO_CONTROL_PATTERN]: "must not contain control characters (NUL, tab, CR, LF, …)",
   "^[1-9]\\d{0,3}k$": "must be a bitrate such as 128k",
   "^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$": "must be a hex colour such as #ffffff",
   "^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$": "must be a language code such as en or pt-BR",

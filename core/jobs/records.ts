@@ -9,7 +9,11 @@ const Timestamp = (description: string) => Type.String({ format: "date-time", de
 
 export const BUCKET_PATTERN = "^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$";
 export const Bucket = (description: string) => Type.String({ pattern: BUCKET_PATTERN, description });
-export const Key = (description: string) => Type.String({ minLength: 1, maxLength: 1024, description });
+// Object keys and caller ids are text: no control characters (NUL, CR, LF, DEL, …), which would reach
+// object names and log lines.
+export const NO_CONTROL_PATTERN = "^[^\\u0000-\\u001f\\u007f]*$";
+export const Key = (description: string) =>
+  Type.String({ minLength: 1, maxLength: 1024, pattern: NO_CONTROL_PATTERN, description });
 
 export const SourceFields = {
   source_bucket: Bucket("Bucket holding the source file"),
@@ -39,7 +43,12 @@ export const SubmissionOptionFields = {
     }),
   ),
   request_id: Type.Optional(
-    Type.String({ minLength: 1, maxLength: 200, description: "Caller-chosen identifier for tracing" }),
+    Type.String({
+      minLength: 1,
+      maxLength: 200,
+      pattern: NO_CONTROL_PATTERN,
+      description: "Caller-chosen identifier for tracing",
+    }),
   ),
   resources: Type.Optional(
     Type.Object(

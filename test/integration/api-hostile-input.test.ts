@@ -1,0 +1,159 @@
+// Input no route may store or choke on, refused in one place (api/body.ts) or by the shared schemas,
+// for single jobs and batch entries alike; and what a server error may put in a log line.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { loggableError } from "../../api/errors.js";
+import { MAX_BODY_DEPTH } from "../../api/body.js";
+import { startTestStack, type TestStack } from "../support/api.js";
+
+let stack: TestStack;
+before(async () => {
+  stack = await startTestStack({ apiKeys: ["hostile-test-key"] });
+});
+after(async () => {
+  await stack?.close();
+});
+
+const RESIZE = "/api/v1/jobs/image/resize";
+const JOB = {
+  source_bucket: "media-in",
+  source_key: "in/photo.jpg",
+  dest_bucket: "media-out",
+  dest_key: "out/photo.webp",
+  width: 320,
+  height: 200,
+};
+const { width: _w, height: _h, ...LOCATION } = JOB;
+const ENTRY = { type: "image_resize", ...LOCATION, parameters: { width: 320, height: 200 } };
+const SECRET_HOOK = "https://hooks.example.com/services/T000/B000/secret-path-xyz";
+
+async function total(): Promise<number> {
+  const res = await stack.request("/api/v1/jobs?limit=1");
+  return ((await res.json()) as { total: number }).total;
+}
+
+async function refused(path: string, body: unknown, message: RegExp): Promise<void> {
+  const res = await stack.request(path, { method: "POST", json: body });
+  const text = await res.text();
+  assert.equal(res.status, 400, text);
+  assert.match((JSON.parse(text) as { error: string }).error, message);
+}
+
+function nested(depth: number): unknown {
+  let value: unknown = "bottom";
+  for (let i = 0; i < depth; i++) value = { a: value };
+  return value;
+}
+
+describe("hostile request bodies", () => {
+  test("a lone UTF-16 surrogate anywhere is a 400 naming the field; nothing is recorded or logged as an error", async () => {
+    const before = await total();
+    const logsBefore = stack.logs.length;
+    await refused(RESIZE, { ...JOB, source_key: "in/\udfff.jpg" }, /^source_key is not valid Unicode/);
+    await refused(RESIZE, { ...JOB, dest_key: "out/\ud800" }, /^dest_key is not valid Unicode/);
+    await refused(
+      RESIZE,
+      { ...JOB, request_id: "r-\udfff", webhook_url: SECRET_HOOK },
+      /^request_id is not valid Unicode/,
+    );
+    await refused(
+      "/api/v1/jobs/batch",
+      {
+        jobs: [
+          { type: "image_resize", ...JOB },
+          { type: "image_resize", ...JOB, source_key: "x\udc00" },
+        ],
+      },
+      /^jobs\[1\]\.source_key is not valid Unicode/,
+    );
+    await refused(
+      RESIZE,
+      { ...JOB, ["k\udfff"]: 1 },
+      /^a field name in the request body is not valid Unicode/,
+    );
+    assert.equal(await total(), before);
+    const errors = stack.logs.slice(logsBefore).filter((l) => (l.level as number) >= 50);
+    assert.deepEqual(errors, []);
+    assert.ok(!JSON.stringify(stack.logs).includes("secret-path-xyz"), "the webhook URL reached a log line");
+
+    // A proper surrogate pair is just a character.
+    const ok = await stack.request(RESIZE, {
+      method: "POST",
+      json: { ...JOB, source_key: "in/😀 photo.jpg" },
+    });
+    assert.equal(ok.status, 202);
+  });
+
+  test(`nesting deeper than ${MAX_BODY_DEPTH} levels is a 400, on single jobs and batch entries`, async () => {
+    await refused(
+      "/api/v1/jobs/batch",
+      { jobs: [{ ...ENTRY, parameters: nested(2000) }] },
+      new RegExp(`^jobs\\[0\\]\\.parameters(\\.a)+ nests deeper than ${MAX_BODY_DEPTH} levels$`),
+    );
+    await refused(RESIZE, { ...JOB, extra: nested(100) }, /nests deeper than 32 levels$/);
+    // A batch with parameters is far from the limit.
+    const res = await stack.request("/api/v1/jobs/batch", {
+      method: "POST",
+      json: { jobs: [ENTRY] },
+    });
+    assert.equal(res.status, 201, await res.text());
+  });
+
+  test("a number beyond a double (1e309) is refused rather than read as Infinity", async () => {
+    const res = await stack.request(RESIZE, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-API-Key": "hostile-test-key" },
+      body: JSON.stringify(JOB).replace('"width":320', '"width":1e309'),
+    });
+    assert.equal(res.status, 400);
+    assert.match(
+      ((await res.json()) as { error: string }).error,
+      /^width is a number too large to represent$/,
+    );
+  });
+
+  test("control characters in keys and request_id are refused; other Unicode is fine", async () => {
+    for (const [field, value] of [
+      ["source_key", "in/a\u0000.jpg"],
+      ["dest_key", "out/a\r\nSet-Cookie: x"],
+      ["request_id", "req\u007f"],
+      ["source_key", "in/tab\there.jpg"],
+    ] as const) {
+      await refused(
+        RESIZE,
+        { ...JOB, [field]: value },
+        new RegExp(`^${field} must not contain control characters`),
+      );
+    }
+    await refused(
+      "/api/v1/jobs/batch",
+      { jobs: [{ ...ENTRY, dest_key: "a\nb" }] },
+      /^jobs\[0\]\.dest_key must not contain control characters/,
+    );
+    const ok = await stack.request(RESIZE, {
+      method: "POST",
+      json: { ...JOB, source_key: "in/Ünïcødé – photo (1).jpg", request_id: "trace-ü-1" },
+    });
+    assert.equal(ok.status, 202);
+  });
+});
+
+describe("what a server error may log", () => {
+  test("a Redis reply error keeps its message, never the command's arguments", async () => {
+    // A real ReplyError from the test's redis-server: cjson refuses an escaped lone surrogate, and
+    // ioredis keeps the whole command (here a job with a secret webhook URL) on the error.
+    const job = JSON.stringify({ webhook_url: SECRET_HOOK, source_key: "in/\udfff.jpg" });
+    const err = await stack.services.redis.eval("return cjson.decode(ARGV[1])", 0, job).then(
+      () => assert.fail("cjson accepted a lone surrogate"),
+      (e: unknown) => e,
+    );
+    assert.ok(
+      JSON.stringify(Object.entries(err as object)).includes("secret-path-xyz"),
+      "the error carries the command",
+    );
+    const logged = JSON.stringify(loggableError(err));
+    assert.ok(!logged.includes("secret-path-xyz"), logged);
+    assert.match(logged, /"type":"ReplyError"/);
+    assert.match(logged, /cjson|Lua|script/i);
+  });
+});

@@ -6,6 +6,7 @@ import { apiExposureProblem, isLoopback, listenHost } from "./core/config/exposu
 import { ConfigError, loadConfig, type Config } from "./core/config/load.js";
 import { createLogger, type Logger } from "./core/logger.js";
 import type { CoreServices } from "./core/services.js";
+import type { LocalStack } from "./local/stack.js";
 import { redact } from "./core/store/redis-target.js";
 
 // Node ≥ 22.1 caches compiled code across starts: runner processes start faster. Everything a
@@ -70,7 +71,7 @@ async function main(argv: string[]): Promise<number> {
   const shutdown = onSignal(logger, config.server.shutdownTimeoutMs, stops);
 
   try {
-    let started: { redis?: string; s3?: string } = {};
+    let started: LocalStack["started"] = {};
     if (command === "start") {
       const { startLocalStack } = await import("./local/stack.js");
       const local = await startLocalStack(config, logger);
@@ -250,11 +251,7 @@ function requireSetting(value: string | undefined, name: string, command: string
   if (!value) throw new Error(`${name} is not set; it is required by "media-service ${command}"`);
 }
 
-async function printBanner(
-  config: Config,
-  started: { redis?: string; s3?: string },
-  logger: Logger,
-): Promise<void> {
+async function printBanner(config: Config, started: LocalStack["started"], logger: Logger): Promise<void> {
   const { apiBaseUrl, banner } = await import("./local/banner.js");
   const base = apiBaseUrl(config);
   const ai = aiSummary(config);
@@ -269,7 +266,7 @@ async function printBanner(
     "media-service is running",
   );
   if (process.stdout.isTTY || process.env.MEDIA_SERVICE_BANNER === "1") {
-    process.stdout.write(banner(config, { ...started, ai }));
+    process.stdout.write(banner(config, { started, ai }));
   }
 }
 

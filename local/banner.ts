@@ -1,21 +1,13 @@
-import { isLoopback, listenHost } from "../core/config/exposure.js";
+import { isLoopback, isUnspecified, listenHost } from "../core/config/exposure.js";
 import type { Config } from "../core/config/load.js";
-import { DEFAULT_EMBEDDED_ACCESS_KEY, DEFAULT_EMBEDDED_SECRET_KEY, LOCAL_BUCKET } from "./credentials.js";
+import { embeddedCredentials, LOCAL_BUCKET } from "./credentials.js";
+import type { LocalStack } from "./stack.js";
 
 /** Where a client on this machine reaches the API `start` serves. */
 export function apiBaseUrl(config: Config): string {
   const host = listenHost(config, "start");
-  const name = isLoopback(host) || host === "0.0.0.0" || host === "::" ? "localhost" : host;
+  const name = isLoopback(host) || isUnspecified(host) ? "localhost" : host;
   return `http://${name.includes(":") ? `[${name}]` : name}:${config.server.port}`;
-}
-
-/** The embedded store's credentials when they are its well-known defaults (fine to print). */
-function defaultCredentials(config: Config): { accessKeyId: string; secretAccessKey: string } | undefined {
-  const id = config.storage.accessKeyId ?? DEFAULT_EMBEDDED_ACCESS_KEY;
-  const secret = config.storage.secretAccessKey ?? DEFAULT_EMBEDDED_SECRET_KEY;
-  return id === DEFAULT_EMBEDDED_ACCESS_KEY && secret === DEFAULT_EMBEDDED_SECRET_KEY
-    ? { accessKeyId: id, secretAccessKey: secret }
-    : undefined;
 }
 
 /**
@@ -27,9 +19,9 @@ function defaultCredentials(config: Config): { accessKeyId: string; secretAccess
 export function quickstart(config: Config): string {
   const api = apiBaseUrl(config);
   const s3 = config.storage.endpoint ?? `http://127.0.0.1:${config.storage.embeddedPort}`;
-  const defaults = defaultCredentials(config);
-  const user = defaults
-    ? `${defaults.accessKeyId}:${defaults.secretAccessKey}`
+  const credentials = embeddedCredentials(config.storage);
+  const user = credentials.wellKnown
+    ? `${credentials.accessKeyId}:${credentials.secretAccessKey}`
     : '"$S3_ACCESS_KEY_ID:$S3_SECRET_ACCESS_KEY"';
   // curl signs S3 requests itself (7.75+); the payload hash header is what older curls do not add.
   const s3curl =
@@ -56,12 +48,8 @@ export function quickstart(config: Config): string {
   ].join("\n");
 }
 
-export interface BannerFacts {
-  /** Where the local Redis listens (no password), when `start` runs one. */
-  redis?: string;
-  /** The embedded object store's endpoint, when `start` runs it. */
-  s3?: string;
-  /** The AI provider line. */
+/** What `start` started (LocalStack.started), and the AI provider line. */
+export interface BannerFacts extends Pick<LocalStack, "started"> {
   ai: string;
 }
 
@@ -75,13 +63,14 @@ export function banner(config: Config, facts: BannerFacts): string {
       ? `${host}, with API keys`
       : `${host}, WITHOUT authentication`;
   const { accessKeyId, endpoint } = config.storage;
-  const defaults = defaultCredentials(config);
-  const credentials = defaults
-    ? `access key ${defaults.accessKeyId}, secret ${defaults.secretAccessKey}`
+  const embedded = embeddedCredentials(config.storage);
+  const credentials = embedded.wellKnown
+    ? `access key ${embedded.accessKeyId}, secret ${embedded.secretAccessKey}`
     : `access key ${accessKeyId ?? "from the environment"}`;
-  const bucket = facts.s3 ? `, bucket ${LOCAL_BUCKET}` : "";
-  const redis = facts.redis
-    ? `${facts.redis} (its own, password in ${config.dataDir}/redis/password)`
+  const { started } = facts;
+  const bucket = started.s3 ? `, bucket ${LOCAL_BUCKET}` : "";
+  const redis = started.redis
+    ? `${started.redis} (its own, password in ${config.dataDir}/redis/password)`
     : "from REDIS_URL";
   const indent = (text: string) => text.replace(/^/gm, "    ");
   const keyNote = config.server.apiKeys.length > 0 ? "\n    API_KEY=<one of your API keys>" : "";

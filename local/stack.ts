@@ -1,9 +1,9 @@
 import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
-import { isLoopback } from "../core/config/exposure.js";
+import { isLoopback, isUnspecified } from "../core/config/exposure.js";
 import type { Config } from "../core/config/load.js";
 import type { Logger } from "../core/logger.js";
-import { DEFAULT_EMBEDDED_ACCESS_KEY, DEFAULT_EMBEDDED_SECRET_KEY, LOCAL_BUCKET } from "./credentials.js";
+import { embeddedCredentials, LOCAL_BUCKET } from "./credentials.js";
 import { startLocalRedis } from "./redis.js";
 import { startEmbeddedS3 } from "./s3/server.js";
 
@@ -20,9 +20,9 @@ export interface LocalStack {
  * default credentials would open it to anyone who can reach it.
  */
 export function embeddedStoreExposureProblem(config: Config): string | undefined {
-  const { endpoint, embeddedHost, embeddedPort, accessKeyId, secretAccessKey } = config.storage;
-  if (endpoint || isLoopback(embeddedHost)) return undefined;
-  if (accessKeyId && secretAccessKey && secretAccessKey !== DEFAULT_EMBEDDED_SECRET_KEY) return undefined;
+  const { endpoint, embeddedHost, embeddedPort } = config.storage;
+  if (endpoint || isLoopback(embeddedHost) || !embeddedCredentials(config.storage).wellKnown)
+    return undefined;
   return (
     `refusing to serve the embedded object store on ${embeddedHost}:${embeddedPort} with its default ` +
     `credentials: set S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY to credentials of your own, or keep it ` +
@@ -31,19 +31,18 @@ export function embeddedStoreExposureProblem(config: Config): string | undefined
 }
 
 /**
- * What `media-service start` provides by itself: a redis-server (loopback, a generated password) when
+ * What `media-service start` provides by itself (`media-service start` checks
+ * embeddedStoreExposureProblem before it starts anything): a redis-server (loopback, a generated password) when
  * REDIS_URL is unset and the embedded S3-protocol store (storage.embedded_host, loopback by default)
  * when S3_ENDPOINT is unset, both under the data dir.
  */
 export async function startLocalStack(config: Config, logger: Logger): Promise<LocalStack> {
-  const refused = embeddedStoreExposureProblem(config);
-  if (refused) throw new Error(refused);
   const dataDir = resolve(config.dataDir);
   mkdirSync(dataDir, { recursive: true });
   const stops: Array<() => Promise<void>> = [];
   const started: LocalStack["started"] = {};
   const next: Config = structuredClone(config);
-  // Webhook receivers of a local stack are usually local too (DESIGN.md); an explicit setting wins.
+  // Webhook receivers of a local stack are usually local too; an explicit setting wins.
   next.webhooks.allowPrivate ??= true;
   try {
     if (!config.redis.url) {
@@ -53,8 +52,7 @@ export async function startLocalStack(config: Config, logger: Logger): Promise<L
       started.redis = `127.0.0.1:${redis.port}`;
     }
     if (!config.storage.endpoint) {
-      const accessKeyId = config.storage.accessKeyId ?? DEFAULT_EMBEDDED_ACCESS_KEY;
-      const secretAccessKey = config.storage.secretAccessKey ?? DEFAULT_EMBEDDED_SECRET_KEY;
+      const { accessKeyId, secretAccessKey } = embeddedCredentials(config.storage);
       const s3 = await startEmbeddedS3({
         host: config.storage.embeddedHost,
         port: config.storage.embeddedPort,
@@ -67,9 +65,7 @@ export async function startLocalStack(config: Config, logger: Logger): Promise<L
       });
       stops.push(() => s3.close());
       // Listening on every interface (a container's published port): clients here use loopback.
-      const endpoint = ["0.0.0.0", "::"].includes(config.storage.embeddedHost)
-        ? `http://127.0.0.1:${s3.port}`
-        : s3.url;
+      const endpoint = isUnspecified(config.storage.embeddedHost) ? `http://127.0.0.1:${s3.port}` : s3.url;
       next.storage = {
         ...next.storage,
         endpoint,

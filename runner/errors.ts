@@ -1,5 +1,5 @@
 /**
- * The runner's exit codes, a contract with the controller (DESIGN.md): 0 the job is done,
+ * The runner's exit codes, a contract with the controller: 0 the job is done,
  * 2 a permanent input error (bad media, missing source, invalid parameters: never retried),
  * anything else transient (retried per policy).
  */

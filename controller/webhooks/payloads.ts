@@ -1,6 +1,6 @@
 import type { Job } from "../../core/jobs/records.js";
 
-// The bodies the notifier sends: a job's completion in the default style (DESIGN.md) or as a
+// The bodies the notifier sends: a job's completion in the default style (README, Webhooks) or as a
 // Slack-compatible chat message, and a batch's completion exactly as the spec's table.
 
 export interface JobWebhookPayload {

@@ -22,6 +22,11 @@ export function isLoopback(host: string): boolean {
   return address.range() === "loopback";
 }
 
+/** True for the addresses that mean every interface (0.0.0.0, ::): reach it through loopback here. */
+export function isUnspecified(host: string): boolean {
+  return host === "0.0.0.0" || host === "::" || host === "[::]";
+}
+
 /**
  * Why the API must not listen as configured, or undefined. Without API keys anyone who reaches it
  * reads every job (webhook URLs included) and submits work, so that is allowed on loopback only,

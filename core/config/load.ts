@@ -17,7 +17,7 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>;
 
-// Environment variables that override the file, as DESIGN.md lists them: [variable, path, kind].
+// Environment variables that override the file, as the README lists them: [variable, path, kind].
 // An "integer" is read as a number is in the file (1e9 is 1000000000) and must be a whole one:
 // 5.5, 0x10 or 12abc are refused rather than cut short to 5, 16 or 12.
 const ENV_OVERRIDES: Array<[string, string[], "string" | "integer" | "list"]> = [

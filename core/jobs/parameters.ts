@@ -2,8 +2,8 @@ import { Type, type Static, type TObject } from "@sinclair/typebox";
 import type { JobType } from "./types.js";
 import { Enum } from "./enum.js";
 
-// Job parameters per type: names, rules and defaults of the interface, plus the decisions of
-// DESIGN.md. These schemas are the single source of truth for validation (API, batch entries),
+// Job parameters per type: names, rules and defaults of the interface, plus the decisions it leaves
+// open. These schemas are the single source of truth for validation (API, batch entries),
 // the defaults the runner applies, and the OpenAPI document.
 
 export const IMAGE_FORMATS = ["jpeg", "png", "webp", "avif"] as const;

@@ -3,7 +3,7 @@
 import { availableParallelism } from "node:os";
 import sharp from "sharp";
 
-// A runner process executes exactly one job and then exits (DESIGN.md), so libvips' operation
+// A runner process executes exactly one job and then exits, so libvips' operation
 // cache can never be hit by a later request: it would only keep decoded tiles in memory and the
 // source file open. Off.
 sharp.cache(false);

@@ -3,7 +3,7 @@
 // Pipeline: open and check → a sample of about SAMPLE_PIXELS pixels (a nearest-neighbour resize,
 // i.e. a regular grid of the image's own pixels: an averaging filter would invent blends of
 // neighbouring colours along every edge, which then show up as "colours" of the image) → sRGB,
-// RGBA → histogram of the opaque pixels (alpha ≥ 128; DESIGN.md: transparent pixels are ignored)
+// RGBA → histogram of the opaque pixels (alpha ≥ 128: transparent pixels are ignored)
 // → quantize.ts (k-means in OKLab, deterministic) → shares in percent of the counted pixels,
 // rounded to two decimals and adding up to exactly 100, largest first.
 //

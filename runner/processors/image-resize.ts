@@ -4,7 +4,7 @@
 // `fit` → encode → write. Resizing from a file lets sharp shrink JPEG and WebP while decoding
 // (shrink-on-load), so a large photo is never fully decoded to make a thumbnail.
 //
-// fit (DESIGN.md, sharp's meanings): cover (default) fills the box and crops the overflow, centred;
+// fit (sharp's meanings): cover (default) fills the box and crops the overflow, centred;
 // contain fits inside and pads to the box (transparent where the format has alpha, white for JPEG);
 // fill stretches to the box; inside fits inside, no padding; outside covers the box, no cropping.
 //

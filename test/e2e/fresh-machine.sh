@@ -134,7 +134,7 @@ for _ in $(seq 900); do
     ready=1
     break
   fi
-  in_box "grep -q 'media-service is running\|npm error\|start failed\|refusing' /root/start.log && ! grep -q 'media-service is running' /root/start.log" && break
+  in_box "grep -q 'npm error\|start failed\|refusing' /root/start.log" && break
   sleep 1
 done
 start_log="$work/start.log"

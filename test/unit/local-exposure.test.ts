@@ -95,7 +95,7 @@ describe("the banner", () => {
       S3_SECRET_ACCESS_KEY: "s3-secret-2",
       S3_ENDPOINT: "http://127.0.0.1:9000",
     });
-    const text = banner(own, { ai: "none", s3: "http://127.0.0.1:9000" });
+    const text = banner(own, { ai: "none", started: { s3: "http://127.0.0.1:9000" } });
     assert.ok(!text.includes("k-secret-1") && !text.includes("s3-secret-2"));
     assert.match(text, /--user "\$S3_ACCESS_KEY_ID:\$S3_SECRET_ACCESS_KEY"/);
     assert.match(text, /-H "X-API-Key: \$API_KEY"/);

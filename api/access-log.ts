@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { clip } from "../core/text.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -18,7 +19,7 @@ export function installAccessLog(app: FastifyInstance): void {
   app.addHook("onResponse", async (request, reply) => {
     const fields = {
       method: request.method,
-      url: request.url,
+      url: clip(request.url),
       status: reply.statusCode,
       ms: Math.round(reply.elapsedTime * 100) / 100,
       ...request.logContext,

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance } from "fastify";
 import { InvalidJobError } from "../core/jobs/spec.js";
 import { ConflictError, IllegalTransitionError, NotFoundError } from "../core/store/errors.js";
+import { clip } from "../core/text.js";
 
 const REDIS_DOWN =
   /ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|Connection is closed|Stream isn't writeable|MaxRetriesPerRequest|enableOfflineQueue/;
@@ -14,19 +15,31 @@ export function isStoreUnavailable(err: unknown): boolean {
 export function installErrorHandlers(app: FastifyInstance, limits: { maxBodyBytes: number }): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const status = statusOf(err);
+    // A client that went away (or whose body stalled until server.read_timeout) cannot be answered;
+    // that is the client's business, not an operator's.
+    if (request.raw.socket?.destroyed) {
+      request.log.info({ status, error: clip(err.message) }, "request abandoned by the client");
+      return;
+    }
+    const message =
+      status >= 500 ? publicMessage(status) : clip(clientMessage(err, limits.maxBodyBytes), MAX_ERROR_CHARS);
     if (status >= 500) {
       request.log.error({ err: loggableError(err) }, "request failed");
     } else {
-      request.log.info({ status, error: err.message }, "request refused");
+      request.log.info({ status, error: message }, "request refused");
     }
-    const message = status >= 500 ? publicMessage(status) : clientMessage(err, limits.maxBodyBytes);
     if (status === 503) reply.header("Retry-After", "5");
+    // The rest of a body that timed out may still arrive: it must not be read as the next request.
+    if (status === 408) reply.header("Connection", "close");
     return reply.code(status).send({ error: message });
   });
   app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({ error: `no route ${request.method} ${request.url.split("?")[0]}` }),
+    reply.code(404).send({ error: `no route ${request.method} ${clip(request.url.split("?")[0]!)}` }),
   );
 }
+
+/** The longest error message a client gets (and a log line repeats): values in it are cut. */
+const MAX_ERROR_CHARS = 1000;
 
 function statusOf(err: FastifyError): number {
   if (err instanceof InvalidJobError) return 400;
@@ -34,9 +47,12 @@ function statusOf(err: FastifyError): number {
   if (err instanceof NotFoundError) return 404;
   if (err instanceof IllegalTransitionError) return 409;
   if (err.validation) return 400;
-  if (isStoreUnavailable(err)) return 503;
+  // A 4xx Fastify set itself (a body cut off with ECONNRESET is a 400) is the client's doing, even
+  // when its message looks like a lost connection.
   const code = err.statusCode;
-  if (code && code >= 400 && code < 600) return code;
+  if (code && code >= 400 && code < 500) return code;
+  if (isStoreUnavailable(err)) return 503;
+  if (code && code >= 500 && code < 600) return code;
   return 500;
 }
 

@@ -8,6 +8,7 @@ import { authHook, ApiKeyVerifier } from "./auth.js";
 import type { ApiContext, App } from "./context.js";
 import { registerDocs } from "./docs.js";
 import { installErrorHandlers } from "./errors.js";
+import { bodyDeadline, clientErrorHandler, requireHostHeader } from "./transport.js";
 import { batchRoutes } from "./routes/batches.js";
 import { jobRoutes } from "./routes/jobs.js";
 import { operationsRoutes } from "./routes/operations.js";
@@ -42,6 +43,13 @@ export async function buildApi(ctx: ApiContext, logger: Logger): Promise<Api> {
     trustProxy: server.trustProxy,
     schemaErrorFormatter: formatValidationError,
     return503OnClosing: true,
+    clientErrorHandler: clientErrorHandler(server.readTimeoutMs),
+    // Node's own answer to a missing Host is an empty 400; requireHostHeader (transport.ts) answers it.
+    // Node checks request timeouts every 30 s by default: a read_timeout of 5 s would act at 30.
+    http: {
+      requireHostHeader: false,
+      connectionsCheckingInterval: Math.max(100, Math.min(server.readTimeoutMs / 4, 5_000)),
+    },
     forceCloseConnections: "idle",
     // Ids up to the 200 characters IdParams allows reach the handlers (and their 404).
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
@@ -61,6 +69,8 @@ export async function buildApi(ctx: ApiContext, logger: Logger): Promise<Api> {
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   installErrorHandlers(app, limits);
   installAccessLog(app);
+  app.addHook("onRequest", requireHostHeader);
+  app.addHook("onRequest", bodyDeadline(server.readTimeoutMs));
   app.addHook("onSend", async (request, reply) => {
     reply.header("X-Request-ID", request.id);
   });

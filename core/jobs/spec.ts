@@ -4,6 +4,7 @@ import { Value } from "@sinclair/typebox/value";
 import { chooseProvider } from "../ai/providers.js";
 import type { Config } from "../config/load.js";
 import { parseQuantity, QuantityError } from "../quantity.js";
+import { shown } from "../text.js";
 import { checkParameterRules, PARAMETER_SCHEMAS } from "./parameters.js";
 import { JOB_TYPES, WRITES_OUTPUT, type JobType } from "./types.js";
 
@@ -59,7 +60,7 @@ export function normalizeParameters(type: JobType, input: unknown, where = ""): 
   const first = checker.Errors(value).First();
   if (first) {
     const field = first.path.split("/").filter(Boolean).join(".");
-    const got = first.value === undefined ? "" : ` (got ${JSON.stringify(first.value)})`;
+    const got = first.value === undefined ? "" : ` (got ${shown(first.value)})`;
     const message = describeError(first.schema as Record<string, unknown>, first.message);
     const location = [where, field].filter(Boolean).join(".");
     throw new InvalidJobError(location ? `${location}: ${message}${got}` : `${message}${got}`);

@@ -81,7 +81,17 @@ function normaliseHost(host: string): string {
   return domainToASCII(h);
 }
 
-const METADATA = new Set(["169.254.169.254", "100.100.100.200", "fd00:ec2::254"]);
+// Where clouds serve instance and workload credentials: EC2/GCE/Azure instance metadata (and its
+// IPv6 form on EC2), Alibaba's, the ECS task metadata and credentials endpoint, the EKS Pod Identity
+// agent (IPv4 and IPv6). Link-local or private, so webhooks.allow_private alone never opens them.
+const METADATA = new Set([
+  "169.254.169.254",
+  "fd00:ec2::254",
+  "100.100.100.200",
+  "169.254.170.2",
+  "169.254.170.23",
+  "fd00:ec2::23",
+]);
 const NEVER = new Set(["unspecified", "broadcast", "multicast"]);
 
 const DESCRIPTIONS: Record<string, string> = {

@@ -30,7 +30,8 @@ export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, http
   (httpPart === "body" ? bodyAjv : otherAjv).compile(schema as object);
 
 const PATTERN_TEXT: Record<string, string> = {
-  [BUCKET_PATTERN]: "must be a valid bucket name (3-63 lowercase letters, digits, dots and hyphens)",
+  [BUCKET_PATTERN]:
+    "must be a valid bucket name (3-63 lowercase letters, digits, dots and hyphens; no adjacent dots, not an IP address, no xn--/sthree- prefix or -s3alias/--ol-s3 suffix)",
   [TIMESTAMP_PATTERN]: "must be HH:MM:SS, MM:SS or a number of seconds",
   [NO_CONTROL_PATTERN]: "must not contain control characters (NUL, tab, CR, LF, …)",
   "^[1-9]\\d{0,3}k$": "must be a bitrate such as 128k",

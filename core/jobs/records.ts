@@ -7,7 +7,11 @@ export const JobStatusSchema = Enum(JOB_STATUSES);
 export const BatchStatusSchema = Enum(BATCH_STATUSES);
 const Timestamp = (description: string) => Type.String({ format: "date-time", description });
 
-export const BUCKET_PATTERN = "^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$";
+// S3's naming rules: 3-63 lowercase letters, digits, dots and hyphens, starting and ending with a
+// letter or digit; no two adjacent dots; not shaped like an IP address; no reserved prefix (xn--,
+// sthree-) or suffix (-s3alias, --ol-s3).
+export const BUCKET_PATTERN =
+  "^(?!\\d+\\.\\d+\\.\\d+\\.\\d+$)(?!xn--|sthree-)(?!.*\\.\\.)(?!.*(?:-s3alias|--ol-s3)$)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$";
 export const Bucket = (description: string) => Type.String({ pattern: BUCKET_PATTERN, description });
 // Object keys and caller ids are text: no control characters (NUL, CR, LF, DEL, …), which would reach
 // object names and log lines.

@@ -30,6 +30,8 @@ export class InvalidJobError extends Error {
 
 export interface SpecLimits {
   maxTimeoutSeconds: number;
+  /** Largest width or height a job may ask for (limits.max_output_dimension). */
+  maxOutputDimension: number;
   /** Largest per-job `resources` (kubernetes.max_resources), as Kubernetes quantities. */
   maxResources: { cpu: string; memory: string };
   /** The configured AI providers (analyze's `provider` must name one). */
@@ -40,6 +42,7 @@ export interface SpecLimits {
 export function specLimits(config: Pick<Config, "limits" | "kubernetes" | "ai">): SpecLimits {
   return {
     maxTimeoutSeconds: config.limits.maxTimeoutSeconds,
+    maxOutputDimension: config.limits.maxOutputDimension,
     maxResources: config.kubernetes.maxResources,
     ai: config.ai,
   };
@@ -81,6 +84,12 @@ function describeError(schema: Record<string, unknown>, fallback: string): strin
   return fallback.charAt(0).toLowerCase() + fallback.slice(1);
 }
 
+/** Parameters that size the output, bounded by limits.max_output_dimension. */
+const DIMENSION_PARAMETERS: Partial<Record<JobType, readonly string[]>> = {
+  image_resize: ["width", "height"],
+  video_thumbnail: ["width"],
+};
+
 /** Checks what the schemas cannot: destinations per type, URLs, configured maximums. */
 export function checkJobSpec(spec: JobSpec, limits: SpecLimits, where = ""): void {
   const at = (field: string) => (where ? `${where}.${field}` : field);
@@ -95,6 +104,15 @@ export function checkJobSpec(spec: JobSpec, limits: SpecLimits, where = ""): voi
     const choice = chooseProvider(limits.ai, provider);
     if (!choice.ok) {
       throw new InvalidJobError(`${where ? `${where}.parameters.provider` : "provider"}: ${choice.message}`);
+    }
+  }
+  for (const field of DIMENSION_PARAMETERS[spec.type] ?? []) {
+    const value = spec.parameters[field];
+    if (typeof value === "number" && value > limits.maxOutputDimension) {
+      const name = where ? `${where}.parameters.${field}` : field;
+      throw new InvalidJobError(
+        `${name} must be at most ${limits.maxOutputDimension} pixels (limits.max_output_dimension)`,
+      );
     }
   }
   if (spec.timeout_seconds !== undefined && spec.timeout_seconds > limits.maxTimeoutSeconds) {

@@ -157,3 +157,45 @@ describe("what a server error may log", () => {
     assert.match(logged, /cjson|Lua|script/i);
   });
 });
+
+describe("values the API bounds before a job is recorded", () => {
+  test("bucket names S3 would refuse are a 400 naming the rule; nothing is recorded", async () => {
+    const before = await total();
+    for (const bucket of ["a..b", "192.168.1.1", "xn--abc", "sthree-data", "files-s3alias", "files--ol-s3"]) {
+      await refused(RESIZE, { ...JOB, source_bucket: bucket }, /^source_bucket must be a valid bucket name/);
+      await refused(
+        "/api/v1/jobs/batch",
+        { jobs: [{ ...ENTRY, dest_bucket: bucket }] },
+        /^jobs\[0\]\.dest_bucket must be a valid bucket name .*no adjacent dots, not an IP address/,
+      );
+    }
+    assert.equal(await total(), before);
+    const res = await stack.request(RESIZE, {
+      method: "POST",
+      json: { ...JOB, source_bucket: "my.media-1" },
+    });
+    assert.equal(res.status, 202, await res.text());
+  });
+
+  test("width and height above limits.max_output_dimension are a 400, single and batch alike", async () => {
+    const max = stack.config.limits.maxOutputDimension;
+    await refused(
+      RESIZE,
+      { ...JOB, width: max + 1 },
+      new RegExp(`^width must be at most ${max} pixels \\(limits\\.max_output_dimension\\)$`),
+    );
+    await refused(RESIZE, { ...JOB, height: 10_000_000_000 }, /^height must be at most \d+ pixels/);
+    await refused(
+      "/api/v1/jobs/batch",
+      { jobs: [{ ...ENTRY, parameters: { width: 320, height: max + 1 } }] },
+      /^jobs\[0\]\.parameters\.height must be at most \d+ pixels/,
+    );
+    await refused(
+      "/api/v1/jobs/video/thumbnail",
+      { ...LOCATION, dest_key: "out/t.jpg", width: max + 1 },
+      /^width must be at most \d+ pixels/,
+    );
+    const res = await stack.request(RESIZE, { method: "POST", json: { ...JOB, width: max, height: max } });
+    assert.equal(res.status, 202, await res.text());
+  });
+});

@@ -20,6 +20,19 @@ export const THUMBNAIL_FORMATS = ["jpeg", "png", "webp"] as const;
 export const AUDIO_FORMATS = ["mp3", "aac", "opus", "ogg", "flac", "wav", "m4a"] as const;
 /** Formats without a bitrate: lossless or uncompressed. */
 export const LOSSLESS_AUDIO_FORMATS: readonly string[] = ["flac", "wav"];
+/**
+ * The bitrates (kbit/s) each lossy format's encoder can produce, whatever the source: MPEG-1 Layer
+ * III tops out at 320k (LAME clamps anything above to it), libopus refuses more than 512k, ffmpeg's
+ * AAC encoder clamps above 512k, libvorbis cannot set up above 500k. Within a range, what a given
+ * source allows (Vorbis at a low sample rate) is the runner's to find out.
+ */
+export const AUDIO_BITRATE_KBPS: Readonly<Record<string, readonly [number, number]>> = {
+  mp3: [8, 320],
+  aac: [8, 512],
+  m4a: [8, 512],
+  opus: [6, 512],
+  ogg: [8, 500],
+};
 
 /** `HH:MM:SS`, `MM:SS` (each with optional fraction) or a number of seconds. */
 export const TIMESTAMP_PATTERN =
@@ -111,7 +124,8 @@ export const AudioConvertParameters = Type.Object(
     bitrate: Type.Optional(
       Type.String({
         pattern: "^[1-9]\\d{0,3}k$",
-        description: "Target bitrate such as 128k; not accepted for flac and wav",
+        description:
+          "Target bitrate such as 128k: mp3 8k-320k, aac and m4a 8k-512k, opus 6k-512k, ogg 8k-500k; not accepted for flac and wav",
       }),
     ),
   },
@@ -183,6 +197,11 @@ export function checkParameterRules(type: JobType, parameters: Record<string, un
   if (type === "audio_convert" && parameters.bitrate !== undefined) {
     if (LOSSLESS_AUDIO_FORMATS.includes(parameters.format as string)) {
       return `bitrate is not accepted for ${String(parameters.format)}: it is a lossless or uncompressed format`;
+    }
+    const range = AUDIO_BITRATE_KBPS[parameters.format as string];
+    const kbps = Number.parseInt(String(parameters.bitrate), 10);
+    if (range && !(kbps >= range[0] && kbps <= range[1])) {
+      return `bitrate ${String(parameters.bitrate)} is out of range for ${String(parameters.format)}: ${range[0]}k to ${range[1]}k`;
     }
   }
   return undefined;

@@ -199,3 +199,54 @@ describe("values the API bounds before a job is recorded", () => {
     assert.equal(res.status, 202, await res.text());
   });
 });
+
+describe("audio bitrates", () => {
+  const AUDIO = "/api/v1/jobs/audio/convert";
+  const { dest_key: _d, ...where } = LOCATION;
+  test("a bitrate the format's encoder cannot produce is a 400 naming the range, single and batch", async () => {
+    for (const [format, bitrate, range] of [
+      ["mp3", "9999k", "8k to 320k"],
+      ["mp3", "321k", "8k to 320k"],
+      ["opus", "520k", "6k to 512k"],
+      ["ogg", "512k", "8k to 500k"],
+      ["aac", "7k", "8k to 512k"],
+      ["m4a", "600k", "8k to 512k"],
+    ] as const) {
+      await refused(
+        AUDIO,
+        { ...where, dest_key: `out/a.${format}`, format, bitrate },
+        new RegExp(`^bitrate ${bitrate} is out of range for ${format}: ${range}$`),
+      );
+    }
+    await refused(
+      "/api/v1/jobs/batch",
+      {
+        jobs: [
+          {
+            type: "audio_convert",
+            ...where,
+            dest_key: "out/a.mp3",
+            parameters: { format: "mp3", bitrate: "9999k" },
+          },
+        ],
+      },
+      /^jobs\[0\]\.parameters: bitrate 9999k is out of range for mp3: 8k to 320k$/,
+    );
+  });
+
+  test("the ends of each range are accepted", async () => {
+    for (const [format, bitrate] of [
+      ["mp3", "320k"],
+      ["mp3", "8k"],
+      ["opus", "512k"],
+      ["ogg", "500k"],
+      ["aac", "512k"],
+    ] as const) {
+      const res = await stack.request(AUDIO, {
+        method: "POST",
+        json: { ...where, dest_key: `out/a.${format}`, format, bitrate },
+      });
+      assert.equal(res.status, 202, `${format} ${bitrate}: ${await res.text()}`);
+    }
+  });
+});

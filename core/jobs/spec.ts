@@ -5,6 +5,7 @@ import { chooseProvider } from "../ai/providers.js";
 import type { Config } from "../config/load.js";
 import { parseQuantity, QuantityError } from "../quantity.js";
 import { shown } from "../text.js";
+import { MAX_TIMESTAMP_SECONDS, timestampSeconds } from "./timestamp.js";
 import { checkParameterRules, PARAMETER_SCHEMAS } from "./parameters.js";
 import { JOB_TYPES, WRITES_OUTPUT, type JobType } from "./types.js";
 
@@ -112,6 +113,16 @@ export function checkJobSpec(spec: JobSpec, limits: SpecLimits, where = ""): voi
       const name = where ? `${where}.parameters.${field}` : field;
       throw new InvalidJobError(
         `${name} must be at most ${limits.maxOutputDimension} pixels (limits.max_output_dimension)`,
+      );
+    }
+  }
+  const timestamp = spec.type === "video_thumbnail" ? spec.parameters.timestamp : undefined;
+  if (typeof timestamp === "string" || typeof timestamp === "number") {
+    const seconds = timestampSeconds(timestamp);
+    if (seconds !== undefined && seconds > MAX_TIMESTAMP_SECONDS) {
+      const name = where ? `${where}.parameters.timestamp` : "timestamp";
+      throw new InvalidJobError(
+        `${name} must be at most ${MAX_TIMESTAMP_SECONDS / 3600}:00:00 (${MAX_TIMESTAMP_SECONDS} seconds; got ${shown(timestamp, 40)})`,
       );
     }
   }

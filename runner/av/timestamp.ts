@@ -1,25 +1,16 @@
-// Timestamps of the video_thumbnail job: `HH:MM:SS`, `MM:SS` (each with an optional fraction) or a
-// number of seconds (a JSON number or a numeric string), as TIMESTAMP_PATTERN of the parameter
-// schema accepts them.
+// Formatting of timestamps; their parsing is core's (core/jobs/timestamp.ts), shared with the API.
+import { timestampSeconds } from "../../core/jobs/timestamp.js";
 import { PermanentError } from "../errors.js";
-
-const CLOCK = /^(?:(\d+):)?([0-5]?\d):([0-5]?\d(?:\.\d+)?)$/;
-const SECONDS = /^\d+(?:\.\d+)?$/;
 
 /** Seconds from a timestamp; PermanentError for anything the schema would not have accepted. */
 export function parseTimestamp(value: string | number): number {
-  if (typeof value === "number") {
-    if (Number.isFinite(value) && value >= 0) return value;
-    throw new PermanentError(`invalid timestamp ${String(value)}: expected a number of seconds ≥ 0`);
-  }
-  const text = value.trim();
-  if (SECONDS.test(text)) return Number(text);
-  const clock = CLOCK.exec(text);
-  if (clock) {
-    const [, hours, minutes, seconds] = clock;
-    return Number(hours ?? 0) * 3600 + Number(minutes) * 60 + Number(seconds);
-  }
-  throw new PermanentError(`invalid timestamp "${value}": expected HH:MM:SS, MM:SS or a number of seconds`);
+  const seconds = timestampSeconds(value);
+  if (seconds !== undefined) return seconds;
+  throw new PermanentError(
+    typeof value === "number"
+      ? `invalid timestamp ${String(value)}: expected a number of seconds ≥ 0`
+      : `invalid timestamp "${value}": expected HH:MM:SS, MM:SS or a number of seconds`,
+  );
 }
 
 /**

@@ -250,3 +250,26 @@ describe("audio bitrates", () => {
     }
   });
 });
+
+describe("thumbnail timestamps", () => {
+  const THUMB = "/api/v1/jobs/video/thumbnail";
+  const body = { ...LOCATION, dest_key: "out/t.jpg" };
+  test("a timestamp beyond 1000 hours is a 400, as a number or a clock, single and batch", async () => {
+    await refused(
+      THUMB,
+      { ...body, timestamp: 1e308 },
+      /^timestamp must be at most 1000:00:00 \(3600000 seconds; got 1e\+308\)$/,
+    );
+    await refused(THUMB, { ...body, timestamp: "1000:00:01" }, /^timestamp must be at most 1000:00:00/);
+    await refused(THUMB, { ...body, timestamp: "99999999999" }, /^timestamp must be at most 1000:00:00/);
+    await refused(
+      "/api/v1/jobs/batch",
+      { jobs: [{ type: "video_thumbnail", ...body, parameters: { timestamp: 4e6 } }] },
+      /^jobs\[0\]\.parameters\.timestamp must be at most 1000:00:00/,
+    );
+    for (const timestamp of [3_600_000, "1000:00:00", "02:30", 0]) {
+      const res = await stack.request(THUMB, { method: "POST", json: { ...body, timestamp } });
+      assert.equal(res.status, 202, `${String(timestamp)}: ${await res.text()}`);
+    }
+  });
+});

@@ -1,5 +1,6 @@
-import { Type, type TObject, type TProperties } from "@sinclair/typebox";
-import { PARAMETER_SCHEMAS } from "../core/jobs/parameters.js";
+import { Type, type TObject, type TProperties, type TSchema, type TUnsafe } from "@sinclair/typebox";
+import type { SchemaBounds } from "../core/jobs/bounds.js";
+import { parameterSchemas } from "../core/jobs/parameters.js";
 import {
   Batch,
   BatchStatusSchema,
@@ -8,15 +9,16 @@ import {
   Job,
   JobStatusSchema,
   JobSummary,
-  JobTypeSchema,
   QueueStats,
   RESULT_SCHEMAS,
   SourceFields,
   SubmissionOptionFields,
+  submissionOptionFields,
   SubmitResponse,
   WebhookDelivery,
+  WebhookUrl,
 } from "../core/jobs/records.js";
-import { WRITES_OUTPUT, type JobType } from "../core/jobs/types.js";
+import { JOB_TYPES, WRITES_OUTPUT, type JobType } from "../core/jobs/types.js";
 
 /** Limits of the interface that are not per job type. */
 export const API_LIMITS = {
@@ -40,6 +42,48 @@ export const SHARED_SCHEMAS = [
 ];
 export const ErrorRef = Type.Ref(ErrorBody);
 
+/** Every /api/v1 operation needs an API key, in X-API-Key or as a bearer token (api/auth.ts). */
+export const API_KEY_SECURITY: Array<Record<string, string[]>> = [{ ApiKey: [] }, { Bearer: [] }];
+
+/** The error answers of the interface, each an `{error}` body in JSON. */
+const ERROR_ANSWERS = {
+  400: "Invalid request: the message names the field and the rule",
+  401: "Missing or invalid API key",
+  404: "Not found",
+  409: "Conflict: the id is taken",
+  413: "Request body larger than limits.max_body_bytes",
+  415: "Content-Type is not application/json",
+  429: "Too many requests: rate limited; Retry-After says when to try again",
+  500: "The server failed",
+  503: "The queue store is unavailable (or the server is shutting down); Retry-After says when to try again",
+} as const;
+export type ErrorStatus = keyof typeof ERROR_ANSWERS;
+
+/** What every /api/v1 operation can answer, whatever its route: no key, rate limited, store down. */
+const ALWAYS = [401, 429, 503] as const;
+/** What every operation with a JSON body can answer besides: invalid, too large, not JSON. */
+export const BODY_ERRORS: ErrorStatus[] = [400, 413, 415];
+
+/**
+ * The error responses of an /api/v1 operation, the one place they are declared: those every
+ * operation has (401, 429, 503) and the given ones. Always JSON, whatever the route's success
+ * answer is (the event stream's 404 is JSON too).
+ */
+export function errorResponses<S extends ErrorStatus>(
+  ...statuses: S[]
+): Record<S | (typeof ALWAYS)[number], TUnsafe<{ error: string }>> {
+  const all = [...new Set<ErrorStatus>([...ALWAYS, ...statuses])].sort((a, b) => a - b);
+  return Object.fromEntries(
+    all.map((status) => [
+      status,
+      Type.Unsafe<{ error: string }>({
+        description: ERROR_ANSWERS[status],
+        content: { "application/json": { schema: ErrorRef } },
+      }),
+    ]),
+  ) as Record<S | (typeof ALWAYS)[number], TUnsafe<{ error: string }>>;
+}
+
 /** Submit endpoints: path under /api/v1 → job type. */
 export const SUBMIT_ROUTES: Array<{ path: string; type: JobType; summary: string }> = [
   { path: "/jobs/image/resize", type: "image_resize", summary: "Resize an image" },
@@ -60,14 +104,17 @@ export const SUBMIT_ROUTES: Array<{ path: string; type: JobType; summary: string
   { path: "/jobs/analyze", type: "analyze", summary: "Analyze media with an AI provider" },
 ];
 
-/** The body of a single-job submission: location fields, the type's parameters, the options. */
-export function submitBodySchema(type: JobType): TObject {
-  const parameters = PARAMETER_SCHEMAS[type];
+/**
+ * The body of a single-job submission, with the configuration's bounds: location fields, the
+ * type's parameters (and the rules that span them), the options.
+ */
+export function submitBodySchema(type: JobType, bounds: SchemaBounds): TObject {
+  const parameters = parameterSchemas(bounds)[type];
   const properties: TProperties = {
     ...SourceFields,
     ...(WRITES_OUTPUT[type] ? DestinationFields : {}),
     ...parameters.properties,
-    ...SubmissionOptionFields,
+    ...submissionOptionFields(bounds),
   };
   const required = [
     "source_bucket",
@@ -76,9 +123,19 @@ export function submitBodySchema(type: JobType): TObject {
     ...(parameters.required ?? []),
   ];
   return optionalDefaults({
+    ...objectRules(parameters),
     ...Type.Object(properties, { additionalProperties: false }),
     required,
   } as TObject);
+}
+
+/** The keywords of an object schema other than its fields: rules that span fields (anyOf, allOf, …). */
+function objectRules(schema: TObject): Record<string, unknown> {
+  const rules: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (!["type", "properties", "required", "additionalProperties"].includes(key)) rules[key] = value;
+  }
+  return rules;
 }
 
 /**
@@ -103,46 +160,89 @@ export const NON_PARAMETER_FIELDS = new Set([
 
 export const BATCH_ID_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$";
 
-export const BatchEntry = Type.Object(
-  {
-    type: JobTypeSchema,
-    ...SourceFields,
-    dest_bucket: Type.Optional(DestinationFields.dest_bucket),
-    dest_key: Type.Optional(DestinationFields.dest_key),
-    parameters: Type.Optional(
-      Type.Object(
-        {},
-        { additionalProperties: true, description: "Parameters of the job type, as on its endpoint" },
-      ),
-    ),
-    ...SubmissionOptionFields,
-  },
-  { additionalProperties: false },
-);
+/**
+ * One batch entry of a job type: the type, the locations (dest_bucket and dest_key required where
+ * the type writes an output), the type's parameters as on its endpoint, the options.
+ */
+function batchEntrySchema(type: JobType, bounds: SchemaBounds): TObject {
+  const parameters = optionalDefaults(parameterSchemas(bounds)[type]);
+  const needsParameters = (parameters.required ?? []).length > 0;
+  const withDefaults = { ...parameters, default: {} } as TSchema;
+  const dest = WRITES_OUTPUT[type]
+    ? DestinationFields
+    : {
+        dest_bucket: Type.Optional(DestinationFields.dest_bucket),
+        dest_key: Type.Optional(DestinationFields.dest_key),
+      };
+  return Type.Object(
+    {
+      type: Type.Literal(type),
+      ...SourceFields,
+      ...dest,
+      parameters: needsParameters ? parameters : withDefaults,
+      ...submissionOptionFields(bounds),
+    },
+    { additionalProperties: false, title: type },
+  );
+}
 
-export const BatchCreateBody = Type.Object(
-  {
-    batch_id: Type.Optional(
-      Type.String({
-        pattern: BATCH_ID_PATTERN,
-        description: "Custom id (letters, digits, . _ : -; up to 128); generated when absent",
+/** A batch entry of any type: the entry's `type` chooses its schema. */
+export function batchEntrySchemas(bounds: SchemaBounds): TSchema {
+  return Type.Unsafe<BatchEntry>({
+    type: "object",
+    required: ["type"],
+    discriminator: { propertyName: "type" },
+    oneOf: JOB_TYPES.map((type) => optionalDefaults(batchEntrySchema(type, bounds))),
+    description: "A job: `type` says which; its parameters as on the type's endpoint",
+  });
+}
+
+/** A batch entry as the handler reads it (the route schema has validated it and applied the defaults). */
+export type BatchEntry = {
+  type: JobType;
+  source_bucket: string;
+  source_key: string;
+  dest_bucket?: string;
+  dest_key?: string;
+  parameters: Record<string, unknown>;
+  webhook_url?: string;
+  webhook_style?: "default" | "chat" | "slack";
+  request_id?: string;
+  resources?: { cpu?: string; memory?: string };
+  timeout_seconds?: number;
+};
+
+/** The body of POST /jobs/batch, with the configuration's bounds. */
+export function batchCreateBody(bounds: SchemaBounds) {
+  return Type.Object(
+    {
+      batch_id: Type.Optional(
+        Type.String({
+          pattern: BATCH_ID_PATTERN,
+          description: "Custom id (letters, digits, . _ : -; up to 128); generated when absent",
+        }),
+      ),
+      jobs: Type.Array(Type.Unsafe<BatchEntry>(batchEntrySchemas(bounds)), {
+        minItems: API_LIMITS.batchMinJobs,
+        maxItems: API_LIMITS.batchMaxJobs,
       }),
-    ),
-    jobs: Type.Array(BatchEntry, { minItems: API_LIMITS.batchMinJobs, maxItems: API_LIMITS.batchMaxJobs }),
-    options: Type.Optional(
-      optionalDefaults(
-        Type.Object(
-          {
-            webhook_url: SubmissionOptionFields.webhook_url,
-            fail_fast: Type.Boolean({ default: false, description: "Stop the batch at the first failure" }),
-          },
-          { additionalProperties: false },
+      options: Type.Optional(
+        optionalDefaults(
+          Type.Object(
+            {
+              webhook_url: Type.Optional(
+                WebhookUrl("Receives the batch-completion notification: an absolute http or https URL"),
+              ),
+              fail_fast: Type.Boolean({ default: false, description: "Stop the batch at the first failure" }),
+            },
+            { additionalProperties: false },
+          ),
         ),
       ),
-    ),
-  },
-  { additionalProperties: false },
-);
+    },
+    { additionalProperties: false },
+  );
+}
 
 export const BatchCreateResponse = Type.Object({
   batch_id: Type.String(),

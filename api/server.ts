@@ -15,7 +15,9 @@ import { operationsRoutes } from "./routes/operations.js";
 import { queueRoutes } from "./routes/queue.js";
 import { OpenStreams, streamRoutes } from "./routes/stream.js";
 import { SHARED_SCHEMAS } from "./schemas.js";
-import { formatValidationError, validatorCompiler } from "./validation.js";
+import { allowDeclaredMethodsOnly } from "./methods.js";
+import { createValidatorCompiler, formatValidationError } from "./validation.js";
+import { schemaBounds } from "../core/jobs/bounds.js";
 
 export const API_VERSION = "1.0.0";
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -62,7 +64,9 @@ export async function buildApi(ctx: ApiContext, logger: Logger): Promise<Api> {
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  app.setValidatorCompiler(validatorCompiler);
+  // The route schemas carry the configuration's bounds (core/jobs/bounds.ts): the validator and the
+  // OpenAPI document read the same ones.
+  app.setValidatorCompiler(createValidatorCompiler(schemaBounds(ctx.config)));
   // Bodies are JSON only: text/plain is refused with 415 rather than read as a string.
   app.removeContentTypeParser("text/plain");
   installJsonBodyParser(app);
@@ -79,6 +83,8 @@ export async function buildApi(ctx: ApiContext, logger: Logger): Promise<Api> {
 
   const state = { draining: false };
   const streams = new OpenStreams();
+  // A method a documented path does not have is a 405 with Allow (api/methods.ts), not a 404.
+  const methods = allowDeclaredMethodsOnly(app);
   operationsRoutes(app, ctx, state);
 
   // Whether serving without keys is acceptable depends on where it listens: see core/config/exposure.ts.
@@ -91,9 +97,12 @@ export async function buildApi(ctx: ApiContext, logger: Logger): Promise<Api> {
       batchRoutes(api, ctx);
       streamRoutes(api, ctx, streams);
       queueRoutes(api, ctx);
+      // Inside the scope: an undeclared method is refused after the key check, like the routes.
+      methods.answer(v1, "/api/v1");
     },
     { prefix: "/api/v1" },
   );
+  methods.answer(app, "");
 
   return {
     app,

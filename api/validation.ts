@@ -1,8 +1,17 @@
 import { Ajv, type ErrorObject } from "ajv";
 import addFormatsModule from "ajv-formats";
 import type { FastifySchemaCompiler } from "fastify";
-import { BUCKET_PATTERN, NO_CONTROL_PATTERN } from "../core/jobs/records.js";
-import { TIMESTAMP_PATTERN } from "../core/jobs/parameters.js";
+import { ERROR_MESSAGE, type ErrorMessage, type SchemaBounds } from "../core/jobs/bounds.js";
+import {
+  BUCKET_PATTERN,
+  CPU_QUANTITY_FORMAT,
+  MEMORY_QUANTITY_FORMAT,
+  NO_CONTROL_PATTERN,
+  WEBHOOK_URL_PATTERN,
+} from "../core/jobs/records.js";
+import { BITRATE_PATTERN, TIMESTAMP_PATTERN } from "../core/jobs/parameters.js";
+import { quantityWithin } from "../core/jobs/spec.js";
+import { clip, shown } from "../core/text.js";
 
 // ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
@@ -10,8 +19,10 @@ const addFormats = ((addFormatsModule as unknown as { default?: unknown }).defau
 ) => Ajv;
 
 // Bodies are taken as sent (a width of "100" is an error, not 100); query strings and path
-// parameters are text by nature and are converted.
-function makeAjv(coerceTypes: boolean): Ajv {
+// parameters are text by nature and are converted. `discriminator` lets a batch entry's `type`
+// choose its schema, so its errors are those of its own type. The quantity formats compare with the
+// configured maximums.
+function makeAjv(coerceTypes: boolean, bounds: SchemaBounds): Ajv {
   const ajv = new Ajv({
     allErrors: false,
     useDefaults: true,
@@ -19,25 +30,37 @@ function makeAjv(coerceTypes: boolean): Ajv {
     removeAdditional: false,
     strict: false,
     verbose: true,
+    discriminator: true,
   });
   addFormats(ajv);
+  ajv.addFormat(CPU_QUANTITY_FORMAT, {
+    type: "string",
+    validate: (value: string) => quantityWithin(value, bounds.maxResources.cpu),
+  });
+  ajv.addFormat(MEMORY_QUANTITY_FORMAT, {
+    type: "string",
+    validate: (value: string) => quantityWithin(value, bounds.maxResources.memory),
+  });
   return ajv;
 }
-const bodyAjv = makeAjv(false);
-const otherAjv = makeAjv(true);
 
-export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
-  (httpPart === "body" ? bodyAjv : otherAjv).compile(schema as object);
+/** The route schemas' validator, with the configuration's bounds (one per API). */
+export function createValidatorCompiler(bounds: SchemaBounds): FastifySchemaCompiler<unknown> {
+  const bodyAjv = makeAjv(false, bounds);
+  const otherAjv = makeAjv(true, bounds);
+  return ({ schema, httpPart }) => (httpPart === "body" ? bodyAjv : otherAjv).compile(schema as object);
+}
 
 const PATTERN_TEXT: Record<string, string> = {
   [BUCKET_PATTERN]:
     "must be a valid bucket name (3-63 lowercase letters, digits, dots and hyphens; no adjacent dots, not an IP address, no xn--/sthree- prefix or -s3alias/--ol-s3 suffix)",
   [TIMESTAMP_PATTERN]: "must be HH:MM:SS, MM:SS or a number of seconds",
   [NO_CONTROL_PATTERN]: "must not contain control characters (NUL, tab, CR, LF, …)",
-  "^[1-9]\\d{0,3}k$": "must be a bitrate such as 128k",
+  [BITRATE_PATTERN]: "must be a bitrate such as 128k",
   "^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$": "must be a hex colour such as #ffffff",
   "^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$": "must be a language code such as en or pt-BR",
-  "^[Hh][Tt][Tt][Pp][Ss]?://": "must be an http or https URL",
+  [WEBHOOK_URL_PATTERN]:
+    "must be an absolute http or https URL (a host name, IPv4 or [IPv6] address, an optional port up to 65535, no spaces)",
 };
 
 const PART_NAMES: Record<string, string> = {
@@ -45,6 +68,17 @@ const PART_NAMES: Record<string, string> = {
   params: "path parameter ",
   headers: "header ",
 };
+
+/** The sentence a schema gives for a keyword it refuses with (ERROR_MESSAGE), if any. */
+function schemaMessage(error: ErrorObject): string | undefined {
+  if (error.keyword === "type" || error.keyword === "required" || error.keyword === "additionalProperties") {
+    return undefined;
+  }
+  const text = (error.parentSchema as Record<string, ErrorMessage | undefined> | undefined)?.[ERROR_MESSAGE];
+  const message = typeof text === "string" ? text : text?.[error.keyword];
+  const value = typeof error.data === "string" ? clip(error.data, 80) : shown(error.data, 80);
+  return message?.replace("{value}", value);
+}
 
 /** Turns the first validation error into one sentence that names the field. */
 export function formatValidationError(errors: ErrorObject[], dataVar: string): Error {
@@ -56,8 +90,26 @@ export function formatValidationError(errors: ErrorObject[], dataVar: string): E
     .reduce((acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part), "");
   const part = PART_NAMES[dataVar] ?? "";
   const name = (field: string) => `${part}${path ? `${path}.` : ""}${field}`;
+  const subject = path ? `${part}${path}` : dataVar === "body" ? "request body" : dataVar;
+  const custom = schemaMessage(error);
   let message: string;
-  switch (error.keyword) {
+  switch (custom === undefined ? error.keyword : "custom") {
+    case "custom":
+      // A rule of an object (which fields go together) says its fields itself.
+      message =
+        error.data !== null && typeof error.data === "object"
+          ? `${path ? `${part}${path}: ` : ""}${custom}`
+          : `${subject} ${custom}`;
+      break;
+    case "discriminator": {
+      const tag = String(error.params.tag);
+      const values = (
+        (error.parentSchema as { oneOf?: Array<{ properties?: Record<string, { const?: unknown }> }> })
+          .oneOf ?? []
+      ).map((s) => s.properties?.[tag]?.const);
+      message = `${name(tag)} must be one of ${values.join(", ")}`;
+      break;
+    }
     case "required":
       message = `${name(String(error.params.missingProperty))} is required`;
       break;
@@ -68,7 +120,6 @@ export function formatValidationError(errors: ErrorObject[], dataVar: string): E
       const choices = ((error.parentSchema as { anyOf?: Array<{ const?: unknown }> }).anyOf ?? []).map(
         (s) => s.const,
       );
-      const subject = path ? `${part}${path}` : dataVar === "body" ? "request body" : dataVar;
       message = choices.every((c) => c !== undefined)
         ? `${subject} must be one of ${choices.join(", ")}`
         : `${subject} is not valid`;
@@ -85,7 +136,7 @@ export function formatValidationError(errors: ErrorObject[], dataVar: string): E
           : `${dataVar} must be ${article(String(error.params.type))}`;
       break;
     default:
-      message = `${path ? `${part}${path}` : dataVar === "body" ? "request body" : dataVar} ${error.message ?? "is not valid"}`;
+      message = `${subject} ${error.message ?? "is not valid"}`;
   }
   const err = new Error(message) as Error & { statusCode: number; validation: true };
   err.statusCode = 400;

@@ -1,33 +1,24 @@
-import type { Static } from "@sinclair/typebox";
-import {
-  assertWebhookUrl,
-  buildJobSpec,
-  checkJobSpec,
-  normalizeParameters,
-  specLimits,
-  type JobSpec,
-} from "../../core/jobs/spec.js";
+import { schemaBounds } from "../../core/jobs/bounds.js";
+import { buildJobSpec } from "../../core/jobs/spec.js";
 import { addLogContext } from "../access-log.js";
 import type { ApiContext, App } from "../context.js";
 import {
-  BatchCreateBody,
+  API_KEY_SECURITY,
+  batchCreateBody,
   BatchCreateResponse,
-  type BatchEntry,
   BatchGetQuery,
   BatchGetResponse,
   BatchListQuery,
   BatchListResponse,
-  ErrorRef,
+  BODY_ERRORS,
+  errorResponses,
   IdParams,
 } from "../schemas.js";
 
-function specFromEntry(entry: Static<typeof BatchEntry>, index: number, requestId: string): JobSpec {
-  const parameters = normalizeParameters(entry.type, entry.parameters ?? {}, `jobs[${index}].parameters`);
-  return buildJobSpec(entry.type, entry, parameters, requestId);
-}
-
 export function batchRoutes(app: App, ctx: ApiContext): void {
-  const limits = specLimits(ctx.config);
+  // Every entry is validated by the route schema: its type's parameters with the configuration's
+  // bounds, defaults applied.
+  const body = batchCreateBody(schemaBounds(ctx.config));
   app.post(
     "/jobs/batch",
     {
@@ -36,19 +27,15 @@ export function batchRoutes(app: App, ctx: ApiContext): void {
         description:
           "All jobs are recorded atomically: on any invalid entry nothing is written. With options.fail_fast, the first failure cancels the batch's remaining jobs.",
         tags: ["batches"],
-        body: BatchCreateBody,
-        response: { 201: BatchCreateResponse, 400: ErrorRef, 401: ErrorRef, 409: ErrorRef, 503: ErrorRef },
+        security: API_KEY_SECURITY,
+        body,
+        response: { 201: BatchCreateResponse, ...errorResponses(...BODY_ERRORS, 409) },
       },
     },
     async (request, reply) => {
       const body = request.body;
-      const specs = body.jobs.map((entry, i) => {
-        const spec = specFromEntry(entry, i, request.id);
-        checkJobSpec(spec, limits, `jobs[${i}]`);
-        return spec;
-      });
+      const specs = body.jobs.map((entry) => buildJobSpec(entry.type, entry, entry.parameters, request.id));
       const webhookUrl = body.options?.webhook_url;
-      if (webhookUrl !== undefined) assertWebhookUrl(webhookUrl, "options.webhook_url");
       const submitted = await ctx.store.submit(specs, {
         ...(body.batch_id !== undefined ? { id: body.batch_id } : {}),
         failFast: body.options?.fail_fast ?? false,
@@ -70,9 +57,10 @@ export function batchRoutes(app: App, ctx: ApiContext): void {
       schema: {
         summary: "Get a batch",
         tags: ["batches"],
+        security: API_KEY_SECURITY,
         params: IdParams,
         querystring: BatchGetQuery,
-        response: { 200: BatchGetResponse, 400: ErrorRef, 401: ErrorRef, 404: ErrorRef },
+        response: { 200: BatchGetResponse, ...errorResponses(400, 404) },
       },
     },
     async (request, reply) => {
@@ -89,8 +77,9 @@ export function batchRoutes(app: App, ctx: ApiContext): void {
       schema: {
         summary: "List batches, newest first",
         tags: ["batches"],
+        security: API_KEY_SECURITY,
         querystring: BatchListQuery,
-        response: { 200: BatchListResponse, 400: ErrorRef, 401: ErrorRef },
+        response: { 200: BatchListResponse, ...errorResponses(400) },
       },
     },
     async (request) => ctx.store.listBatches({ status: request.query.status, limit: request.query.limit }),

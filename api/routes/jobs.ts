@@ -1,17 +1,13 @@
 import { Type } from "@sinclair/typebox";
-import {
-  assertParameterRules,
-  buildJobSpec,
-  checkJobSpec,
-  specLimits,
-  type JobSpec,
-  type SubmissionFields,
-} from "../../core/jobs/spec.js";
+import { schemaBounds } from "../../core/jobs/bounds.js";
+import { buildJobSpec, type JobSpec, type SubmissionFields } from "../../core/jobs/spec.js";
 import type { JobType } from "../../core/jobs/types.js";
 import { addLogContext } from "../access-log.js";
 import type { ApiContext, App } from "../context.js";
 import {
-  ErrorRef,
+  API_KEY_SECURITY,
+  BODY_ERRORS,
+  errorResponses,
   IdParams,
   Job,
   JobListQuery,
@@ -26,21 +22,19 @@ type Body = Record<string, unknown>;
 
 /**
  * A single-job body split into the job's record: locations, parameters, options. The route's
- * schema (the type's parameter schema inside the body's) has validated the body and applied the
- * defaults; what remains are the rules that span fields.
+ * schema (the type's parameter schema inside the body's, with the configuration's bounds and the
+ * rules that span fields) has validated the body and applied the defaults.
  */
 export function specFromBody(type: JobType, body: Body, requestId: string): JobSpec {
   const parameters: Body = {};
   for (const [name, value] of Object.entries(body)) {
     if (!NON_PARAMETER_FIELDS.has(name)) parameters[name] = value;
   }
-  assertParameterRules(type, parameters);
   return buildJobSpec(type, body as unknown as SubmissionFields, parameters, requestId);
 }
 
 export function jobRoutes(app: App, ctx: ApiContext): void {
-  const errors = { 400: ErrorRef, 401: ErrorRef, 503: ErrorRef };
-  const limits = specLimits(ctx.config);
+  const bounds = schemaBounds(ctx.config);
 
   for (const route of SUBMIT_ROUTES) {
     app.post(
@@ -50,13 +44,13 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
           summary: route.summary,
           tags: ["jobs"],
           operationId: `submit_${route.type}`,
-          body: submitBodySchema(route.type),
-          response: { 202: Type.Ref(SubmitResponse), ...errors },
+          security: API_KEY_SECURITY,
+          body: submitBodySchema(route.type, bounds),
+          response: { 202: Type.Ref(SubmitResponse), ...errorResponses(...BODY_ERRORS) },
         },
       },
       async (request, reply) => {
         const spec = specFromBody(route.type, request.body as Body, request.id);
-        checkJobSpec(spec, limits);
         const submitted = await ctx.store.submit([spec]);
         const jobId = submitted.jobIds[0]!;
         addLogContext(request, { job_id: jobId, type: route.type });
@@ -76,8 +70,9 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
       schema: {
         summary: "Get a job",
         tags: ["jobs"],
+        security: API_KEY_SECURITY,
         params: IdParams,
-        response: { 200: Type.Ref(Job), 401: ErrorRef, 404: ErrorRef },
+        response: { 200: Type.Ref(Job), ...errorResponses(400, 404) },
       },
     },
     async (request, reply) => {
@@ -93,8 +88,9 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
       schema: {
         summary: "List jobs, newest first",
         tags: ["jobs"],
+        security: API_KEY_SECURITY,
         querystring: JobListQuery,
-        response: { 200: JobListResponse, 400: ErrorRef, 401: ErrorRef },
+        response: { 200: JobListResponse, ...errorResponses(400) },
       },
     },
     async (request) => ctx.store.listJobs({ status: request.query.status, limit: request.query.limit }),

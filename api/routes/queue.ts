@@ -1,6 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import type { ApiContext, App } from "../context.js";
-import { ErrorRef, QueueStats } from "../schemas.js";
+import { API_KEY_SECURITY, errorResponses, QueueStats } from "../schemas.js";
 
 export function queueRoutes(app: App, ctx: ApiContext): void {
   app.get(
@@ -10,7 +10,8 @@ export function queueRoutes(app: App, ctx: ApiContext): void {
         summary: "Queue statistics",
         description: "Counts per queue (one per job type) and in total. 500 when they cannot be read.",
         tags: ["operations"],
-        response: { 200: Type.Ref(QueueStats), 401: ErrorRef, 500: ErrorRef },
+        security: API_KEY_SECURITY,
+        response: { 200: Type.Ref(QueueStats), ...errorResponses(500) },
       },
     },
     async (request, reply) => {

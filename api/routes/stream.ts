@@ -2,7 +2,7 @@ import type { ServerResponse } from "node:http";
 import type { Job } from "../../core/jobs/records.js";
 import type { JobEventMessage } from "../../core/store/job-events.js";
 import type { ApiContext, App } from "../context.js";
-import { ErrorRef, IdParams } from "../schemas.js";
+import { API_KEY_SECURITY, errorResponses, IdParams } from "../schemas.js";
 
 /** Open SSE streams, so shutdown can end them cleanly. */
 export class OpenStreams {
@@ -43,12 +43,15 @@ export function streamRoutes(app: App, ctx: ApiContext, open: OpenStreams): void
         description:
           "Events: `status` {status, message}, `progress` {percent, message}, `complete` {status, result, error?} (then the stream ends), `error` {error}. Comment lines are heartbeats.",
         tags: ["jobs"],
+        security: API_KEY_SECURITY,
         params: IdParams,
-        produces: ["text/event-stream"],
+        // The stream is text/event-stream; every error answer is JSON (errorResponses).
         response: {
-          200: { description: "An event stream (text/event-stream)", type: "string" },
-          401: ErrorRef,
-          404: ErrorRef,
+          200: {
+            description: "An event stream",
+            content: { "text/event-stream": { schema: { type: "string" } } },
+          },
+          ...errorResponses(400, 404),
         },
       },
     },

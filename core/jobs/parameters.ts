@@ -1,10 +1,14 @@
-import { Type, type Static, type TObject } from "@sinclair/typebox";
+import { Type, type Static, type TObject, type TSchema } from "@sinclair/typebox";
 import type { JobType } from "./types.js";
+import { DEFAULT_BOUNDS, ERROR_MESSAGE, integerRange, type SchemaBounds } from "./bounds.js";
 import { Enum } from "./enum.js";
+import { MAX_TIMESTAMP_SECONDS, TIMESTAMP_PATTERN } from "./timestamp.js";
 
 // Job parameters per type: names, rules and defaults of the interface, plus the decisions it leaves
 // open. These schemas are the single source of truth for validation (API, batch entries),
-// the defaults the runner applies, and the OpenAPI document.
+// the defaults the runner applies, and the OpenAPI document. Bounds that come from the
+// configuration (SchemaBounds) are parameters of the schemas: the API builds them from its
+// configuration when it starts; PARAMETER_SCHEMAS are those of the default configuration.
 
 export const IMAGE_FORMATS = ["jpeg", "png", "webp", "avif"] as const;
 export const FIT_MODES = ["cover", "contain", "fill", "inside", "outside"] as const;
@@ -34,21 +38,62 @@ export const AUDIO_BITRATE_KBPS: Readonly<Record<string, readonly [number, numbe
   ogg: [8, 500],
 };
 
-/** `HH:MM:SS`, `MM:SS` (each with optional fraction) or a number of seconds. */
-export const TIMESTAMP_PATTERN =
-  "^(?:\\d+:[0-5]?\\d:[0-5]?\\d(?:\\.\\d+)?|\\d+:[0-5]?\\d(?:\\.\\d+)?|\\d+(?:\\.\\d+)?)$";
+export { TIMESTAMP_PATTERN };
 
-export const ImageResizeParameters = Type.Object(
-  {
-    width: Type.Integer({ minimum: 1, description: "Target width in pixels" }),
-    height: Type.Integer({ minimum: 1, description: "Target height in pixels" }),
-    format: Type.Optional(Enum(IMAGE_FORMATS, { description: "Output format; default: the source's" })),
-    quality: Type.Integer({ minimum: 1, maximum: 100, default: 85 }),
-    fit: Enum(FIT_MODES, { default: "cover", description: "How the image fits the box" }),
-    enlarge: Type.Boolean({ default: false, description: "Allow upscaling beyond the source size" }),
-  },
-  { additionalProperties: false },
-);
+/** The form of a bitrate; the range each format takes is checked per format (audioBitrateRules). */
+export const BITRATE_PATTERN = "^[1-9][0-9]{0,3}k$";
+
+/** Per lossy format: its bitrate must lie in the encoder's range; lossless formats take none. */
+function audioBitrateRules(): TSchema[] {
+  const lossy = Object.entries(AUDIO_BITRATE_KBPS).map(([format, [min, max]]) => ({
+    if: { properties: { format: { const: format } }, required: ["format"] },
+    then: {
+      properties: {
+        bitrate: {
+          pattern: `^${integerRange(min, max)}k$`,
+          [ERROR_MESSAGE]: `{value} is out of range for ${format}: ${min}k to ${max}k`,
+        },
+      },
+    },
+  }));
+  const lossless = LOSSLESS_AUDIO_FORMATS.map((format) => ({
+    if: { properties: { format: { const: format } }, required: ["format"] },
+    then: {
+      properties: {
+        bitrate: {
+          not: {},
+          [ERROR_MESSAGE]: `is not accepted for ${format}: it is a lossless or uncompressed format`,
+        },
+      },
+    },
+  }));
+  return [...lossy, ...lossless] as unknown as TSchema[];
+}
+
+/** Output pixels: 1 to limits.max_output_dimension. */
+const Dimension = (bounds: SchemaBounds, description: string) =>
+  Type.Integer({
+    minimum: 1,
+    maximum: bounds.maxOutputDimension,
+    description: `${description}; at most ${bounds.maxOutputDimension} (limits.max_output_dimension)`,
+    [ERROR_MESSAGE]: {
+      maximum: `must be at most ${bounds.maxOutputDimension} pixels (limits.max_output_dimension)`,
+    },
+  });
+
+export const imageResizeParameters = (bounds: SchemaBounds) =>
+  Type.Object(
+    {
+      width: Dimension(bounds, "Target width in pixels"),
+      height: Dimension(bounds, "Target height in pixels"),
+      format: Type.Optional(Enum(IMAGE_FORMATS, { description: "Output format; default: the source's" })),
+      quality: Type.Integer({ minimum: 1, maximum: 100, default: 85 }),
+      fit: Enum(FIT_MODES, { default: "cover", description: "How the image fits the box" }),
+      enlarge: Type.Boolean({ default: false, description: "Allow upscaling beyond the source size" }),
+    },
+    { additionalProperties: false },
+  );
+export const ImageResizeParameters = imageResizeParameters(DEFAULT_BOUNDS);
 
 export const ImageOptimizeParameters = Type.Object(
   {
@@ -84,7 +129,18 @@ export const ImageWatermarkParameters = Type.Object(
       description: "Text colour",
     }),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    description: "Exactly one of watermark_text and watermark_image",
+    // One of the two, not both: said in the schema, so the document says it too.
+    anyOf: [{ required: ["watermark_text"] }, { required: ["watermark_image"] }],
+    // `type` keeps the rule to objects: an array body is refused for its type, not by this rule.
+    not: { type: "object", required: ["watermark_text", "watermark_image"] },
+    [ERROR_MESSAGE]: {
+      anyOf: "one of watermark_text or watermark_image is required",
+      not: "watermark_text and watermark_image are mutually exclusive: give one of them",
+    },
+  },
 );
 
 export const ImageColorsParameters = Type.Object(
@@ -106,70 +162,102 @@ export const ImageAiKeywordsParameters = Type.Object(
   { additionalProperties: false },
 );
 
-export const VideoThumbnailParameters = Type.Object(
-  {
-    timestamp: Type.Union([Type.String({ pattern: TIMESTAMP_PATTERN }), Type.Number({ minimum: 0 })], {
-      default: "00:00:01",
-      description: "HH:MM:SS, MM:SS or a number of seconds",
-    }),
-    width: Type.Optional(Type.Integer({ minimum: 1, description: "Pixels; aspect ratio is kept" })),
-    format: Enum(THUMBNAIL_FORMATS, { default: "jpeg" }),
-  },
-  { additionalProperties: false },
-);
+const MAX_TIMESTAMP = `${MAX_TIMESTAMP_SECONDS / 3600}:00:00 (${MAX_TIMESTAMP_SECONDS} seconds)`;
+
+export const videoThumbnailParameters = (bounds: SchemaBounds) =>
+  Type.Object(
+    {
+      timestamp: Type.Union(
+        [
+          Type.String({ pattern: TIMESTAMP_PATTERN }),
+          Type.Number({ minimum: 0, maximum: MAX_TIMESTAMP_SECONDS }),
+        ],
+        {
+          default: "00:00:01",
+          description: `HH:MM:SS, MM:SS or a number of seconds (a JSON number or a string), at most ${MAX_TIMESTAMP}`,
+          [ERROR_MESSAGE]: {
+            anyOf: `must be HH:MM:SS, MM:SS or a number of seconds, at most ${MAX_TIMESTAMP}; got {value}`,
+          },
+        },
+      ),
+      width: Type.Optional(Dimension(bounds, "Pixels; aspect ratio is kept")),
+      format: Enum(THUMBNAIL_FORMATS, { default: "jpeg" }),
+    },
+    { additionalProperties: false },
+  );
+export const VideoThumbnailParameters = videoThumbnailParameters(DEFAULT_BOUNDS);
 
 export const AudioConvertParameters = Type.Object(
   {
     format: Enum(AUDIO_FORMATS),
     bitrate: Type.Optional(
       Type.String({
-        pattern: "^[1-9]\\d{0,3}k$",
+        pattern: BITRATE_PATTERN,
         description:
           "Target bitrate such as 128k: mp3 8k-320k, aac and m4a 8k-512k, opus 6k-512k, ogg 8k-500k; not accepted for flac and wav",
       }),
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, allOf: audioBitrateRules() },
 );
 
-export const AnalyzeParameters = Type.Object(
-  {
-    prompt: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 4000,
-        description:
-          "What to ask about the media; default: a description (images, video) or a summary (audio)",
-      }),
-    ),
-    provider: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 100,
-        description: "A configured AI provider by name (ai.providers); default: ai.default_provider",
-      }),
-    ),
-    max_frames: Type.Integer({
-      minimum: 1,
-      maximum: 32,
-      default: 8,
-      description: "Frames sampled from a video",
-    }),
-    language: Language("Language of the answer"),
-  },
-  { additionalProperties: false },
-);
-
-export const PARAMETER_SCHEMAS: Readonly<Record<JobType, TObject>> = {
-  image_resize: ImageResizeParameters,
-  image_optimize: ImageOptimizeParameters,
-  image_watermark: ImageWatermarkParameters,
-  image_colors: ImageColorsParameters,
-  image_ai_keywords: ImageAiKeywordsParameters,
-  video_thumbnail: VideoThumbnailParameters,
-  audio_convert: AudioConvertParameters,
-  analyze: AnalyzeParameters,
+/** analyze's `provider`: one of the configured providers' names (none configured: no value is). */
+const Provider = (bounds: SchemaBounds) => {
+  const description = "A configured AI provider by name (ai.providers); default: ai.default_provider";
+  return Type.Optional(
+    bounds.aiProviders.length > 0
+      ? Enum(bounds.aiProviders, {
+          description,
+          [ERROR_MESSAGE]: `must name a configured AI provider (${bounds.aiProviders.join(", ")}); got {value}`,
+        })
+      : Type.String({
+          not: {},
+          description: `${description}. No provider is configured: analyze jobs cannot name one`,
+          [ERROR_MESSAGE]: "names no configured AI provider: none is configured",
+        }),
+  );
 };
+
+export const analyzeParameters = (bounds: SchemaBounds) =>
+  Type.Object(
+    {
+      prompt: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 4000,
+          description:
+            "What to ask about the media; default: a description (images, video) or a summary (audio)",
+        }),
+      ),
+      provider: Provider(bounds),
+      max_frames: Type.Integer({
+        minimum: 1,
+        maximum: 32,
+        default: 8,
+        description: "Frames sampled from a video",
+      }),
+      language: Language("Language of the answer"),
+    },
+    { additionalProperties: false },
+  );
+export const AnalyzeParameters = analyzeParameters(DEFAULT_BOUNDS);
+
+/** Every job type's parameter schema, with the configuration's bounds. */
+export function parameterSchemas(bounds: SchemaBounds): Readonly<Record<JobType, TObject>> {
+  return {
+    image_resize: imageResizeParameters(bounds),
+    image_optimize: ImageOptimizeParameters,
+    image_watermark: ImageWatermarkParameters,
+    image_colors: ImageColorsParameters,
+    image_ai_keywords: ImageAiKeywordsParameters,
+    video_thumbnail: videoThumbnailParameters(bounds),
+    audio_convert: AudioConvertParameters,
+    analyze: analyzeParameters(bounds),
+  };
+}
+
+/** The parameter schemas of the default configuration. */
+export const PARAMETER_SCHEMAS = parameterSchemas(DEFAULT_BOUNDS);
 
 export type ImageResizeParameters = Static<typeof ImageResizeParameters>;
 export type ImageOptimizeParameters = Static<typeof ImageOptimizeParameters>;
@@ -179,30 +267,3 @@ export type ImageAiKeywordsParameters = Static<typeof ImageAiKeywordsParameters>
 export type VideoThumbnailParameters = Static<typeof VideoThumbnailParameters>;
 export type AudioConvertParameters = Static<typeof AudioConvertParameters>;
 export type AnalyzeParameters = Static<typeof AnalyzeParameters>;
-
-/**
- * Rules that span several fields, which JSON Schema cannot say clearly. Returns the first broken
- * rule as a message, or undefined.
- */
-export function checkParameterRules(type: JobType, parameters: Record<string, unknown>): string | undefined {
-  if (type === "image_watermark") {
-    const text = parameters.watermark_text !== undefined;
-    const image = parameters.watermark_image !== undefined;
-    if (text === image) {
-      return text
-        ? "watermark_text and watermark_image are mutually exclusive: give one of them"
-        : "one of watermark_text or watermark_image is required";
-    }
-  }
-  if (type === "audio_convert" && parameters.bitrate !== undefined) {
-    if (LOSSLESS_AUDIO_FORMATS.includes(parameters.format as string)) {
-      return `bitrate is not accepted for ${String(parameters.format)}: it is a lossless or uncompressed format`;
-    }
-    const range = AUDIO_BITRATE_KBPS[parameters.format as string];
-    const kbps = Number.parseInt(String(parameters.bitrate), 10);
-    if (range && !(kbps >= range[0] && kbps <= range[1])) {
-      return `bitrate ${String(parameters.bitrate)} is out of range for ${String(parameters.format)}: ${range[0]}k to ${range[1]}k`;
-    }
-  }
-  return undefined;
-}

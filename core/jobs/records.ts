@@ -1,6 +1,7 @@
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
 import { BATCH_STATUSES, JOB_STATUSES, JOB_TYPES } from "./types.js";
 import { Enum } from "./enum.js";
+import { DEFAULT_BOUNDS, ERROR_MESSAGE, type SchemaBounds } from "./bounds.js";
 
 export const JobTypeSchema = Enum(JOB_TYPES, { description: "Job type; also the name of its queue" });
 export const JobStatusSchema = Enum(JOB_STATUSES);
@@ -11,7 +12,7 @@ const Timestamp = (description: string) => Type.String({ format: "date-time", de
 // letter or digit; no two adjacent dots; not shaped like an IP address; no reserved prefix (xn--,
 // sthree-) or suffix (-s3alias, --ol-s3).
 export const BUCKET_PATTERN =
-  "^(?!\\d+\\.\\d+\\.\\d+\\.\\d+$)(?!xn--|sthree-)(?!.*\\.\\.)(?!.*(?:-s3alias|--ol-s3)$)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$";
+  "^(?![0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+$)(?!xn--|sthree-)(?!.*\\.\\.)(?!.*(?:-s3alias|--ol-s3)$)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$";
 export const Bucket = (description: string) => Type.String({ pattern: BUCKET_PATTERN, description });
 // Object keys and caller ids are text: no control characters (NUL, CR, LF, DEL, …), which would reach
 // object names and log lines.
@@ -28,49 +29,100 @@ export const DestinationFields = {
   dest_key: Key("Key for the output file"),
 };
 
-// Kubernetes quantities such as 500m, 2, 512Mi, 1G.
-const CPU_QUANTITY = "^(?:\\d+(?:\\.\\d+)?m?)$";
-const MEMORY_QUANTITY = "^(?:\\d+(?:\\.\\d+)?(?:[KMGTPE]i?|k|e\\d+)?)$";
+// A webhook target: an absolute http or https URL whose host is a DNS name (its last label starting
+// with a letter), a dotted IPv4 address or a bracketed IPv6 address, with an optional port (up to
+// 65535), user information, path, query and fragment, and no white space. Every string it matches
+// is a URL the WHATWG parser accepts with that host (test/unit/schema-patterns.test.ts checks it):
+// the schema, the document and the server refuse the same strings. Labels starting with xn-- are
+// left out: the parser refuses those that are not valid Punycode.
+const H16 = "[0-9A-Fa-f]{1,4}";
+const DEC_OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
+const IPV4 = `${DEC_OCTET}(?:\\.${DEC_OCTET}){3}`;
+const LS32 = `(?:${H16}:${H16}|${IPV4})`;
+const IPV6 = [
+  `(?:${H16}:){6}${LS32}`,
+  `::(?:${H16}:){5}${LS32}`,
+  `(?:${H16})?::(?:${H16}:){4}${LS32}`,
+  `(?:(?:${H16}:){0,1}${H16})?::(?:${H16}:){3}${LS32}`,
+  `(?:(?:${H16}:){0,2}${H16})?::(?:${H16}:){2}${LS32}`,
+  `(?:(?:${H16}:){0,3}${H16})?::${H16}:${LS32}`,
+  `(?:(?:${H16}:){0,4}${H16})?::${LS32}`,
+  `(?:(?:${H16}:){0,5}${H16})?::${H16}`,
+  `(?:(?:${H16}:){0,6}${H16})?::`,
+].join("|");
+const LABEL = "(?![Xx][Nn]--)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?";
+const LAST_LABEL = "(?![Xx][Nn]--)[A-Za-z](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?";
+const HOST = `(?:(?:${LABEL}\\.)*${LAST_LABEL}\\.?|${IPV4}|\\[(?:${IPV6})\\])`;
+const PORT = "(?::(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4}))?";
+const USERINFO = "(?:[A-Za-z0-9._~!$&'()*+,;=:%-]*@)?";
+export const WEBHOOK_URL_PATTERN = `^[Hh][Tt][Tt][Pp][Ss]?://${USERINFO}${HOST}${PORT}(?:[/?#][^\\u0000-\\u0020\\u007f]*)?$`;
+export const WEBHOOK_URL_MAX_LENGTH = 2048;
+export const WebhookUrl = (description: string) =>
+  Type.String({ maxLength: WEBHOOK_URL_MAX_LENGTH, pattern: WEBHOOK_URL_PATTERN, description });
 
-/** Optional fields accepted on every job submission, single or batch entry. */
-export const SubmissionOptionFields = {
-  webhook_url: Type.Optional(
-    Type.String({
-      maxLength: 2048,
-      pattern: "^[Hh][Tt][Tt][Pp][Ss]?://",
-      description: "Receives a job-completion notification (http or https)",
-    }),
-  ),
-  webhook_style: Type.Optional(
-    Enum(["default", "chat", "slack"], {
-      description: "Payload style: default, or chat (a Slack-compatible message; `slack` is an alias)",
-    }),
-  ),
-  request_id: Type.Optional(
-    Type.String({
-      minLength: 1,
-      maxLength: 200,
-      pattern: NO_CONTROL_PATTERN,
-      description: "Caller-chosen identifier for tracing",
-    }),
-  ),
-  resources: Type.Optional(
-    Type.Object(
-      {
-        cpu: Type.Optional(
-          Type.String({ pattern: CPU_QUANTITY, description: "CPU for this job, e.g. 500m or 2" }),
-        ),
-        memory: Type.Optional(
-          Type.String({ pattern: MEMORY_QUANTITY, description: "Memory for this job, e.g. 512Mi or 2Gi" }),
-        ),
-      },
-      { additionalProperties: false, description: "Per-job resources, bounded by the configured maximums" },
+/** Per-job quantities: a Kubernetes quantity above zero, at most kubernetes.max_resources. */
+export const CPU_QUANTITY_FORMAT = "cpu-quantity";
+export const MEMORY_QUANTITY_FORMAT = "memory-quantity";
+// The forms a job may use: 500m, 2, 0.5 (CPU); 512Mi, 2Gi, 1G, 129e6 (memory; decimal kilo is k,
+// binary Ki). The lookahead refuses an amount of zero; the format (api/validation.ts) compares the
+// value with the configured maximum.
+export const CPU_QUANTITY = "^(?=[0.]*[1-9])[0-9]+(?:\\.[0-9]+)?m?$";
+export const MEMORY_QUANTITY = "^(?=[0.]*[1-9])[0-9]+(?:\\.[0-9]+)?(?:Ki|[MGTPE]i?|k|e[0-9]+)?$";
+
+/** Optional fields accepted on every job submission, single or batch entry, with the configured bounds. */
+export const submissionOptionFields = (bounds: SchemaBounds) => {
+  const quantity = (resource: "cpu" | "memory", example: string) => {
+    const max = bounds.maxResources[resource];
+    const where = `kubernetes.max_resources.${resource}`;
+    return Type.Optional(
+      Type.String({
+        pattern: resource === "cpu" ? CPU_QUANTITY : MEMORY_QUANTITY,
+        format: resource === "cpu" ? CPU_QUANTITY_FORMAT : MEMORY_QUANTITY_FORMAT,
+        description: `${resource === "cpu" ? "CPU" : "Memory"} for this job, e.g. ${example}: more than zero, at most ${max} (${where})`,
+        [ERROR_MESSAGE]: {
+          pattern: `must be a quantity such as ${example}, more than zero; got {value}`,
+          format: `{value} exceeds the maximum ${max} (${where})`,
+        },
+      }),
+    );
+  };
+  return {
+    webhook_url: Type.Optional(
+      WebhookUrl("Receives a job-completion notification: an absolute http or https URL"),
     ),
-  ),
-  timeout_seconds: Type.Optional(
-    Type.Integer({ minimum: 1, description: "Processing time limit, bounded by limits.max_timeout_seconds" }),
-  ),
+    webhook_style: Type.Optional(
+      Enum(["default", "chat", "slack"], {
+        description: "Payload style: default, or chat (a Slack-compatible message; `slack` is an alias)",
+      }),
+    ),
+    request_id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        pattern: NO_CONTROL_PATTERN,
+        description: "Caller-chosen identifier for tracing",
+      }),
+    ),
+    resources: Type.Optional(
+      Type.Object(
+        { cpu: quantity("cpu", "500m or 2"), memory: quantity("memory", "512Mi or 2Gi") },
+        { additionalProperties: false, description: "Per-job resources, bounded by the configured maximums" },
+      ),
+    ),
+    timeout_seconds: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: bounds.maxTimeoutSeconds,
+        description: `Processing time limit in seconds, at most ${bounds.maxTimeoutSeconds} (limits.max_timeout_seconds)`,
+        [ERROR_MESSAGE]: {
+          maximum: `must be at most ${bounds.maxTimeoutSeconds} (limits.max_timeout_seconds)`,
+        },
+      }),
+    ),
+  };
 };
+/** The submission options of the default configuration. */
+export const SubmissionOptionFields = submissionOptionFields(DEFAULT_BOUNDS);
 
 export const SubmitResponse = Type.Object(
   {

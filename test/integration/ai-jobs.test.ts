@@ -315,7 +315,7 @@ describe("AI jobs with a configured provider", () => {
     });
     assert.equal(res.status, 400);
     const body = (await res.json()) as { error: string };
-    assert.match(body.error, /provider: no AI provider named "nope" \(configured: default, second\)/);
+    assert.match(body.error, /^provider must name a configured AI provider \(default, second\); got nope$/);
   });
 
   test("analyze of a file that is no media fails clearly", async () => {

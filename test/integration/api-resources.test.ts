@@ -118,7 +118,7 @@ describe("per-job resources on a single submission", () => {
       const [field, value] = Object.entries(resources)[0]!;
       assert.equal(
         await refused(stack, RESIZE, resize(resources)),
-        `resources.${field} must be more than zero (got ${value})`,
+        `resources.${field} must be a quantity such as ${field === "cpu" ? "500m or 2" : "512Mi or 2Gi"}, more than zero; got ${value}`,
       );
     }
     assert.deepEqual(await writtenState(), before);
@@ -127,7 +127,7 @@ describe("per-job resources on a single submission", () => {
   test("a quantity Kubernetes would refuse: 400 naming the field", async () => {
     assert.match(
       await refused(stack, RESIZE, resize({ memory: "512K" })),
-      /^resources\.memory: "512K" is not a Kubernetes quantity/,
+      /^resources\.memory must be a quantity such as 512Mi or 2Gi, more than zero; got 512K$/,
     );
     assert.match(await refused(stack, RESIZE, resize({ cpu: "1Gi" })), /resources\.cpu/);
   });
@@ -179,11 +179,11 @@ describe("per-job resources on a batch entry", () => {
     const before = await writtenState();
     assert.equal(
       await refused(stack, "/api/v1/jobs/batch", { jobs: [colors(), colors({ cpu: "0" })] }),
-      "jobs[1].resources.cpu must be more than zero (got 0)",
+      "jobs[1].resources.cpu must be a quantity such as 500m or 2, more than zero; got 0",
     );
     assert.equal(
       await refused(stack, "/api/v1/jobs/batch", { jobs: [colors({ memory: "0Mi" })] }),
-      "jobs[0].resources.memory must be more than zero (got 0Mi)",
+      "jobs[0].resources.memory must be a quantity such as 512Mi or 2Gi, more than zero; got 0Mi",
     );
     assert.deepEqual(await writtenState(), before);
   });

@@ -73,5 +73,8 @@ test("a user who may not install is told what is missing, why, and the one comma
 test("an unknown profile is a usage error", () => {
   const run = spawnSync("bash", [SCRIPT, "everything"], { encoding: "utf8" });
   assert.equal(run.status, 2);
-  assert.match(run.stderr, /^usage: scripts\/provision\.sh start\|test\|bench\|k8s\|fresh\|ci\|image/);
+  assert.match(
+    run.stderr,
+    /^usage: scripts\/provision\.sh start\|test\|bench\|k8s\|fresh\|contract\|ci\|image/,
+  );
 });

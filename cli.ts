@@ -210,7 +210,7 @@ async function listen(
   );
   const host = listenHost(config, command);
   await api.app.listen({ host, port: config.server.port });
-  if (config.server.apiKeys.length === 0) {
+  if (config.server.clients.length === 0) {
     if (isLoopback(host)) {
       logger.info(
         { host },

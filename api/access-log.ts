@@ -12,7 +12,7 @@ const QUIET = /^\/(health|metrics)(\/|$|\?)/;
 
 /**
  * One line per request, written when the response is sent: method, path, status, time, and what
- * the handler added (job_id, batch_id). Probes and scrapes log at debug, the rest at info.
+ * the handler added (job_id, batch_id), and the calling client's name.
  */
 export function installAccessLog(app: FastifyInstance): void {
   app.decorateRequest("logContext", null);
@@ -22,9 +22,11 @@ export function installAccessLog(app: FastifyInstance): void {
       url: clip(request.url),
       status: reply.statusCode,
       ms: Math.round(reply.elapsedTime * 100) / 100,
+      ...(request.apiClient ? { client: request.apiClient.name } : {}),
       ...request.logContext,
     };
-    if (QUIET.test(request.url)) request.log.debug(fields, "request");
+    // Probes, scrapes and rate-limited requests (a flood is told once, by the limiter) log at debug.
+    if (QUIET.test(request.url) || reply.statusCode === 429) request.log.debug(fields, "request");
     else request.log.info(fields, "request");
   });
 }

@@ -1,27 +1,40 @@
 import { createHash, timingSafeEqual } from "node:crypto";
-import type { FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { ApiClient } from "../core/config/load.js";
+import type { Viewer } from "../core/store/visibility.js";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The client whose key the request presents; null without a (valid) key. */
+    apiClient: ApiClient | null;
+  }
+}
 
 /**
- * API key check as the interface defines it: `X-API-Key` first, then `Authorization: Bearer`; any
- * configured key passes. Keys are compared as SHA-256 digests with timingSafeEqual against every
- * configured key, so neither the key's length nor which key matched shows in the timing.
+ * Who is calling, from the key presented: `X-API-Key` first, then `Authorization: Bearer`. Keys are
+ * compared as SHA-256 digests with timingSafeEqual against every configured key, so neither the key's
+ * length nor which key (or client) matched shows in the timing.
  */
-export class ApiKeyVerifier {
-  private readonly digests: Buffer[];
+export class ClientDirectory {
+  private readonly entries: Array<{ digest: Buffer; client: ApiClient }>;
 
-  constructor(keys: string[]) {
-    this.digests = keys.map(digest);
+  constructor(clients: ApiClient[]) {
+    this.entries = clients.flatMap((client) => client.keys.map((key) => ({ digest: digest(key), client })));
   }
 
+  /** False when no key is configured: authentication is off. */
   get enabled(): boolean {
-    return this.digests.length > 0;
+    return this.entries.length > 0;
   }
 
-  verify(presented: string): boolean {
+  identify(presented: string): ApiClient | undefined {
     const candidate = digest(presented);
-    let match = false;
-    for (const known of this.digests) match = timingSafeEqual(candidate, known) || match;
-    return match;
+    let found: ApiClient | undefined;
+    for (const entry of this.entries) {
+      const match = timingSafeEqual(candidate, entry.digest);
+      found = match ? entry.client : found;
+    }
+    return found;
   }
 }
 
@@ -39,11 +52,25 @@ export function presentedKey(request: FastifyRequest): string | undefined {
   return match ? match[1]!.trim() : undefined;
 }
 
-export function authHook(verifier: ApiKeyVerifier) {
-  return async (request: FastifyRequest, reply: FastifyReply) => {
-    if (!verifier.enabled) return;
+/** Adds request.apiClient (null until identifyClient runs). */
+export function decorateClient(app: FastifyInstance): void {
+  app.decorateRequest("apiClient", null);
+}
+
+/** onRequest: records who is calling, refuses nothing (requireClient does, after the rate limit). */
+export function identifyClient(directory: ClientDirectory) {
+  return async (request: FastifyRequest) => {
+    if (!directory.enabled) return;
     const key = presentedKey(request);
-    if (key !== undefined && verifier.verify(key)) return;
+    request.apiClient = key === undefined ? null : (directory.identify(key) ?? null);
+  };
+}
+
+/** onRequest: 401 for a request without a valid key (when keys are configured). */
+export function requireClient(directory: ClientDirectory) {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    if (!directory.enabled || request.apiClient) return;
+    const key = presentedKey(request);
     // Never log the presented key, not even part of it.
     request.log.warn(
       {
@@ -62,4 +89,18 @@ export function authHook(verifier: ApiKeyVerifier) {
           : "invalid API key",
     });
   };
+}
+
+/**
+ * Whose jobs a request may see: undefined (all of them) when authentication is off or the client is
+ * an admin, else its own.
+ */
+export function viewerOf(request: FastifyRequest): Viewer {
+  const client = request.apiClient;
+  return client && !client.admin ? { client: client.name } : { all: true };
+}
+
+/** The name recorded on what a request submits (undefined when authentication is off). */
+export function submitterOf(request: FastifyRequest): string | undefined {
+  return request.apiClient?.name;
 }

@@ -25,6 +25,9 @@ export function installErrorHandlers(app: FastifyInstance, limits: { maxBodyByte
       status >= 500 ? publicMessage(status) : clip(clientMessage(err, limits.maxBodyBytes), MAX_ERROR_CHARS);
     if (status >= 500) {
       request.log.error({ err: loggableError(err) }, "request failed");
+    } else if (status === 429) {
+      // The rate limiter has said so once for this window (api/rate-limit.ts).
+      request.log.debug({ status, error: message }, "request refused");
     } else {
       request.log.info({ status, error: message }, "request refused");
     }

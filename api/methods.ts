@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 
-/** The methods a path can be asked with; any of them a path does not have is a 405. */
-const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"] as const;
+/** The methods of HTTP itself, in the order Allow lists them. */
+const STANDARD = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"];
 
 /**
  * A request for a path the interface has, with a method it does not have there, is answered 405
@@ -26,19 +26,24 @@ export function allowDeclaredMethodsOnly(app: FastifyInstance) {
   return {
     answer(scope: FastifyInstance, prefix: string): void {
       for (const [path, methods] of scopes.get(prefix) ?? []) {
-        const missing = METHODS.filter((m) => !methods.has(m));
+        // Every method the server knows (QUERY and WebDAV's included), standard ones first in Allow.
+        const known = [...new Set([...STANDARD, ...scope.supportedMethods])];
+        const missing = known.filter((m) => !methods.has(m));
         if (missing.length === 0) continue;
-        const allow = METHODS.filter((m) => methods.has(m)).join(", ");
+        const allow = known.filter((m) => methods.has(m)).join(", ");
         scope.route({
           method: missing,
           url: path,
           schema: { hide: true },
           config: { methodNotAllowed: true },
-          handler: async (request, reply) =>
+          // Answered before the body is read: a QUERY without Content-Type is a 405 here, not the
+          // 400 the body parser would give it.
+          onRequest: async (request, reply) =>
             reply
               .code(405)
               .header("Allow", allow)
               .send({ error: `method ${request.method} is not allowed on ${prefix}${path}: use ${allow}` }),
+          handler: async () => undefined,
         });
       }
     },

@@ -166,7 +166,9 @@ export const BATCH_ID_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$";
  */
 function batchEntrySchema(type: JobType, bounds: SchemaBounds): TObject {
   const parameters = optionalDefaults(parameterSchemas(bounds)[type]);
-  const needsParameters = (parameters.required ?? []).length > 0;
+  // Required where an empty object would not do: a required field, or a rule such as "one of these".
+  const needsParameters =
+    (parameters.required ?? []).length > 0 || "anyOf" in parameters || "oneOf" in parameters;
   const withDefaults = { ...parameters, default: {} } as TSchema;
   const dest = WRITES_OUTPUT[type]
     ? DestinationFields

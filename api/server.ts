@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { Logger } from "../core/logger.js";
 import { installAccessLog } from "./access-log.js";
 import { installJsonBodyParser } from "./body.js";
-import { authHook, ApiKeyVerifier } from "./auth.js";
+import { ClientDirectory, decorateClient, identifyClient, requireClient } from "./auth.js";
 import type { ApiContext, App } from "./context.js";
 import { registerDocs } from "./docs.js";
 import { installErrorHandlers } from "./errors.js";
@@ -16,8 +16,8 @@ import { queueRoutes } from "./routes/queue.js";
 import { OpenStreams, streamRoutes } from "./routes/stream.js";
 import { SHARED_SCHEMAS } from "./schemas.js";
 import { allowDeclaredMethodsOnly } from "./methods.js";
-import { createValidatorCompiler, formatValidationError } from "./validation.js";
-import { schemaBounds } from "../core/jobs/bounds.js";
+import { installRateLimit } from "./rate-limit.js";
+import { formatValidationError, validatorCompiler } from "./validation.js";
 
 export const API_VERSION = "1.0.0";
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -64,9 +64,7 @@ export async function buildApi(ctx: ApiContext, logger: Logger): Promise<Api> {
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  // The route schemas carry the configuration's bounds (core/jobs/bounds.ts): the validator and the
-  // OpenAPI document read the same ones.
-  app.setValidatorCompiler(createValidatorCompiler(schemaBounds(ctx.config)));
+  app.setValidatorCompiler(validatorCompiler);
   // Bodies are JSON only: text/plain is refused with 415 rather than read as a string.
   app.removeContentTypeParser("text/plain");
   installJsonBodyParser(app);
@@ -88,10 +86,15 @@ export async function buildApi(ctx: ApiContext, logger: Logger): Promise<Api> {
   operationsRoutes(app, ctx, state);
 
   // Whether serving without keys is acceptable depends on where it listens: see core/config/exposure.ts.
-  const verifier = new ApiKeyVerifier(server.apiKeys);
+  const directory = new ClientDirectory(server.clients);
+  decorateClient(app);
+  // Counted before the key is refused, so that a flood of bad keys is limited like any other.
+  const limiter = await installRateLimit(app, ctx.config, ctx.store, logger);
   await app.register(
     async (v1) => {
-      v1.addHook("onRequest", authHook(verifier));
+      v1.addHook("onRequest", identifyClient(directory));
+      if (limiter) v1.addHook("onRequest", limiter.hook);
+      v1.addHook("onRequest", requireClient(directory));
       const api = v1.withTypeProvider<TypeBoxTypeProvider>();
       jobRoutes(api, ctx);
       batchRoutes(api, ctx);
@@ -110,6 +113,7 @@ export async function buildApi(ctx: ApiContext, logger: Logger): Promise<Api> {
       state.draining = true;
       streams.endAll();
       await app.close();
+      await limiter?.close();
     },
   };
 }

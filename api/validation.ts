@@ -1,16 +1,9 @@
 import { Ajv, type ErrorObject } from "ajv";
 import addFormatsModule from "ajv-formats";
 import type { FastifySchemaCompiler } from "fastify";
-import { ERROR_MESSAGE, type ErrorMessage, type SchemaBounds } from "../core/jobs/bounds.js";
-import {
-  BUCKET_PATTERN,
-  CPU_QUANTITY_FORMAT,
-  MEMORY_QUANTITY_FORMAT,
-  NO_CONTROL_PATTERN,
-  WEBHOOK_URL_PATTERN,
-} from "../core/jobs/records.js";
+import { ERROR_MESSAGE, type ErrorMessage } from "../core/jobs/bounds.js";
+import { BUCKET_PATTERN, NO_CONTROL_PATTERN, WEBHOOK_URL_PATTERN } from "../core/jobs/records.js";
 import { BITRATE_PATTERN, TIMESTAMP_PATTERN } from "../core/jobs/parameters.js";
-import { quantityWithin } from "../core/jobs/spec.js";
 import { clip, shown } from "../core/text.js";
 
 // ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
@@ -20,9 +13,9 @@ const addFormats = ((addFormatsModule as unknown as { default?: unknown }).defau
 
 // Bodies are taken as sent (a width of "100" is an error, not 100); query strings and path
 // parameters are text by nature and are converted. `discriminator` lets a batch entry's `type`
-// choose its schema, so its errors are those of its own type. The quantity formats compare with the
-// configured maximums.
-function makeAjv(coerceTypes: boolean, bounds: SchemaBounds): Ajv {
+// choose its schema, so its errors are those of its own type. The configuration's bounds are in the
+// route schemas themselves (core/jobs/bounds.ts).
+function makeAjv(coerceTypes: boolean): Ajv {
   const ajv = new Ajv({
     allErrors: false,
     useDefaults: true,
@@ -33,23 +26,14 @@ function makeAjv(coerceTypes: boolean, bounds: SchemaBounds): Ajv {
     discriminator: true,
   });
   addFormats(ajv);
-  ajv.addFormat(CPU_QUANTITY_FORMAT, {
-    type: "string",
-    validate: (value: string) => quantityWithin(value, bounds.maxResources.cpu),
-  });
-  ajv.addFormat(MEMORY_QUANTITY_FORMAT, {
-    type: "string",
-    validate: (value: string) => quantityWithin(value, bounds.maxResources.memory),
-  });
   return ajv;
 }
 
-/** The route schemas' validator, with the configuration's bounds (one per API). */
-export function createValidatorCompiler(bounds: SchemaBounds): FastifySchemaCompiler<unknown> {
-  const bodyAjv = makeAjv(false, bounds);
-  const otherAjv = makeAjv(true, bounds);
-  return ({ schema, httpPart }) => (httpPart === "body" ? bodyAjv : otherAjv).compile(schema as object);
-}
+const bodyAjv = makeAjv(false);
+const otherAjv = makeAjv(true);
+
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
+  (httpPart === "body" ? bodyAjv : otherAjv).compile(schema as object);
 
 const PATTERN_TEXT: Record<string, string> = {
   [BUCKET_PATTERN]:
@@ -80,6 +64,14 @@ function schemaMessage(error: ErrorObject): string | undefined {
   return message?.replace("{value}", value);
 }
 
+/** The type the failing schema declares, when the value is not of it (and the error is not `type`). */
+function typeOtherThanDeclared(error: ErrorObject): string | undefined {
+  const declared = (error.parentSchema as { type?: unknown } | undefined)?.type;
+  if (error.keyword === "type" || declared !== "object") return undefined;
+  const isObject = error.data !== null && typeof error.data === "object" && !Array.isArray(error.data);
+  return isObject ? undefined : "object";
+}
+
 /** Turns the first validation error into one sentence that names the field. */
 export function formatValidationError(errors: ErrorObject[], dataVar: string): Error {
   const error = errors.find((e) => e.keyword === "anyOf") ?? errors[0]!;
@@ -92,8 +84,11 @@ export function formatValidationError(errors: ErrorObject[], dataVar: string): E
   const name = (field: string) => `${part}${path ? `${path}.` : ""}${field}`;
   const subject = path ? `${part}${path}` : dataVar === "body" ? "request body" : dataVar;
   const custom = schemaMessage(error);
+  // A rule that spans fields (anyOf, oneOf, …) can fail before the value's type is checked: an array
+  // where an object belongs is a type error, not a broken rule.
+  const wrongType = typeOtherThanDeclared(error);
   let message: string;
-  switch (custom === undefined ? error.keyword : "custom") {
+  switch (wrongType !== undefined ? "type" : custom === undefined ? error.keyword : "custom") {
     case "custom":
       // A rule of an object (which fields go together) says its fields itself.
       message =
@@ -128,13 +123,15 @@ export function formatValidationError(errors: ErrorObject[], dataVar: string): E
     case "pattern":
       message = `${part}${path} ${PATTERN_TEXT[String(error.params.pattern)] ?? error.message}`;
       break;
-    case "type":
+    case "type": {
+      const type = wrongType ?? String(error.params.type);
       message = path
-        ? `${part}${path} must be ${article(String(error.params.type))}`
+        ? `${part}${path} must be ${article(type)}`
         : dataVar === "body"
-          ? `request body must be a JSON ${String(error.params.type)}`
-          : `${dataVar} must be ${article(String(error.params.type))}`;
+          ? `request body must be a JSON ${type}`
+          : `${dataVar} must be ${article(type)}`;
       break;
+    }
     default:
       message = `${subject} ${error.message ?? "is not valid"}`;
   }

@@ -79,9 +79,12 @@ export async function startBenchStack(
   };
 }
 
-/** The real API of the stack on a free port of 127.0.0.1. */
-export async function listenApi(stack: BenchStack): Promise<{ api: Api; port: number }> {
-  const { config, services, logger } = stack;
+/** The real API of the stack (or of another configuration over its services) on a free port of 127.0.0.1. */
+export async function listenApi(
+  stack: BenchStack,
+  config: Config = stack.config,
+): Promise<{ api: Api; port: number }> {
+  const { services, logger } = stack;
   const api = await buildApi(
     {
       config,

@@ -25,6 +25,8 @@ export function createLogger(settings: LoggerSettings = {}): Logger {
         "headers.authorization",
         'headers["x-api-key"]',
         "*.api_keys",
+        "*.clients[*].keys",
+        "*.*.clients[*].keys",
         "*.secret_access_key",
         "*.password",
         "*.signing_secret",

@@ -27,7 +27,7 @@ export function quickstart(config: Config): string {
   const s3curl =
     `s3() { curl -fsS --aws-sigv4 aws:amz:${config.storage.region}:s3 --user ${user} ` +
     `-H x-amz-content-sha256:UNSIGNED-PAYLOAD "$@"; }`;
-  const key = config.server.apiKeys.length > 0 ? ` -H "X-API-Key: $API_KEY"` : "";
+  const key = config.server.clients.length > 0 ? ` -H "X-API-Key: $API_KEY"` : "";
   const job = JSON.stringify({
     source_bucket: LOCAL_BUCKET,
     source_key: "in/photo.jpg",
@@ -59,7 +59,7 @@ export function banner(config: Config, facts: BannerFacts): string {
   const host = listenHost(config, "start");
   const reach = isLoopback(host)
     ? "this machine only"
-    : config.server.apiKeys.length > 0
+    : config.server.clients.length > 0
       ? `${host}, with API keys`
       : `${host}, WITHOUT authentication`;
   const { accessKeyId, endpoint } = config.storage;
@@ -73,7 +73,7 @@ export function banner(config: Config, facts: BannerFacts): string {
     ? `${started.redis} (its own, password in ${config.dataDir}/redis/password)`
     : "from REDIS_URL";
   const indent = (text: string) => text.replace(/^/gm, "    ");
-  const keyNote = config.server.apiKeys.length > 0 ? "\n    API_KEY=<one of your API keys>" : "";
+  const keyNote = config.server.clients.length > 0 ? "\n    API_KEY=<one of your API keys>" : "";
   return `
   media-service is running (Ctrl-C stops it)
 

@@ -4,7 +4,7 @@
 # build run first, so every one of them takes the path a newcomer takes. When everything is present it
 # prints nothing and returns at once.
 #
-#   scripts/provision.sh start|test|bench|k8s|fresh|ci|image
+#   scripts/provision.sh start|test|bench|k8s|fresh|contract|ci|image
 #
 #   start  the local stack: redis-server (unless REDIS_URL is set), ffmpeg and ffprobe, a font for
 #          watermark text
@@ -12,6 +12,7 @@
 #   bench  test's programs and the vips command-line tools (the benchmarks compare against them)
 #   k8s    openssl (the test control plane's certificates); Node 24
 #   fresh  Docker Engine and debootstrap (test/e2e/fresh-machine.sh)
+#   contract  redis-server and Python's venv (test/contract/schemathesis.sh installs Schemathesis)
 #   ci     all of the above
 #   image  what the container image runs: start's programs, tini, CA certificates
 #
@@ -22,9 +23,9 @@ set -euo pipefail
 
 profile="${1:-}"
 case "$profile" in
-  start | test | bench | k8s | fresh | ci | image) ;;
+  start | test | bench | k8s | fresh | contract | ci | image) ;;
   *)
-    echo "usage: scripts/provision.sh start|test|bench|k8s|fresh|ci|image" >&2
+    echo "usage: scripts/provision.sh start|test|bench|k8s|fresh|contract|ci|image" >&2
     exit 2
     ;;
 esac
@@ -37,6 +38,7 @@ case "$profile" in
   bench) what="npm run bench" ;;
   k8s) what="npm run test:k8s" ;;
   fresh) what="test/e2e/fresh-machine.sh" ;;
+  contract) what="test/contract/schemathesis.sh" ;;
   ci) what=".ci/run" ;;
   image) what="the container image" ;;
 esac
@@ -68,6 +70,7 @@ tini        | tini              | -       | the container image runs media-servi
 certs       | ca-certificates   | -       | the container image reaches HTTPS object stores and AI providers
 docker      | docker.io         | -       | the fresh-machine test runs the README in a bare Debian container
 debootstrap | debootstrap       | -       | the fresh-machine test makes its bare Debian image
+pyvenv      | python3-venv      | python  | the contract test installs Schemathesis into a Python virtual environment
 '
 have() { command -v "$1" >/dev/null 2>&1; }
 check_redis() { have redis-server; }
@@ -84,6 +87,7 @@ check_tini() { have tini; }
 check_certs() { [ -s /etc/ssl/certs/ca-certificates.crt ]; }
 check_docker() { have dockerd && have docker; }
 check_debootstrap() { have debootstrap; }
+check_pyvenv() { have python3 && python3 -c 'import venv, ensurepip' >/dev/null 2>&1; }
 
 case "$profile" in
   start)
@@ -94,7 +98,8 @@ case "$profile" in
   bench) wanted=(redis ffmpeg font procps vips) ;;
   k8s) wanted=(openssl) ;;
   fresh) wanted=(docker debootstrap) ;;
-  ci) wanted=(redis ffmpeg font procps vips openssl docker debootstrap) ;;
+  contract) wanted=(redis pyvenv) ;;
+  ci) wanted=(redis ffmpeg font procps vips openssl docker debootstrap pyvenv) ;;
   image) wanted=(redis ffmpeg font tini certs) ;;
 esac
 

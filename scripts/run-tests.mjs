@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Runs node's built-in test runner over every *.test.ts under the given directories, with tsx as
+// Runs node's built-in test runner over every *.test.ts under the given directories (or the given
+// files), with tsx as
 // the TypeScript loader. Node 20's `--test` has no glob support, so the files are listed here.
 import { spawnSync } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
@@ -15,7 +16,10 @@ const walk = (dir) => {
     else if (name.endsWith(".test.ts")) files.push(path);
   }
 };
-for (const root of roots) walk(root);
+for (const root of roots) {
+  if (statSync(root).isDirectory()) walk(root);
+  else files.push(root);
+}
 if (files.length === 0) {
   console.error(`no test files under ${roots.join(", ")}`);
   process.exit(1);

@@ -1,6 +1,7 @@
 import { schemaBounds } from "../../core/jobs/bounds.js";
 import { buildJobSpec } from "../../core/jobs/spec.js";
 import { addLogContext } from "../access-log.js";
+import { submitterOf, viewerOf } from "../auth.js";
 import type { ApiContext, App } from "../context.js";
 import {
   API_KEY_SECURITY,
@@ -36,11 +37,15 @@ export function batchRoutes(app: App, ctx: ApiContext): void {
       const body = request.body;
       const specs = body.jobs.map((entry) => buildJobSpec(entry.type, entry, entry.parameters, request.id));
       const webhookUrl = body.options?.webhook_url;
-      const submitted = await ctx.store.submit(specs, {
-        ...(body.batch_id !== undefined ? { id: body.batch_id } : {}),
-        failFast: body.options?.fail_fast ?? false,
-        ...(webhookUrl !== undefined ? { webhookUrl } : {}),
-      });
+      const submitted = await ctx.store.submit(
+        specs,
+        {
+          ...(body.batch_id !== undefined ? { id: body.batch_id } : {}),
+          failFast: body.options?.fail_fast ?? false,
+          ...(webhookUrl !== undefined ? { webhookUrl } : {}),
+        },
+        submitterOf(request),
+      );
       addLogContext(request, { batch_id: submitted.batchId, jobs: specs.length });
       return reply.code(201).send({
         batch_id: submitted.batchId!,
@@ -64,7 +69,7 @@ export function batchRoutes(app: App, ctx: ApiContext): void {
       },
     },
     async (request, reply) => {
-      const batch = await ctx.store.getBatch(request.params.id);
+      const batch = await ctx.store.getBatch(request.params.id, viewerOf(request));
       if (!batch) return reply.code(404).send({ error: `batch ${request.params.id} not found` });
       if (!request.query.include_jobs) return { batch };
       return { batch, jobs: await ctx.store.batchJobs(batch.id) };
@@ -82,6 +87,11 @@ export function batchRoutes(app: App, ctx: ApiContext): void {
         response: { 200: BatchListResponse, ...errorResponses(400) },
       },
     },
-    async (request) => ctx.store.listBatches({ status: request.query.status, limit: request.query.limit }),
+    async (request) =>
+      ctx.store.listBatches({
+        status: request.query.status,
+        limit: request.query.limit,
+        viewer: viewerOf(request),
+      }),
   );
 }

@@ -3,6 +3,7 @@ import { schemaBounds } from "../../core/jobs/bounds.js";
 import { buildJobSpec, type JobSpec, type SubmissionFields } from "../../core/jobs/spec.js";
 import type { JobType } from "../../core/jobs/types.js";
 import { addLogContext } from "../access-log.js";
+import { submitterOf, viewerOf } from "../auth.js";
 import type { ApiContext, App } from "../context.js";
 import {
   API_KEY_SECURITY,
@@ -51,7 +52,7 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
       },
       async (request, reply) => {
         const spec = specFromBody(route.type, request.body as Body, request.id);
-        const submitted = await ctx.store.submit([spec]);
+        const submitted = await ctx.store.submit([spec], undefined, submitterOf(request));
         const jobId = submitted.jobIds[0]!;
         addLogContext(request, { job_id: jobId, type: route.type });
         return reply.code(202).send({
@@ -76,7 +77,7 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
       },
     },
     async (request, reply) => {
-      const job = await ctx.store.getJob(request.params.id);
+      const job = await ctx.store.getJob(request.params.id, viewerOf(request));
       if (!job) return reply.code(404).send({ error: `job ${request.params.id} not found` });
       return job;
     },
@@ -93,6 +94,11 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
         response: { 200: JobListResponse, ...errorResponses(400) },
       },
     },
-    async (request) => ctx.store.listJobs({ status: request.query.status, limit: request.query.limit }),
+    async (request) =>
+      ctx.store.listJobs({
+        status: request.query.status,
+        limit: request.query.limit,
+        viewer: viewerOf(request),
+      }),
   );
 }

@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { Job } from "../../core/jobs/records.js";
 import type { JobEventMessage } from "../../core/store/job-events.js";
+import { viewerOf } from "../auth.js";
 import type { ApiContext, App } from "../context.js";
 import { API_KEY_SECURITY, errorResponses, IdParams } from "../schemas.js";
 
@@ -19,7 +20,10 @@ export class OpenStreams {
   }
 }
 
-function frame(event: string, data: unknown, id?: number): string {
+/** The events a job's stream sends. */
+const STREAM_EVENTS = ["status", "progress", "complete", "error"] as const;
+
+function frame(event: (typeof STREAM_EVENTS)[number], data: unknown, id?: number): string {
   return `${id !== undefined ? `id: ${id}\n` : ""}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
@@ -49,7 +53,21 @@ export function streamRoutes(app: App, ctx: ApiContext, open: OpenStreams): void
         response: {
           200: {
             description: "An event stream",
-            content: { "text/event-stream": { schema: { type: "string" } } },
+            // One event: what its fields hold (OpenAPI 3.0 has no itemSchema; the schema of a
+            // text/event-stream is read per event).
+            content: {
+              "text/event-stream": {
+                schema: {
+                  type: "object",
+                  required: ["event", "data"],
+                  properties: {
+                    event: { type: "string", enum: [...STREAM_EVENTS] },
+                    data: { type: "string", description: "The event's fields as a JSON object" },
+                    id: { type: "string", pattern: "^[0-9]+$", description: "Position in the job's events" },
+                  },
+                },
+              },
+            },
           },
           ...errorResponses(400, 404),
         },
@@ -62,7 +80,7 @@ export function streamRoutes(app: App, ctx: ApiContext, open: OpenStreams): void
       const unsubscribe = await ctx.events.subscribe(id, (m) => deliver(m));
       let snapshot: Awaited<ReturnType<typeof ctx.store.getJobWithSeq>>;
       try {
-        snapshot = await ctx.store.getJobWithSeq(id);
+        snapshot = await ctx.store.getJobWithSeq(id, viewerOf(request));
       } catch (err) {
         await unsubscribe();
         throw err;

@@ -34,12 +34,12 @@ export function isUnspecified(host: string): boolean {
  */
 export function apiExposureProblem(config: Config, command: "start" | "api"): string | undefined {
   const host = listenHost(config, command);
-  if (config.server.apiKeys.length > 0 || isLoopback(host) || config.server.allowUnauthenticated) {
+  if (config.server.clients.length > 0 || isLoopback(host) || config.server.allowUnauthenticated) {
     return undefined;
   }
   return (
     `refusing to serve the API on ${host}:${config.server.port} without authentication: anyone who can ` +
-    `reach it could read every job and submit work. Set API_KEYS (server.api_keys), listen on loopback ` +
+    `reach it could read every job and submit work. Set API_KEYS (server.api_keys) or server.clients, listen on loopback ` +
     `only (HOST=127.0.0.1), or set ALLOW_UNAUTHENTICATED=true (server.allow_unauthenticated) to serve ` +
     `it open anyway`
   );

@@ -61,6 +61,18 @@ const ENV_OVERRIDES: Array<[string, string[], "string" | "integer" | "list"]> = 
 
 const NUMBER = /^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
 
+/** A caller of the API: its name, the keys it presents, whether it sees every client's jobs. */
+export interface ApiClient {
+  name: string;
+  keys: string[];
+  admin: boolean;
+  /** Requests per server.rate_limit.window; unset: the per_client default. */
+  rateLimit?: number;
+}
+
+/** The client server.api_keys stand for when named clients are configured beside them. */
+export const DEFAULT_CLIENT = "default";
+
 /** One OpenAI-compatible provider. */
 export interface AiProvider {
   name: string;
@@ -84,12 +96,23 @@ export interface Config {
     mode: "debug" | "release" | "test";
     readTimeoutMs: number;
     writeTimeoutMs: number;
-    apiKeys: string[];
+    /**
+     * Who may call the API: server.clients, and server.api_keys as one more client ("default").
+     * Empty: authentication is off.
+     */
+    clients: ApiClient[];
     docsPath: string;
     sseHeartbeatMs: number;
     shutdownTimeoutMs: number;
     trustProxy: boolean;
     allowUnauthenticated: boolean;
+    rateLimit: {
+      enabled: boolean;
+      windowMs: number;
+      perClient: number;
+      perAddress: number;
+      syncIntervalMs: number;
+    };
   };
   redis: { url?: string; keyPrefix: string; connectTimeoutMs: number };
   storage: {
@@ -288,6 +311,56 @@ export function jobTimeoutFromEnv(env: Env = process.env): number | undefined {
   return seconds;
 }
 
+/**
+ * server.clients and server.api_keys as one list. Without named clients the api_keys are one client
+ * that sees everything (admin); beside named clients they are the client "default". A name or a key
+ * given twice is refused: a key must say who is calling.
+ */
+function apiClients(apiKeys: string[], named: ConfigFile["server"]["clients"]): ApiClient[] {
+  const plain = apiKeys.filter((k) => k.length > 0);
+  const clients: ApiClient[] = named.map((c, i) => {
+    const keys = c.keys.filter((k) => k.length > 0);
+    if (keys.length === 0) {
+      throw new ConfigError(
+        `invalid configuration: server.clients[${i}].keys: client "${c.name}" has no key`,
+      );
+    }
+    return {
+      name: c.name,
+      keys,
+      admin: c.admin,
+      ...(c.rate_limit !== undefined ? { rateLimit: c.rate_limit } : {}),
+    };
+  });
+  if (plain.length > 0) {
+    if (clients.some((c) => c.name === DEFAULT_CLIENT)) {
+      throw new ConfigError(
+        `invalid configuration: server.api_keys are the client "${DEFAULT_CLIENT}", and server.clients names another client "${DEFAULT_CLIENT}": move the keys into that client or rename it`,
+      );
+    }
+    clients.push({ name: DEFAULT_CLIENT, keys: plain, admin: named.length === 0 });
+  }
+  const names = new Set<string>();
+  const keys = new Map<string, string>();
+  for (const client of clients) {
+    if (names.has(client.name)) {
+      throw new ConfigError(`invalid configuration: server.clients: the name "${client.name}" is used twice`);
+    }
+    names.add(client.name);
+    for (const key of client.keys) {
+      const other = keys.get(key);
+      if (other !== undefined) {
+        // The key itself is a secret: name the clients, not the key.
+        throw new ConfigError(
+          `invalid configuration: server.clients: a key of client "${client.name}" is also a key of client "${other}"`,
+        );
+      }
+      keys.set(key, client.name);
+    }
+  }
+  return clients;
+}
+
 type EnvSources = Array<{ name: string; path: string[]; value: unknown }>;
 
 // ${VAR} and ${VAR:-default} in every string of the file; $$ stands for a literal $.
@@ -368,12 +441,19 @@ function resolve(c: ConfigFile): Config {
       mode: c.server.mode,
       readTimeoutMs: duration("server.read_timeout", c.server.read_timeout),
       writeTimeoutMs: duration("server.write_timeout", c.server.write_timeout),
-      apiKeys: c.server.api_keys.filter((k) => k.length > 0),
+      clients: apiClients(c.server.api_keys, c.server.clients),
       docsPath: c.server.docs_path.replace(/\/+$/, "") || "/docs",
       sseHeartbeatMs: duration("server.sse_heartbeat", c.server.sse_heartbeat),
       shutdownTimeoutMs: duration("server.shutdown_timeout", c.server.shutdown_timeout),
       trustProxy: c.server.trust_proxy,
       allowUnauthenticated: c.server.allow_unauthenticated,
+      rateLimit: {
+        enabled: c.server.rate_limit.enabled,
+        windowMs: duration("server.rate_limit.window", c.server.rate_limit.window),
+        perClient: c.server.rate_limit.per_client,
+        perAddress: c.server.rate_limit.per_address,
+        syncIntervalMs: duration("server.rate_limit.sync_interval", c.server.rate_limit.sync_interval),
+      },
     },
     redis: {
       url: c.redis.url,
@@ -481,6 +561,12 @@ function resolve(c: ConfigFile): Config {
   if (config.server.sseHeartbeatMs >= config.server.writeTimeoutMs) {
     throw new ConfigError(
       "invalid configuration: server.sse_heartbeat must be shorter than server.write_timeout, or idle SSE streams are cut",
+    );
+  }
+  const limit = config.server.rateLimit;
+  if (!(limit.windowMs >= 1000 && limit.syncIntervalMs >= 10 && limit.syncIntervalMs < limit.windowMs)) {
+    throw new ConfigError(
+      "invalid configuration: server.rate_limit needs a window of at least 1s and a sync_interval of at least 10ms, shorter than the window",
     );
   }
   checkWebhooks(config.webhooks);

@@ -1,6 +1,9 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { JOB_TYPES } from "../jobs/types.js";
 
+/** A client's name: it is recorded on each of its jobs and appears in logs and metrics. */
+export const CLIENT_NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$";
+
 // The configuration, with every default in one place. Durations are Go-style strings ("30s") or
 // seconds as numbers; they are converted to milliseconds by load.ts.
 const Duration = (def: string) =>
@@ -16,11 +19,43 @@ export const ServerConfig = Type.Object(
     }),
     read_timeout: Duration("30s"),
     write_timeout: Duration("30s"),
+    // Keys of one client that sees every job (rotation: list the new key beside the old one).
     api_keys: Type.Array(Type.String(), { default: [] }),
+    // Named clients, each seeing only its own jobs and batches (an admin sees all). The api_keys,
+    // when set beside them, are the client named "default".
+    clients: Type.Array(
+      Type.Object(
+        {
+          name: Type.String({ pattern: CLIENT_NAME_PATTERN }),
+          // Empty entries (an unset ${VAR:-}) are ignored; at least one key must remain.
+          keys: Type.Array(Type.String()),
+          admin: Type.Boolean({ default: false }),
+          // Requests per rate_limit.window for this client; unset: rate_limit.per_client.
+          rate_limit: Type.Optional(Type.Integer({ minimum: 1 })),
+        },
+        { additionalProperties: false },
+      ),
+      { default: [] },
+    ),
     docs_path: Type.String({ pattern: "^/[A-Za-z0-9/_-]*$", default: "/docs" }),
     sse_heartbeat: Duration("15s"),
     shutdown_timeout: Duration("25s"),
     trust_proxy: Type.Boolean({ default: false }),
+    // Requests to /api/v1 per window, counted in Redis so that every replica shares them. Health,
+    // metrics and docs are never limited.
+    rate_limit: Type.Object(
+      {
+        enabled: Type.Boolean({ default: true }),
+        window: Duration("1m"),
+        // Each client's budget (every caller's own, by address, when authentication is off).
+        per_client: Type.Integer({ minimum: 1, default: 6000 }),
+        // The budget of an address whose requests carry no valid key.
+        per_address: Type.Integer({ minimum: 1, default: 300 }),
+        // How often a replica adds its counts to the shared ones (and learns the others').
+        sync_interval: Duration("100ms"),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     // Serve the API on a non-loopback address with no api_keys. Refused unless this is true.
     allow_unauthenticated: Type.Boolean({ default: false }),
   },

@@ -134,11 +134,12 @@ export const ImageWatermarkParameters = Type.Object(
     description: "Exactly one of watermark_text and watermark_image",
     // One of the two, not both: said in the schema, so the document says it too.
     anyOf: [{ required: ["watermark_text"] }, { required: ["watermark_image"] }],
-    // `type` keeps the rule to objects: an array body is refused for its type, not by this rule.
-    not: { type: "object", required: ["watermark_text", "watermark_image"] },
+    // Checked after anyOf, so it fails only when both are given (no `not`, which generators handle
+    // poorly).
+    oneOf: [{ required: ["watermark_text"] }, { required: ["watermark_image"] }],
     [ERROR_MESSAGE]: {
       anyOf: "one of watermark_text or watermark_image is required",
-      not: "watermark_text and watermark_image are mutually exclusive: give one of them",
+      oneOf: "watermark_text and watermark_image are mutually exclusive: give one of them",
     },
   },
 );

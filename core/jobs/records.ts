@@ -1,7 +1,7 @@
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
 import { BATCH_STATUSES, JOB_STATUSES, JOB_TYPES } from "./types.js";
 import { Enum } from "./enum.js";
-import { DEFAULT_BOUNDS, ERROR_MESSAGE, type SchemaBounds } from "./bounds.js";
+import { DEFAULT_BOUNDS, ERROR_MESSAGE, quantityPattern, type SchemaBounds } from "./bounds.js";
 
 export const JobTypeSchema = Enum(JOB_TYPES, { description: "Job type; also the name of its queue" });
 export const JobStatusSchema = Enum(JOB_STATUSES);
@@ -60,15 +60,6 @@ export const WEBHOOK_URL_MAX_LENGTH = 2048;
 export const WebhookUrl = (description: string) =>
   Type.String({ maxLength: WEBHOOK_URL_MAX_LENGTH, pattern: WEBHOOK_URL_PATTERN, description });
 
-/** Per-job quantities: a Kubernetes quantity above zero, at most kubernetes.max_resources. */
-export const CPU_QUANTITY_FORMAT = "cpu-quantity";
-export const MEMORY_QUANTITY_FORMAT = "memory-quantity";
-// The forms a job may use: 500m, 2, 0.5 (CPU); 512Mi, 2Gi, 1G, 129e6 (memory; decimal kilo is k,
-// binary Ki). The lookahead refuses an amount of zero; the format (api/validation.ts) compares the
-// value with the configured maximum.
-export const CPU_QUANTITY = "^(?=[0.]*[1-9])[0-9]+(?:\\.[0-9]+)?m?$";
-export const MEMORY_QUANTITY = "^(?=[0.]*[1-9])[0-9]+(?:\\.[0-9]+)?(?:Ki|[MGTPE]i?|k|e[0-9]+)?$";
-
 /** Optional fields accepted on every job submission, single or batch entry, with the configured bounds. */
 export const submissionOptionFields = (bounds: SchemaBounds) => {
   const quantity = (resource: "cpu" | "memory", example: string) => {
@@ -76,13 +67,10 @@ export const submissionOptionFields = (bounds: SchemaBounds) => {
     const where = `kubernetes.max_resources.${resource}`;
     return Type.Optional(
       Type.String({
-        pattern: resource === "cpu" ? CPU_QUANTITY : MEMORY_QUANTITY,
-        format: resource === "cpu" ? CPU_QUANTITY_FORMAT : MEMORY_QUANTITY_FORMAT,
-        description: `${resource === "cpu" ? "CPU" : "Memory"} for this job, e.g. ${example}: more than zero, at most ${max} (${where})`,
-        [ERROR_MESSAGE]: {
-          pattern: `must be a quantity such as ${example}, more than zero; got {value}`,
-          format: `{value} exceeds the maximum ${max} (${where})`,
-        },
+        // The pattern itself holds the maximum (quantityPattern): the document says it exactly.
+        pattern: quantityPattern(resource, max),
+        description: `${resource === "cpu" ? "CPU" : "Memory"} for this job, e.g. ${example}: more than zero, at most ${max} (${where}); ${resource === "cpu" ? "millicores, or cores with up to three decimals" : "bytes, or a decimal (k, M, G, …) or binary (Ki, Mi, Gi, …) suffix with up to three decimals"}`,
+        [ERROR_MESSAGE]: `must be a quantity such as ${example}, more than zero and at most ${max} (${where}); got {value}`,
       }),
     );
   };

@@ -1,7 +1,6 @@
 import type { TObject } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import { Value } from "@sinclair/typebox/value";
-import { parseQuantity, QuantityError } from "../quantity.js";
 import { shown } from "../text.js";
 import { PARAMETER_SCHEMAS } from "./parameters.js";
 import { JOB_TYPES, type JobType } from "./types.js";
@@ -55,20 +54,6 @@ function describeError(schema: Record<string, unknown>, fallback: string): strin
   const choices = (schema.anyOf as Array<{ const?: unknown }> | undefined)?.map((s) => s.const);
   if (choices && choices.every((c) => c !== undefined)) return `must be one of ${choices.join(", ")}`;
   return fallback.charAt(0).toLowerCase() + fallback.slice(1);
-}
-
-/**
- * Whether a per-job quantity is acceptable: above zero and at most the configured maximum (compared
- * as numbers: 8192Mi is 8Gi). The route schemas' quantity formats (api/validation.ts) are this.
- */
-export function quantityWithin(value: string, max: string): boolean {
-  try {
-    const amount = parseQuantity(value);
-    return amount > 0 && amount <= parseQuantity(max);
-  } catch (err) {
-    if (err instanceof QuantityError) return false;
-    throw err;
-  }
 }
 
 /** What every submission carries besides its parameters, single body and batch entry alike. */

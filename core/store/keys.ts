@@ -41,6 +41,12 @@ export class Keys {
   batchesByStatus(status: string) {
     return `${this.prefix}batches:status:${status}`;
   }
+  /** A client's own copy of the job or batch indexes (lib.lua client_index). */
+  clientIndex(client: string, kind: "jobs" | "batches", status?: string) {
+    return status
+      ? `${this.prefix}client:${client}:${kind}:status:${status}`
+      : `${this.prefix}client:${client}:${kind}:by_created`;
+  }
   /** Pub/sub channel that tells executors a queue has new work. */
   queuesChannel() {
     return `${this.prefix}queues`;

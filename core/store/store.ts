@@ -7,6 +7,7 @@ import { JOB_DURATION_BUCKETS } from "../jobs/duration-buckets.js";
 import { decodeBatch, decodeJob, decodeSummary, SUMMARY_FIELDS, type Hash } from "./codec.js";
 import { translateScriptError } from "./errors.js";
 import { Keys } from "./keys.js";
+import { canSee, EVERYONE, type Viewer } from "./visibility.js";
 import { parseRedisTarget } from "./redis-target.js";
 import { defineScripts, scriptRunner, type ScriptName, type ScriptRunner } from "./scripts.js";
 
@@ -100,10 +101,12 @@ export class JobStore {
   }
 
   /** Records jobs (optionally as one batch) atomically: all of them or, on a conflict, none. */
-  async submit(specs: JobSpec[], batch?: NewBatch): Promise<Submitted> {
+  /** `client`: who submits (named clients see their own records only); recorded and indexed for it. */
+  async submit(specs: JobSpec[], batch?: NewBatch, client?: string): Promise<Submitted> {
     const jobs = specs.map((spec) => ({ id: randomUUID(), type: spec.type, fields: encodeSpec(spec) }));
     const batchId = batch ? (batch.id ?? randomUUID()) : undefined;
     const payload = {
+      ...(client !== undefined ? { client } : {}),
       jobs,
       ...(batch
         ? {
@@ -181,23 +184,31 @@ export class JobStore {
     return (await this.script("prune", limit)) as number;
   }
 
-  async getJob(id: string): Promise<Job | undefined> {
-    return decodeJob((await this.redis.hgetall(this.keys.job(id))) as Hash);
+  /** The job, or undefined when there is none or `viewer` may not see it (the same answer). */
+  async getJob(id: string, viewer: Viewer = EVERYONE): Promise<Job | undefined> {
+    return (await this.getJobWithSeq(id, viewer))?.job;
   }
 
   /** The job hash's change counter together with the record, read in one round trip. */
-  async getJobWithSeq(id: string): Promise<{ job: Job; seq: number } | undefined> {
+  async getJobWithSeq(id: string, viewer: Viewer = EVERYONE): Promise<{ job: Job; seq: number } | undefined> {
     const hash = (await this.redis.hgetall(this.keys.job(id))) as Hash;
-    const job = decodeJob(hash);
+    const job = canSee(viewer, hash.client) ? decodeJob(hash) : undefined;
     return job ? { job, seq: Number(hash.seq ?? 0) } : undefined;
   }
 
-  /** Newest first. `total` counts every job matching the filter. */
+  /** Newest first, of the jobs `viewer` may see. `total` counts every job matching the filter. */
   async listJobs(filter: {
     status?: JobStatus;
     limit: number;
+    viewer?: Viewer;
   }): Promise<{ jobs: JobSummary[]; total: number }> {
-    const index = filter.status ? this.keys.jobsByStatus(filter.status) : this.keys.jobsByCreated();
+    const viewer = filter.viewer ?? EVERYONE;
+    const index =
+      "client" in viewer
+        ? this.keys.clientIndex(viewer.client, "jobs", filter.status)
+        : filter.status
+          ? this.keys.jobsByStatus(filter.status)
+          : this.keys.jobsByCreated();
     const [ids, total] = await Promise.all([
       this.redis.zrevrange(index, 0, Math.max(1, filter.limit) - 1),
       this.redis.zcard(index),
@@ -217,8 +228,10 @@ export class JobStore {
     });
   }
 
-  async getBatch(id: string): Promise<Batch | undefined> {
-    return decodeBatch((await this.redis.hgetall(this.keys.batch(id))) as Hash);
+  /** The batch, or undefined when there is none or `viewer` may not see it. */
+  async getBatch(id: string, viewer: Viewer = EVERYONE): Promise<Batch | undefined> {
+    const hash = (await this.redis.hgetall(this.keys.batch(id))) as Hash;
+    return canSee(viewer, hash.client) ? decodeBatch(hash) : undefined;
   }
 
   async batchJobs(id: string): Promise<JobSummary[]> {
@@ -228,8 +241,15 @@ export class JobStore {
   async listBatches(filter: {
     status?: BatchStatus;
     limit: number;
+    viewer?: Viewer;
   }): Promise<{ batches: Batch[]; total: number }> {
-    const index = filter.status ? this.keys.batchesByStatus(filter.status) : this.keys.batchesByCreated();
+    const viewer = filter.viewer ?? EVERYONE;
+    const index =
+      "client" in viewer
+        ? this.keys.clientIndex(viewer.client, "batches", filter.status)
+        : filter.status
+          ? this.keys.batchesByStatus(filter.status)
+          : this.keys.batchesByCreated();
     const [ids, total] = await Promise.all([
       this.redis.zrevrange(index, 0, Math.max(1, filter.limit) - 1),
       this.redis.zcard(index),

@@ -318,6 +318,9 @@ describe("POST /api/v1/jobs/batch", () => {
       });
       await expectError(await stack.request(`/api/v1/jobs/batch/${id}`), 404);
     }
+    // Parameters an entry needs are required, as the document says: watermark's one of two.
+    const res = await postBatch({ jobs: [entry("image_watermark")] });
+    assert.deepEqual(await res.json(), { error: "jobs[0].parameters is required" });
     assert.deepEqual(await writtenState(), before, "no job of a refused batch was written");
     const list = await getJson("/api/v1/jobs/batch?limit=100");
     assert.ok((list.batches as Body[]).every((b) => !(b.id as string).startsWith("refused-")));

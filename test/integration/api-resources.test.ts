@@ -72,23 +72,29 @@ describe("per-job resources on a single submission", () => {
     const before = await writtenState();
     assert.equal(
       await refused(stack, RESIZE, resize({ memory: "16Gi" })),
-      "resources.memory 16Gi exceeds the maximum 8Gi (kubernetes.max_resources.memory)",
+      "resources.memory must be a quantity such as 512Mi or 2Gi, more than zero and at most 8Gi (kubernetes.max_resources.memory); got 16Gi",
     );
     assert.equal(
       await refused(stack, RESIZE, resize({ cpu: "5" })),
-      "resources.cpu 5 exceeds the maximum 4 (kubernetes.max_resources.cpu)",
+      "resources.cpu must be a quantity such as 500m or 2, more than zero and at most 4 (kubernetes.max_resources.cpu); got 5",
     );
     // Just over, in other units than the maximum's.
     assert.equal(
       await refused(stack, RESIZE, resize({ cpu: "4001m", memory: "1Gi" })),
-      "resources.cpu 4001m exceeds the maximum 4 (kubernetes.max_resources.cpu)",
+      "resources.cpu must be a quantity such as 500m or 2, more than zero and at most 4 (kubernetes.max_resources.cpu); got 4001m",
     );
     assert.match(
       await refused(stack, RESIZE, resize({ memory: "8193Mi" })),
-      /^resources\.memory 8193Mi exceeds/,
+      /^resources\.memory must be a quantity .*; got 8193Mi$/,
     );
-    assert.match(await refused(stack, RESIZE, resize({ memory: "9G" })), /^resources\.memory 9G exceeds/);
-    assert.match(await refused(stack, RESIZE, resize({ memory: "9e9" })), /^resources\.memory 9e9 exceeds/);
+    assert.match(
+      await refused(stack, RESIZE, resize({ memory: "9G" })),
+      /^resources\.memory must be a quantity .*; got 9G$/,
+    );
+    assert.match(
+      await refused(stack, RESIZE, resize({ memory: "9e9" })),
+      /^resources\.memory must be a quantity .*; got 9e9$/,
+    );
     assert.deepEqual(await writtenState(), before, "refused requests wrote nothing");
   });
 
@@ -118,7 +124,7 @@ describe("per-job resources on a single submission", () => {
       const [field, value] = Object.entries(resources)[0]!;
       assert.equal(
         await refused(stack, RESIZE, resize(resources)),
-        `resources.${field} must be a quantity such as ${field === "cpu" ? "500m or 2" : "512Mi or 2Gi"}, more than zero; got ${value}`,
+        `resources.${field} must be a quantity such as ${field === "cpu" ? "500m or 2" : "512Mi or 2Gi"}, more than zero and at most ${field === "cpu" ? "4" : "8Gi"} (kubernetes.max_resources.${field}); got ${value}`,
       );
     }
     assert.deepEqual(await writtenState(), before);
@@ -127,7 +133,7 @@ describe("per-job resources on a single submission", () => {
   test("a quantity Kubernetes would refuse: 400 naming the field", async () => {
     assert.match(
       await refused(stack, RESIZE, resize({ memory: "512K" })),
-      /^resources\.memory must be a quantity such as 512Mi or 2Gi, more than zero; got 512K$/,
+      /^resources\.memory must be a quantity such as 512Mi or 2Gi, more than zero and at most 8Gi \(kubernetes\.max_resources\.memory\); got 512K$/,
     );
     assert.match(await refused(stack, RESIZE, resize({ cpu: "1Gi" })), /resources\.cpu/);
   });
@@ -135,11 +141,11 @@ describe("per-job resources on a single submission", () => {
   test("the configured maximums are the ones applied", async () => {
     assert.equal(
       await refused(small, RESIZE, resize({ cpu: "2" })),
-      "resources.cpu 2 exceeds the maximum 1500m (kubernetes.max_resources.cpu)",
+      "resources.cpu must be a quantity such as 500m or 2, more than zero and at most 1500m (kubernetes.max_resources.cpu); got 2",
     );
     assert.equal(
       await refused(small, RESIZE, resize({ memory: "4Gi" })),
-      "resources.memory 4Gi exceeds the maximum 3Gi (kubernetes.max_resources.memory)",
+      "resources.memory must be a quantity such as 512Mi or 2Gi, more than zero and at most 3Gi (kubernetes.max_resources.memory); got 4Gi",
     );
     const { status } = await post(small, RESIZE, resize({ cpu: "1.5", memory: "3072Mi" }));
     assert.equal(status, 202);
@@ -155,11 +161,11 @@ describe("per-job resources on a batch entry", () => {
         batch_id: id,
         jobs: [colors(), colors({ memory: "16Gi" }), colors()],
       }),
-      "jobs[1].resources.memory 16Gi exceeds the maximum 8Gi (kubernetes.max_resources.memory)",
+      "jobs[1].resources.memory must be a quantity such as 512Mi or 2Gi, more than zero and at most 8Gi (kubernetes.max_resources.memory); got 16Gi",
     );
     assert.equal(
       await refused(stack, "/api/v1/jobs/batch", { jobs: [colors({ cpu: "8", memory: "1Gi" })] }),
-      "jobs[0].resources.cpu 8 exceeds the maximum 4 (kubernetes.max_resources.cpu)",
+      "jobs[0].resources.cpu must be a quantity such as 500m or 2, more than zero and at most 4 (kubernetes.max_resources.cpu); got 8",
     );
     assert.equal((await stack.request(`/api/v1/jobs/batch/${id}`)).status, 404);
     assert.deepEqual(await writtenState(), before, "no job of a refused batch was written");
@@ -179,11 +185,11 @@ describe("per-job resources on a batch entry", () => {
     const before = await writtenState();
     assert.equal(
       await refused(stack, "/api/v1/jobs/batch", { jobs: [colors(), colors({ cpu: "0" })] }),
-      "jobs[1].resources.cpu must be a quantity such as 500m or 2, more than zero; got 0",
+      "jobs[1].resources.cpu must be a quantity such as 500m or 2, more than zero and at most 4 (kubernetes.max_resources.cpu); got 0",
     );
     assert.equal(
       await refused(stack, "/api/v1/jobs/batch", { jobs: [colors({ memory: "0Mi" })] }),
-      "jobs[0].resources.memory must be a quantity such as 512Mi or 2Gi, more than zero; got 0Mi",
+      "jobs[0].resources.memory must be a quantity such as 512Mi or 2Gi, more than zero and at most 8Gi (kubernetes.max_resources.memory); got 0Mi",
     );
     assert.deepEqual(await writtenState(), before);
   });
@@ -193,7 +199,7 @@ describe("per-job resources on a batch entry", () => {
       await refused(small, "/api/v1/jobs/batch", {
         jobs: [colors({ memory: "3Gi" }), colors({ memory: "3073Mi" })],
       }),
-      "jobs[1].resources.memory 3073Mi exceeds the maximum 3Gi (kubernetes.max_resources.memory)",
+      "jobs[1].resources.memory must be a quantity such as 512Mi or 2Gi, more than zero and at most 3Gi (kubernetes.max_resources.memory); got 3073Mi",
     );
   });
 });

@@ -122,7 +122,7 @@ describe("refused values are cut", () => {
     const { error } = JSON.parse(text) as { error: string };
     assert.match(
       error,
-      /^jobs\[0\]\.resources\.memory must be a quantity such as 512Mi or 2Gi, more than zero; got x{80}… \(900000 characters\)$/,
+      /^jobs\[0\]\.resources\.memory must be a quantity such as 512Mi or 2Gi, more than zero and at most 8Gi \(kubernetes\.max_resources\.memory\); got x{80}… \(900000 characters\)$/,
     );
     assert.ok(text.length < 2_000, `${text.length} bytes of error body`);
     const logged = stack.logs.slice(logsBefore).map((line) => JSON.stringify(line));

@@ -128,7 +128,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   const address = api.app.server.address();
   const port = typeof address === "object" && address ? address.port : 0;
   const baseUrl = `http://127.0.0.1:${port}`;
-  const defaultKey = config.server.apiKeys[0];
+  const defaultKey = config.server.clients[0]?.keys[0];
 
   return {
     baseUrl,

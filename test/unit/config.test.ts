@@ -20,7 +20,7 @@ describe("configuration", () => {
     assert.equal(config.server.mode, "release");
     assert.equal(config.server.readTimeoutMs, 30_000);
     assert.equal(config.server.writeTimeoutMs, 30_000);
-    assert.deepEqual(config.server.apiKeys, []);
+    assert.deepEqual(config.server.clients, []);
     assert.equal(config.redis.url, undefined);
     assert.equal(config.limits.retentionMs, 7 * 86_400_000);
     assert.equal(config.logLevel, "info");
@@ -46,8 +46,62 @@ redis:
     assert.equal(config.logLevel, "debug");
     assert.equal(config.server.readTimeoutMs, 10_000);
     assert.equal(config.server.writeTimeoutMs, 90_000);
-    assert.deepEqual(config.server.apiKeys, ["alpha", "fallback-key"]);
+    assert.deepEqual(config.server.clients, [
+      { name: "default", keys: ["alpha", "fallback-key"], admin: true },
+    ]);
     assert.equal(config.redis.url, "redis://localhost:6379/2");
+  });
+
+  test("named clients: server.clients, with api_keys beside them as the client default", () => {
+    const path = file(`
+server:
+  api_keys: [plain-key]
+  clients:
+    - name: alice
+      keys: [a1, "\${ALICE_NEXT}", "\${ALICE_LATER:-}"]
+    - name: ops
+      keys: [o1]
+      admin: true
+`);
+    const config = loadConfig({ file: path, env: { ALICE_NEXT: "a2" } });
+    assert.deepEqual(config.server.clients, [
+      { name: "alice", keys: ["a1", "a2"], admin: false },
+      { name: "ops", keys: ["o1"], admin: true },
+      { name: "default", keys: ["plain-key"], admin: false },
+    ]);
+  });
+
+  test("named clients: a key given to two clients, a name given twice, a bad name are refused without the key", () => {
+    const refused = (clients: unknown[], apiKeys: string[] = []) => {
+      try {
+        loadConfig({ env: {}, overrides: { server: { clients, api_keys: apiKeys } } });
+      } catch (err) {
+        assert.ok(err instanceof ConfigError, String(err));
+        return err.message;
+      }
+      assert.fail("accepted");
+    };
+    const shared = refused([
+      { name: "a", keys: ["secret-shared-key"] },
+      { name: "b", keys: ["secret-shared-key"] },
+    ]);
+    assert.match(shared, /a key of client "b" is also a key of client "a"/);
+    assert.ok(!shared.includes("secret-shared-key"), shared);
+    assert.ok(!refused([{ name: "a", keys: ["k1"] }], ["k1"]).includes("k1:"));
+    assert.match(
+      refused([
+        { name: "a", keys: ["k1"] },
+        { name: "a", keys: ["k2"] },
+      ]),
+      /the name "a" is used twice/,
+    );
+    assert.match(
+      refused([{ name: "default", keys: ["k1"] }], ["k2"]),
+      /server.api_keys are the client "default"/,
+    );
+    assert.match(refused([{ name: "no spaces", keys: ["k1"] }]), /server.clients\[0\].name/);
+    assert.match(refused([{ name: "a", keys: [] }]), /server.clients\[0\].keys: client "a" has no key/);
+    assert.match(refused([{ name: "a", keys: [""] }]), /server.clients\[0\].keys: client "a" has no key/);
   });
 
   test("environment variables override the file", () => {
@@ -67,7 +121,7 @@ redis:
       },
     });
     assert.equal(config.server.port, 7001);
-    assert.deepEqual(config.server.apiKeys, ["k1", "k2"]);
+    assert.deepEqual(config.server.clients, [{ name: "default", keys: ["k1", "k2"], admin: true }]);
     assert.equal(config.redis.url, "redis://r:6379");
     assert.equal(config.storage.endpoint, "http://s3:9000");
     assert.equal(config.storage.region, "eu-west-1");

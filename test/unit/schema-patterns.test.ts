@@ -1,11 +1,10 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import fc from "fast-check";
-import { integerRange } from "../../core/jobs/bounds.js";
-import { CPU_QUANTITY, MEMORY_QUANTITY, WEBHOOK_URL_PATTERN } from "../../core/jobs/records.js";
+import { decimalAtMost, integerRange, quantityPattern } from "../../core/jobs/bounds.js";
+import { WEBHOOK_URL_PATTERN } from "../../core/jobs/records.js";
 import { MAX_TIMESTAMP_SECONDS, TIMESTAMP_PATTERN, timestampSeconds } from "../../core/jobs/timestamp.js";
-import { quantityWithin } from "../../core/jobs/spec.js";
-import { parseQuantity, QuantityError } from "../../core/quantity.js";
+import { parseQuantity } from "../../core/quantity.js";
 
 // The route schemas say their bounds as patterns, which the OpenAPI document publishes and the
 // contract test generates from. Each pattern must accept exactly what the server can act on: these
@@ -29,6 +28,28 @@ describe("integerRange", () => {
             assert.equal(re.test(String(edge)), edge >= min && edge <= max, `${edge} in ${min}..${max}`);
           }
           assert.equal(re.test(`0${min}`), false, "no leading zero");
+        },
+      ),
+      RUNS,
+    );
+  });
+
+  test("decimalAtMost: decimals above zero up to a bound, with up to so many digits after the point", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 10_000_000 }),
+        fc.integer({ min: 0, max: 3 }),
+        fc.stringMatching(/^[0-9]{1,5}(\.[0-9]{1,4})?$/),
+        (scaled, digits, text) => {
+          const re = new RegExp(`^${decimalAtMost(BigInt(scaled), digits)}$`);
+          const [whole = "", fraction = ""] = text.split(".");
+          const canonical = !/^0[0-9]/.test(whole) && fraction.length <= digits;
+          const value = Number(text) * 10 ** digits;
+          assert.equal(
+            re.test(text),
+            canonical && value > 0 && Math.round(value) <= scaled,
+            `${text} vs ${scaled}/10^${digits}`,
+          );
         },
       ),
       RUNS,
@@ -120,36 +141,81 @@ describe("webhook URLs", () => {
 });
 
 describe("per-job quantities", () => {
-  test("every quantity the patterns accept is read as a number above zero, or refused as too large", () => {
-    const cpu = new RegExp(CPU_QUANTITY);
-    const memory = new RegExp(MEMORY_QUANTITY);
-    const candidate = fc.stringMatching(/^[0-9.]{1,6}(m|[KMGTPE]i?|k|e[0-9]{1,3})?$/);
-    fc.assert(
-      fc.property(candidate, (text) => {
-        for (const re of [cpu, memory]) {
-          if (!re.test(text)) continue;
-          let amount: number;
-          try {
-            amount = parseQuantity(text);
-          } catch (err) {
-            // Beyond a double (1e310): refused as too large, never a server error.
-            assert.ok(err instanceof QuantityError && /too large/.test(err.message), text);
-            assert.equal(quantityWithin(text, "1E"), false, text);
-            continue;
-          }
-          assert.ok(amount > 0, `${text} matches but is ${amount}`);
-          assert.equal(quantityWithin(text, "1E"), amount <= 1e18, text);
-        }
-      }),
-      RUNS,
-    );
-  });
+  // Quantities in the forms the pattern knows, and some it does not (exponents, n and u, K).
+  const quantity = fc
+    .tuple(
+      fc.oneof(fc.nat(9_999_999).map(String), fc.stringMatching(/^[0-9]{1,5}\.[0-9]{1,4}$/)),
+      fc.constantFrom(
+        "",
+        "m",
+        "k",
+        "K",
+        "M",
+        "G",
+        "T",
+        "P",
+        "E",
+        "Ki",
+        "Mi",
+        "Gi",
+        "Ti",
+        "Pi",
+        "Ei",
+        "e3",
+        "n",
+      ),
+    )
+    .map(([n, suffix]) => `${n}${suffix}`);
 
-  test("compared with the maximum as numbers", () => {
-    assert.equal(quantityWithin("8192Mi", "8Gi"), true);
-    assert.equal(quantityWithin("8193Mi", "8Gi"), false);
-    assert.equal(quantityWithin("0", "8Gi"), false);
-    assert.equal(quantityWithin("1500m", "1.5"), true);
-    assert.equal(quantityWithin("1501m", "1.5"), false);
+  for (const [resource, max] of [
+    ["cpu", "4"],
+    ["cpu", "1500m"],
+    ["cpu", "0.3"],
+    ["memory", "8Gi"],
+    ["memory", "3Gi"],
+    ["memory", "1500M"],
+  ] as const) {
+    test(`${resource} at most ${max}: the pattern takes exactly the quantities above zero and within`, () => {
+      const pattern = new RegExp(quantityPattern(resource, max));
+      const limit = parseQuantity(max);
+      const forms =
+        resource === "cpu"
+          ? /^(?:[0-9]+m|[0-9]+(?:\.[0-9]{1,3})?)$/
+          : /^[0-9]+(?:(?:\.[0-9]{1,3})?(?:[kMGTPE]|[KMGTPE]i))?$/;
+      fc.assert(
+        fc.property(quantity, (text) => {
+          const matched = pattern.test(text);
+          if (!forms.test(text) || /^0[0-9]/.test(text)) {
+            assert.equal(matched, false, `${text} is not a form the pattern takes`);
+            return;
+          }
+          const value = parseQuantity(text);
+          assert.equal(
+            matched,
+            value > 0 && value <= limit * (1 + 1e-12),
+            `${text} = ${value}, max ${limit}`,
+          );
+        }),
+        RUNS,
+      );
+      // The edges.
+      assert.ok(pattern.test(max), `${max} itself`);
+      assert.ok(!pattern.test("0"));
+    });
+  }
+
+  test("the edges said in words", () => {
+    const cpu = new RegExp(quantityPattern("cpu", "4"));
+    for (const ok of ["4", "4.000", "4000m", "0.001", "1m", "0.5", "500m"]) assert.ok(cpu.test(ok), ok);
+    for (const no of ["4.001", "4001m", "0", "0m", "0.0001", ".5", "1.5000", "05", "1e3", "-1"]) {
+      assert.ok(!cpu.test(no), no);
+    }
+    const memory = new RegExp(quantityPattern("memory", "8Gi"));
+    for (const ok of ["8Gi", "8192Mi", "1.5Gi", "8589934592", "8.589G", "512Ki", "0.007Ti", "1k"]) {
+      assert.ok(memory.test(ok), ok);
+    }
+    for (const no of ["8.001Gi", "8193Mi", "8589934593", "8.590G", "0.008Ti", "1K", "0Mi", "129e6"]) {
+      assert.ok(!memory.test(no), no);
+    }
   });
 });

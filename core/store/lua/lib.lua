@@ -58,9 +58,25 @@ local function record(event, fields)
   redis.call(unpack(args))
 end
 
+-- A record submitted by a client carries its name (field `client`), and the client has its own
+-- copies of the indexes, under client:<name>:, so that it lists its own jobs and batches with the
+-- same reads (and totals) as an admin lists all of them. `kind` is 'jobs' or 'batches'.
+local function client_index(client, kind, ...)
+  return key('client', client, kind, ...)
+end
+
+local function move_index(kind, record, id, from, to, created_ms)
+  if from then redis.call('ZREM', key(kind, 'status', from), id) end
+  redis.call('ZADD', key(kind, 'status', to), created_ms, id)
+  local client = redis.call('HGET', key(record, id), 'client')
+  if client then
+    if from then redis.call('ZREM', client_index(client, kind, 'status', from), id) end
+    redis.call('ZADD', client_index(client, kind, 'status', to), created_ms, id)
+  end
+end
+
 local function move_status_index(id, from, to, created_ms)
-  if from then redis.call('ZREM', key('jobs', 'status', from), id) end
-  redis.call('ZADD', key('jobs', 'status', to), created_ms, id)
+  move_index('jobs', 'job', id, from, to, created_ms)
 end
 
 local function count(type, from, to, total_field)
@@ -83,8 +99,7 @@ local function set_batch_status(batch_id, from, to)
   local b = key('batch', batch_id)
   local created_ms = redis.call('HGET', b, 'created_ms')
   redis.call('HSET', b, 'status', to, 'updated_at', NOW_ISO)
-  redis.call('ZREM', key('batches', 'status', from), batch_id)
-  redis.call('ZADD', key('batches', 'status', to), created_ms, batch_id)
+  move_index('batches', 'batch', batch_id, from, to, created_ms)
 end
 
 -- When every job of the batch is finished: completed (all succeeded), failed (none did) or partial.

@@ -6,18 +6,22 @@ for _, member in ipairs(due) do
   local kind, id = string.match(member, '^(%a+):(.*)$')
   if kind == 'job' then
     local j = key('job', id)
-    local h = redis.call('HMGET', j, 'type', 'status')
+    local h = redis.call('HMGET', j, 'type', 'status', 'client')
     if h[1] and (h[2] == 'completed' or h[2] == 'failed') then
       redis.call('HINCRBY', key('stats', h[1]), h[2], -1)
       redis.call('ZREM', key('jobs', 'status', h[2]), id)
+      if h[3] then redis.call('ZREM', client_index(h[3], 'jobs', 'status', h[2]), id) end
     end
     redis.call('DEL', j)
     redis.call('ZREM', key('jobs', 'by_created'), id)
+    if h[3] then redis.call('ZREM', client_index(h[3], 'jobs', 'by_created'), id) end
   elseif kind == 'batch' then
-    local status = redis.call('HGET', key('batch', id), 'status')
-    if status then redis.call('ZREM', key('batches', 'status', status), id) end
+    local h = redis.call('HMGET', key('batch', id), 'status', 'client')
+    if h[1] then redis.call('ZREM', key('batches', 'status', h[1]), id) end
+    if h[1] and h[2] then redis.call('ZREM', client_index(h[2], 'batches', 'status', h[1]), id) end
     redis.call('DEL', key('batch', id), key('batch', id) .. ':jobs')
     redis.call('ZREM', key('batches', 'by_created'), id)
+    if h[2] then redis.call('ZREM', client_index(h[2], 'batches', 'by_created'), id) end
   end
   redis.call('ZREM', key('expiry'), member)
 end

@@ -1,0 +1,130 @@
+// Named clients over HTTP: each client sees only the jobs and batches it submitted (a job of another
+// client is a 404, the same answer as a job that does not exist), an admin sees all of them, every
+// key of a client (rotation) is the same client, and server.api_keys beside named clients are the
+// client "default".
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { startTestStack, type TestStack } from "../support/api.js";
+
+let stack: TestStack;
+const ALICE = "alice-key-0123456789";
+const ALICE_NEXT = "alice-key-rotated-abcdef";
+const BOB = "bob-key-0123456789";
+const ADMIN = "admin-key-0123456789";
+const PLAIN = "plain-key-0123456789";
+
+before(async () => {
+  stack = await startTestStack({
+    apiKeys: [PLAIN],
+    config: {
+      server: {
+        clients: [
+          { name: "alice", keys: [ALICE, ALICE_NEXT] },
+          { name: "bob", keys: [BOB] },
+          { name: "ops", keys: [ADMIN], admin: true },
+        ],
+      },
+    },
+  });
+});
+after(async () => {
+  await stack?.close();
+});
+
+type Body = Record<string, unknown>;
+const SOURCE = { source_bucket: "media-in", source_key: "uploads/photo.jpg" };
+
+async function call(key: string, path: string, init: { method?: string; json?: unknown } = {}) {
+  const res = await stack.request(path, { ...init, key });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : {}) as Body, text };
+}
+
+async function submit(key: string): Promise<string> {
+  const res = await call(key, "/api/v1/jobs/image/colors", { method: "POST", json: SOURCE });
+  assert.equal(res.status, 202, res.text);
+  return res.body.job_id as string;
+}
+
+async function listed(key: string, query = ""): Promise<{ ids: string[]; total: number }> {
+  const res = await call(key, `/api/v1/jobs?limit=100${query}`);
+  assert.equal(res.status, 200, res.text);
+  const jobs = res.body.jobs as Array<{ id: string }>;
+  return { ids: jobs.map((j) => j.id).sort(), total: res.body.total as number };
+}
+
+describe("named clients", () => {
+  test("a job of client A is 404 for client B, visible to A with either of its keys and to an admin", async () => {
+    const job = await submit(ALICE);
+    const mine = await call(ALICE, `/api/v1/jobs/${job}`);
+    assert.equal(mine.status, 200, mine.text);
+    assert.equal(mine.body.id, job);
+    assert.equal("client" in mine.body, false);
+    assert.equal(
+      (await call(ALICE_NEXT, `/api/v1/jobs/${job}`)).status,
+      200,
+      "a rotated key is the same client",
+    );
+    assert.equal((await call(ADMIN, `/api/v1/jobs/${job}`)).status, 200);
+
+    const refused = await call(BOB, `/api/v1/jobs/${job}`);
+    assert.equal(refused.status, 404);
+    assert.deepEqual(
+      refused.body,
+      { error: `job ${job} not found` },
+      "the same answer as a job that does not exist",
+    );
+    assert.equal((await call(PLAIN, `/api/v1/jobs/${job}`)).status, 404, "api_keys are the client default");
+
+    const stream = await stack.request(`/api/v1/jobs/${job}/stream`, { key: BOB });
+    assert.equal(stream.status, 404);
+    assert.deepEqual(await stream.json(), { error: `job ${job} not found` });
+  });
+
+  test("lists and their totals hold a client's own jobs; an admin's hold everyone's", async () => {
+    const before = { alice: await listed(ALICE), bob: await listed(BOB), all: await listed(ADMIN) };
+    const a = await submit(ALICE_NEXT);
+    const b = await submit(BOB);
+    const d = await submit(PLAIN);
+    const alice = await listed(ALICE);
+    assert.equal(alice.total, before.alice.total + 1);
+    assert.ok(alice.ids.includes(a) && !alice.ids.includes(b) && !alice.ids.includes(d));
+    const bob = await listed(BOB, "&status=pending");
+    assert.ok(bob.ids.includes(b) && !bob.ids.includes(a));
+    assert.deepEqual(await listed(PLAIN), { ids: [d], total: 1 });
+    const all = await listed(ADMIN);
+    assert.equal(all.total, before.all.total + 3);
+    for (const id of [a, b, d]) assert.ok(all.ids.includes(id));
+  });
+
+  test("batches: 404 for another client, listed for their own, all for an admin", async () => {
+    const created = await call(ALICE, "/api/v1/jobs/batch", {
+      method: "POST",
+      json: { jobs: [{ type: "image_colors", ...SOURCE }] },
+    });
+    assert.equal(created.status, 201, created.text);
+    const batch = created.body.batch_id as string;
+    const [jobId] = created.body.job_ids as [string];
+
+    assert.equal((await call(ALICE, `/api/v1/jobs/batch/${batch}?include_jobs=true`)).status, 200);
+    const refused = await call(BOB, `/api/v1/jobs/batch/${batch}`);
+    assert.equal(refused.status, 404);
+    assert.deepEqual(refused.body, { error: `batch ${batch} not found` });
+    assert.equal((await call(BOB, `/api/v1/jobs/${jobId}`)).status, 404, "a batch's jobs are its client's");
+    assert.equal((await call(ADMIN, `/api/v1/jobs/batch/${batch}`)).status, 200);
+
+    const batchIds = async (key: string) =>
+      ((await call(key, "/api/v1/jobs/batch?limit=100")).body.batches as Array<{ id: string }>).map(
+        (b) => b.id,
+      );
+    assert.ok((await batchIds(ALICE)).includes(batch));
+    assert.ok(!(await batchIds(BOB)).includes(batch));
+    assert.ok((await batchIds(ADMIN)).includes(batch));
+  });
+
+  test("a key that belongs to no client is 401", async () => {
+    const res = await call("nobody-0123456789", "/api/v1/jobs");
+    assert.equal(res.status, 401);
+    assert.deepEqual(res.body, { error: "invalid API key" });
+  });
+});

@@ -1,0 +1,121 @@
+// Named clients in the store: what a client submits carries its name, each client has its own
+// copies of the job and batch indexes, every transition keeps them in step with the shared ones,
+// prune removes them, and a reader sees only what its viewer allows.
+import { after, before, beforeEach, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import type { JobStore } from "../../core/store/store.js";
+import { EVERYONE, type Viewer } from "../../core/store/visibility.js";
+import { startTestRedis, type TestRedis } from "../support/redis.js";
+import {
+  claimAndStart,
+  closeStores,
+  createStore,
+  makeSpec,
+  rawJob,
+  sleep,
+  storeKeys,
+} from "../support/store.js";
+
+let server: TestRedis;
+let store: JobStore;
+
+before(async () => {
+  server = await startTestRedis();
+});
+after(async () => {
+  await closeStores();
+  await server.stop();
+});
+beforeEach(() => {
+  store = createStore(server.url, { retentionMs: 50 });
+});
+
+const A = "image_resize";
+const ALICE: Viewer = { client: "alice" };
+const BOB: Viewer = { client: "bob" };
+
+async function ids(viewer: Viewer, status?: "pending" | "processing" | "completed" | "failed") {
+  const list = await store.listJobs({ limit: 100, viewer, ...(status ? { status } : {}) });
+  return { ids: list.jobs.map((j) => j.id).sort(), total: list.total };
+}
+
+describe("named clients in the store", () => {
+  test("a submission records its client; reads by another client find nothing, an admin finds all", async () => {
+    const mine = (await store.submit([makeSpec(A)], undefined, "alice")).jobIds[0]!;
+    const theirs = (await store.submit([makeSpec(A)], undefined, "bob")).jobIds[0]!;
+    const nobody = (await store.submit([makeSpec(A)])).jobIds[0]!;
+
+    assert.equal((await rawJob(store, mine)).client, "alice");
+    assert.equal((await rawJob(store, nobody)).client, undefined);
+    assert.equal((await store.getJob(mine, ALICE))?.id, mine);
+    assert.equal(await store.getJob(mine, BOB), undefined);
+    assert.equal(await store.getJobWithSeq(mine, BOB), undefined);
+    assert.equal(await store.getJob(nobody, ALICE), undefined, "a job without a client is an admin's");
+    assert.equal((await store.getJob(mine, EVERYONE))?.id, mine);
+    assert.equal((await store.getJob(mine))?.id, mine, "internal readers see everything");
+    assert.equal("client" in (await store.getJob(mine))!, false, "the client is not part of the record");
+
+    assert.deepEqual(await ids(ALICE), { ids: [mine], total: 1 });
+    assert.deepEqual(await ids(BOB), { ids: [theirs], total: 1 });
+    assert.deepEqual(await ids(EVERYONE), { ids: [mine, theirs, nobody].sort(), total: 3 });
+  });
+
+  test("every transition moves the job in its client's status index as in the shared one", async () => {
+    const [done, failed, requeued, waiting] = (
+      await store.submit([makeSpec(A), makeSpec(A), makeSpec(A), makeSpec(A)], undefined, "alice")
+    ).jobIds as [string, string, string, string];
+    await store.submit([makeSpec(A)], undefined, "bob");
+    assert.deepEqual(await ids(ALICE, "pending"), {
+      ids: [done, failed, requeued, waiting].sort(),
+      total: 4,
+    });
+
+    assert.equal(await claimAndStart(store, A), done);
+    assert.deepEqual(await ids(ALICE, "processing"), { ids: [done], total: 1 });
+    await store.complete(done, { ok: true });
+    assert.equal(await claimAndStart(store, A), failed);
+    await store.fail(failed, "boom");
+    assert.equal(await claimAndStart(store, A), requeued);
+    await store.requeue(requeued, "node drained");
+
+    assert.deepEqual(await ids(ALICE, "completed"), { ids: [done], total: 1 });
+    assert.deepEqual(await ids(ALICE, "failed"), { ids: [failed], total: 1 });
+    assert.deepEqual(await ids(ALICE, "processing"), { ids: [], total: 0 });
+    assert.deepEqual(await ids(ALICE, "pending"), { ids: [requeued, waiting].sort(), total: 2 });
+    assert.equal((await ids(BOB, "pending")).total, 1);
+    assert.deepEqual(await ids(BOB, "completed"), { ids: [], total: 0 });
+  });
+
+  test("batches: recorded, listed and moved per client; prune leaves no client index entry behind", async () => {
+    const batch = await store.submit([makeSpec(A), makeSpec(A)], { failFast: false }, "alice");
+    const other = await store.submit([makeSpec(A)], { failFast: false }, "bob");
+    assert.equal((await store.getBatch(batch.batchId!, ALICE))?.id, batch.batchId);
+    assert.equal(await store.getBatch(batch.batchId!, BOB), undefined);
+    assert.equal((await store.getBatch(batch.batchId!, EVERYONE))?.id, batch.batchId);
+    for (const id of batch.jobIds) assert.equal((await rawJob(store, id)).client, "alice");
+
+    const list = (viewer: Viewer, status?: "queued" | "processing" | "completed") =>
+      store
+        .listBatches({ limit: 10, viewer, ...(status ? { status } : {}) })
+        .then((l) => ({ ids: l.batches.map((b) => b.id), total: l.total }));
+    assert.deepEqual(await list(ALICE), { ids: [batch.batchId], total: 1 });
+    assert.deepEqual(await list(BOB, "queued"), { ids: [other.batchId], total: 1 });
+    assert.equal((await list(EVERYONE)).total, 2);
+
+    for (const _ of batch.jobIds) {
+      const id = await claimAndStart(store, A);
+      await store.complete(id, {});
+    }
+    assert.deepEqual(await list(ALICE, "completed"), { ids: [batch.batchId], total: 1 });
+    assert.deepEqual(await list(ALICE, "queued"), { ids: [], total: 0 });
+    assert.deepEqual(await list(ALICE, "processing"), { ids: [], total: 0 });
+
+    await sleep(80);
+    assert.equal(await store.prune(), 3, "alice's two jobs and her batch");
+    assert.deepEqual(await list(ALICE), { ids: [], total: 0 });
+    assert.deepEqual(await ids(ALICE), { ids: [], total: 0 });
+    const left = (await storeKeys(store)).filter((k) => k.includes(":client:alice:"));
+    assert.deepEqual(left, [], "no empty or stale index of alice's remains");
+    assert.deepEqual(await list(BOB), { ids: [other.batchId], total: 1 });
+  });
+});

@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from "node:crypto";
+import { hash, timingSafeEqual } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { ApiClient } from "../core/config/load.js";
 import type { Viewer } from "../core/store/visibility.js";
@@ -39,7 +39,7 @@ export class ClientDirectory {
 }
 
 function digest(value: string): Buffer {
-  return createHash("sha256").update(value, "utf8").digest();
+  return hash("sha256", value, "buffer");
 }
 
 /** The key a request presents, or undefined. */

@@ -4,10 +4,9 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pino } from "pino";
 import { buildApi, type Api } from "../api/server.js";
 import { loadConfig, type Config } from "../core/config/load.js";
-import type { Logger } from "../core/logger.js";
+import { createLogger, type Logger } from "../core/logger.js";
 import { createMetricsRegistry } from "../core/metrics.js";
 import { openCoreServices, type CoreServices } from "../core/services.js";
 import { spawnRedisServer } from "../local/redis.js";
@@ -58,10 +57,7 @@ export async function startBenchStack(
     },
   });
   // The production log level (info): every request logs as it would in a deployment, to /dev/null.
-  const logger = pino(
-    { level: "info" },
-    pino.destination({ dest: "/dev/null", sync: false }),
-  ) as unknown as Logger;
+  const logger = createLogger({ level: "info", format: "json", destination: "/dev/null" });
   const services = openCoreServices(config, logger, "bench");
   await services.ready(10_000);
   return {

@@ -5,6 +5,7 @@ import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { PermanentError } from "../errors.js";
 import type { SourceImage } from "../image/open.js";
+import { checkDecodedAudio } from "../av/declared.js";
 import { INPUT_PROTOCOLS, type MediaInfo } from "../av/probe.js";
 import { runFfmpeg } from "../av/run.js";
 
@@ -33,7 +34,8 @@ export interface Frame {
 /**
  * `count` frames at the middles of equal slices of the video (so neither the black first frame nor
  * the last one), each a downscaled JPEG; a few ffmpeg runs at once, each seeking on input. A frame
- * that does not decode is left out; none at all fails the job.
+ * that does not decode is left out; none at all fails the job, with the input's fault when ffmpeg
+ * found one (e.g. frames larger than `maxPixels`).
  */
 export async function sampleFrames(
   path: string,
@@ -41,6 +43,8 @@ export async function sampleFrames(
   options: {
     count: number;
     maxSide: number;
+    /** limits.max_input_pixels, enforced by the decoder. */
+    maxPixels: number;
     dir: string;
     signal: AbortSignal;
     onFrame?: (done: number) => void;
@@ -56,6 +60,7 @@ export async function sampleFrames(
   const frames: Array<Frame | undefined> = new Array(times.length);
   let next = 0;
   let done = 0;
+  let fault: PermanentError | undefined;
   const worker = async () => {
     while (next < times.length) {
       const i = next++;
@@ -80,10 +85,12 @@ export async function sampleFrames(
             "image2",
             "-y",
           ],
+          reads: "video",
         },
-        { signal: options.signal },
+        { signal: options.signal, maxPixels: options.maxPixels },
       ).catch((err: unknown) => {
         if (options.signal.aborted) throw err;
+        if (err instanceof PermanentError) fault ??= err;
       });
       const bytes = await readFile(output).catch(() => undefined);
       if (bytes && bytes.length > 0) {
@@ -94,11 +101,14 @@ export async function sampleFrames(
   };
   await Promise.all(Array.from({ length: Math.min(3, times.length) }, worker));
   const decoded = frames.filter((f): f is Frame => f !== undefined);
-  if (decoded.length === 0) throw new PermanentError("source video has no frame that decodes");
+  if (decoded.length === 0) throw fault ?? new PermanentError("source video has no frame that decodes");
   return decoded;
 }
 
-/** The first audio stream as mono 16 kHz MP3 segments of `segmentSeconds`, in order. */
+/**
+ * The first audio stream as mono 16 kHz MP3 segments of `segmentSeconds`, in order. A source that
+ * holds less than it claims fails (checkDecodedAudio) rather than giving a partial transcript.
+ */
 export async function audioSegments(
   path: string,
   info: MediaInfo,
@@ -109,14 +119,15 @@ export async function audioSegments(
     onProgress?: (fraction: number) => void;
   },
 ): Promise<string[]> {
-  await runFfmpeg(
+  const audio = info.audio!;
+  const run = await runFfmpeg(
     {
       input: path,
       inputOptions: INPUT_PROTOCOLS,
       output: join(options.dir, "segment-%04d.mp3"),
       outputOptions: [
         "-map",
-        `0:${info.audio!.index}`,
+        `0:${audio.index}`,
         "-vn",
         "-ac",
         "1",
@@ -133,6 +144,7 @@ export async function audioSegments(
         "-reset_timestamps",
         "1",
       ],
+      reads: "audio",
     },
     {
       signal: options.signal,
@@ -140,6 +152,7 @@ export async function audioSegments(
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     },
   );
+  checkDecodedAudio(audio, audio.duration ?? info.duration, run.outTime, run.errors);
   const names = (await readdir(options.dir)).filter((n) => /^segment-\d{4}\.mp3$/.test(n)).sort();
   const segments: string[] = [];
   for (const name of names) {

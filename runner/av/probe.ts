@@ -1,9 +1,16 @@
 // What a media file holds, from ffprobe (through fluent-ffmpeg): container, duration, and the
 // first video and audio streams. A file ffprobe cannot read is bad input: PermanentError, with
 // ffprobe's own reason.
+//
+// A job's source is checked further before anything decodes it (checkVideo, checkAudio): video
+// frames within limits.max_input_pixels (ffprobe gives no size for frames too large for ffmpeg;
+// their size is in ffprobe's complaint), and an audio header that does not declare zero samples
+// (declared.ts).
+import { execFile } from "node:child_process";
 import { stat } from "node:fs/promises";
 import ffmpeg, { type FfprobeData, type FfprobeStream } from "fluent-ffmpeg";
 import { PermanentError } from "../errors.js";
+import { declaredLength, type DeclaredLength } from "./declared.js";
 
 export interface VideoStreamInfo {
   /** Absolute stream index in the file, for `-map 0:<index>`. */
@@ -31,6 +38,8 @@ export interface AudioStreamInfo {
   channels?: number;
   bitRate?: number;
   duration?: number;
+  /** The length the file's header declares (checkAudio fills it in; see declared.ts). */
+  declared?: DeclaredLength;
 }
 
 export interface MediaInfo {
@@ -41,6 +50,8 @@ export interface MediaInfo {
   bitRate?: number;
   /** The first video stream that is not an attached picture (cover art). */
   video?: VideoStreamInfo;
+  /** That stream when ffprobe could not tell its frame size (`video` is then absent). */
+  unsizedVideo?: { index: number; codec: string };
   /** The first audio stream. */
   audio?: AudioStreamInfo;
   raw: FfprobeData;
@@ -98,8 +109,19 @@ export function probeFile(
   });
 }
 
+export interface SourceCheckOptions {
+  signal?: AbortSignal;
+  /** limits.max_input_pixels: larger video frames are refused. */
+  maxInputPixels?: number;
+}
+
 /** Probes a job's source that must hold a kind of stream; bad media → PermanentError. */
-export async function probeSource(path: string, kind: MediaKind, signal?: AbortSignal): Promise<MediaInfo> {
+export async function probeSource(
+  path: string,
+  kind: MediaKind,
+  options: SourceCheckOptions = {},
+): Promise<MediaInfo> {
+  const { signal } = options;
   if ((await stat(path)).size === 0) {
     throw new PermanentError(`source is not a decodable ${kind}: the file is empty`);
   }
@@ -120,13 +142,93 @@ export async function probeSource(path: string, kind: MediaKind, signal?: AbortS
       `source is not a decodable ${kind}: it is a playlist (${info.formatName}); upload the media file itself`,
     );
   }
+  if (kind === "video" && info.unsizedVideo) await checkVideo(path, info, options);
   if (!info[kind]) {
     const held = describeStreams(info.raw);
     throw new PermanentError(
       `source has no ${kind} stream` + (held ? ` (it holds: ${held})` : " (it holds no streams)"),
     );
   }
+  if (kind === "video") await checkVideo(path, info, options);
+  else await checkAudio(path, info);
   return info;
+}
+
+/**
+ * The first video stream's frames must be within limits.max_input_pixels, and within what ffmpeg
+ * decodes. Throws PermanentError naming their size; a stream ffprobe gave no size is probed once
+ * more, to find the size in ffprobe's complaint about it.
+ */
+export async function checkVideo(
+  path: string,
+  info: MediaInfo,
+  options: SourceCheckOptions = {},
+): Promise<void> {
+  const { maxInputPixels } = options;
+  if (info.video) {
+    const { width, height } = info.video;
+    if (maxInputPixels !== undefined && width * height > maxInputPixels) {
+      throw frameSizeError(width, height, maxInputPixels);
+    }
+    return;
+  }
+  if (!info.unsizedVideo) return;
+  // Otherwise (e.g. a text file named .jpg, which ffprobe takes for an MJPEG stream) it is no video.
+  const size = frameSizeIn(await probeStderr(path, info.unsizedVideo.index, options.signal));
+  if (size) throw frameSizeError(size.width, size.height, maxInputPixels);
+}
+
+/**
+ * Reads the length the first audio stream's header declares into `info.audio.declared`; a header
+ * declaring no samples at all → PermanentError.
+ */
+export async function checkAudio(path: string, info: MediaInfo): Promise<void> {
+  if (!info.audio) return;
+  const declared = await declaredLength(path, info.formatName);
+  if (!declared) return;
+  if (declared.seconds === 0) {
+    throw new PermanentError(`source holds no audio samples (its ${declared.from} declares none)`);
+  }
+  info.audio.declared = declared;
+}
+
+/** "source video frames are 65500x65500 (4290250000 pixels), more than limits.max_input_pixels (…)" */
+export function frameSizeError(width: number, height: number, maxInputPixels?: number): PermanentError {
+  const pixels = width * height;
+  const limit =
+    maxInputPixels !== undefined && pixels > maxInputPixels
+      ? `more than limits.max_input_pixels (${maxInputPixels})`
+      : "more than ffmpeg decodes";
+  return new PermanentError(`source video frames are ${width}x${height} (${pixels} pixels), ${limit}`);
+}
+
+/** The frame size in an ffmpeg/ffprobe complaint about it ("Picture size 65500x65500 is invalid"). */
+export function frameSizeIn(lines: string[]): { width: number; height: number } | undefined {
+  for (const line of lines) {
+    const m = /Picture size (\d+)x(\d+) (?:is invalid|exceeds)/i.exec(line);
+    if (m) return { width: Number(m[1]), height: Number(m[2]) };
+  }
+  return undefined;
+}
+
+/** ffprobe's complaints about one stream, one per line (it exits 0 when it only complains). */
+function probeStderr(path: string, index: number, signal?: AbortSignal): Promise<string[]> {
+  const args = ["-hide_banner", "-v", "error", ...INPUT_PROTOCOLS, "-select_streams", String(index)];
+  args.push("-show_entries", "stream=width", "-of", "csv=p=0", path);
+  return new Promise((resolve) => {
+    // As fluent-ffmpeg finds it.
+    execFile(
+      process.env.FFPROBE_PATH || "ffprobe",
+      args,
+      { ...(signal ? { signal } : {}), maxBuffer: 1024 * 1024 },
+      (_err, _out, stderr) =>
+        resolve(
+          String(stderr ?? "")
+            .split(/\r?\n/)
+            .filter((line) => line.trim().length > 0),
+        ),
+    );
+  });
 }
 
 function describe(data: FfprobeData): MediaInfo {
@@ -134,6 +236,10 @@ function describe(data: FfprobeData): MediaInfo {
   const videoStream = streams.find((s) => s.codec_type === "video" && s.disposition?.attached_pic !== 1);
   const audioStream = streams.find((s) => s.codec_type === "audio");
   const video = videoStream && describeVideo(videoStream);
+  const unsizedVideo =
+    videoStream && !video
+      ? { index: videoStream.index, codec: String(videoStream.codec_name ?? "unknown") }
+      : undefined;
   const audio = audioStream && describeAudio(audioStream);
   const duration = positive(data.format?.duration) ?? video?.duration ?? audio?.duration ?? undefined;
   const bitRate = positive(data.format?.bit_rate);
@@ -142,6 +248,7 @@ function describe(data: FfprobeData): MediaInfo {
     ...(duration !== undefined ? { duration } : {}),
     ...(bitRate !== undefined ? { bitRate: Math.round(bitRate) } : {}),
     ...(video ? { video } : {}),
+    ...(unsizedVideo ? { unsizedVideo } : {}),
     ...(audio ? { audio } : {}),
     raw: data,
   };

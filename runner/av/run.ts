@@ -2,10 +2,21 @@
 // the job's signal aborts (and only settled once the process is gone), progress read from
 // `-progress pipe:1` and turned into a fraction of the expected duration, ffmpeg's error lines kept
 // for messages, and a failure sorted into bad input (PermanentError) or anything else (transient).
+//
+// How a failure (ffmpeg exited non-zero) is sorted:
+// - killed by a signal from outside (the OOM killer, a node drain): transient, whatever it logged;
+// - frames larger than ffmpeg (or `maxPixels`) allows: permanent, naming their size;
+// - one of ffmpeg's words for bad input (INPUT_PROBLEMS): permanent;
+// - the encoder refused its settings: permanent (EncoderSetupError);
+// - anything else ("Error marking filters as finished", a full disk, a missing directory) is
+//   ambiguous, so the input is decoded once more on its own, with the same input options and
+//   streams, into nothing (`-f null`): when that fails too, or decodes not a single frame or
+//   sample, the input is to blame (permanent); when it decodes, the failure was elsewhere
+//   (transient FfmpegError), unless that check itself could not run (out of memory: transient).
 import type { ChildProcess } from "node:child_process";
 import ffmpeg from "fluent-ffmpeg";
 import { PermanentError } from "../errors.js";
-import { cleanLine, INPUT_PROTOCOLS } from "./probe.js";
+import { cleanLine, frameSizeError, frameSizeIn, INPUT_PROTOCOLS, type MediaKind } from "./probe.js";
 
 export interface FfmpegSpec {
   input: string;
@@ -14,6 +25,8 @@ export interface FfmpegSpec {
   output: string;
   /** Options placed before the output path: mapping, filters, codecs, `-f`. */
   outputOptions: string[];
+  /** What the command decodes from the input, for the messages about it. */
+  reads?: MediaKind;
 }
 
 export interface RunOptions {
@@ -24,6 +37,13 @@ export interface RunOptions {
   onProgress?: (fraction: number) => void;
   /** Called with the ffmpeg process once it is spawned. */
   onSpawn?: (child: ChildProcess) => void;
+  /**
+   * limits.max_input_pixels: the decoders refuse larger frames (`-max_pixels`) before allocating
+   * them, and the failure names the limit.
+   */
+  maxPixels?: number;
+  /** Whether an unexplained failure decodes the input again to find out whose it is (default true). */
+  checkInput?: boolean;
 }
 
 export interface RunResult {
@@ -31,6 +51,8 @@ export interface RunResult {
   errors: string[];
   /** Seconds of output written, from ffmpeg's last progress report. */
   outTime?: number;
+  /** Video frames written, from ffmpeg's last progress report. */
+  frames?: number;
 }
 
 /**
@@ -77,6 +99,16 @@ const INPUT_PROBLEMS = [
   /missing picture/i,
   /Header missing/i,
   /Failed to (read|open) .*(frame|header|input)/i,
+  /Picture size \d+x\d+ (is invalid|exceeds)/i,
+];
+
+// A check of the input that failed for one of these says nothing about the input.
+const RESOURCE_PROBLEMS = [
+  /Cannot allocate memory/i,
+  /No space left on device/i,
+  /Resource temporarily unavailable/i,
+  /Too many open files/i,
+  /Input\/output error/i,
 ];
 
 const ENCODER_SETUP = /Error while opening encoder|Error initializing output stream/i;
@@ -94,7 +126,7 @@ export function isInputProblem(line: string): boolean {
  * FfmpegError otherwise.
  */
 export function runFfmpeg(spec: FfmpegSpec, options: RunOptions): Promise<RunResult> {
-  const { signal, duration, onProgress, onSpawn } = options;
+  const { signal, duration, onProgress, onSpawn, maxPixels } = options;
   return new Promise<RunResult>((resolve, reject) => {
     if (signal.aborted) return reject(abortReason(signal));
 
@@ -103,6 +135,7 @@ export function runFfmpeg(spec: FfmpegSpec, options: RunOptions): Promise<RunRes
       // on stdout ten times a second.
       .inputOptions(["-hide_banner", "-nostdin", "-v", "error", "-nostats", "-progress", "pipe:1"])
       .inputOptions(["-stats_period", "0.1", ...INPUT_PROTOCOLS])
+      .inputOptions(maxPixels !== undefined ? ["-max_pixels", String(maxPixels)] : [])
       .inputOptions(spec.inputOptions ?? [])
       .output(spec.output)
       .outputOptions(spec.outputOptions);
@@ -110,6 +143,7 @@ export function runFfmpeg(spec: FfmpegSpec, options: RunOptions): Promise<RunRes
     let child: ChildProcess | undefined;
     let aborted = false;
     let outTime: number | undefined;
+    let frames: number | undefined;
     let reported = 0;
 
     const kill = () => {
@@ -146,6 +180,8 @@ export function runFfmpeg(spec: FfmpegSpec, options: RunOptions): Promise<RunRes
             const seconds = Math.max(0, Number(value) / 1e6);
             outTime = seconds;
             if (duration && duration > 0) report(seconds / duration);
+          } else if (key === "frame" && value && /^\d+$/.test(value)) {
+            frames = Number(value);
           } else if (key === "progress" && value === "end") {
             report(1);
           }
@@ -158,14 +194,18 @@ export function runFfmpeg(spec: FfmpegSpec, options: RunOptions): Promise<RunRes
       const errors = errorLines(stderr, spec.input);
       if (aborted) return reject(abortReason(signal));
       report(1);
-      resolve({ errors, ...(outTime !== undefined ? { outTime } : {}) });
+      resolve({
+        errors,
+        ...(outTime !== undefined ? { outTime } : {}),
+        ...(frames !== undefined ? { frames } : {}),
+      });
     });
 
     command.on("error", (err: Error, _stdout: string | null, stderr: string | null) => {
       signal.removeEventListener("abort", onAbort);
       // fluent-ffmpeg reports an error once the process has exited and its pipes are closed.
       if (aborted) return reject(abortReason(signal));
-      reject(failure(err, errorLines(stderr, spec.input)));
+      failure(spec, options, err, errorLines(stderr, spec.input)).then(reject, reject);
     });
 
     command.run();
@@ -179,15 +219,20 @@ export function tellingLine(errors: string[]): string | undefined {
   );
 }
 
-function failure(err: Error, errors: string[]): Error {
+async function failure(spec: FfmpegSpec, options: RunOptions, err: Error, errors: string[]): Promise<Error> {
   const line = tellingLine(errors);
+  // "ffmpeg exited with code 1: …" (fluent-ffmpeg appends stderr) or "ffmpeg was killed with signal X".
+  const head = err.message.split(/:|\n/)[0]!.trim();
+  const transient = new FfmpegError(
+    line ? `ffmpeg failed: ${line} (${head})` : `ffmpeg failed: ${head}`,
+    errors,
+  );
   // Killed from outside (the OOM killer, a node drain): whatever it logged before, try again.
-  const killed = /^ffmpeg was killed with signal/.test(err.message);
-  if (!killed && errors.some(isInputProblem)) {
-    return new PermanentError(`ffmpeg could not decode the source: ${line}`);
-  }
+  if (/^ffmpeg was killed with signal/.test(err.message)) return transient;
+  const inputFault = inputProblem(spec, options, errors);
+  if (inputFault) return inputFault;
   const setup = errors.findIndex((l) => ENCODER_SETUP.test(l));
-  if (!killed && setup >= 0) {
+  if (setup >= 0) {
     // The encoder's own complaint comes before ffmpeg's generic "Error while opening encoder".
     const own = errors
       .slice(0, setup)
@@ -195,9 +240,82 @@ function failure(err: Error, errors: string[]): Error {
       .find((l) => !GENERIC.some((re) => re.test(l)));
     return new EncoderSetupError(own ?? errors[setup]!, errors);
   }
-  // "ffmpeg exited with code 1: …" (fluent-ffmpeg appends stderr) or "ffmpeg was killed with signal X".
-  const head = err.message.split(/:|\n/)[0]!.trim();
-  return new FfmpegError(line ? `ffmpeg failed: ${line} (${head})` : `ffmpeg failed: ${head}`, errors);
+  if (options.checkInput === false || options.signal.aborted) return transient;
+  return (await checkInput(spec, options)) ?? transient;
+}
+
+/** PermanentError when ffmpeg's lines say the input is bad. */
+function inputProblem(spec: FfmpegSpec, options: RunOptions, errors: string[]): PermanentError | undefined {
+  const size = frameSizeIn(errors);
+  if (size) return frameSizeError(size.width, size.height, options.maxPixels);
+  if (!errors.some(isInputProblem)) return undefined;
+  return new PermanentError(`${subject(spec)} is corrupt: ${tellingLine(errors)}`);
+}
+
+/**
+ * Decodes the command's input on its own (same input options, same streams, same frame or time
+ * limits) into nothing. The PermanentError that blames the input, or undefined when the input
+ * decodes or the check cannot tell.
+ */
+async function checkInput(spec: FfmpegSpec, options: RunOptions): Promise<PermanentError | undefined> {
+  const kept: string[] = [];
+  const out = spec.outputOptions;
+  for (let i = 0; i < out.length; i++) {
+    const option = out[i]!;
+    if (/^-(map|t|to|frames(:[avsd])?|vframes|aframes)$/.test(option) && i + 1 < out.length) {
+      kept.push(option, out[++i]!);
+    } else if (/^-(an|vn|sn|dn)$/.test(option)) {
+      kept.push(option);
+    }
+  }
+  const check: FfmpegSpec = {
+    input: spec.input,
+    ...(spec.inputOptions ? { inputOptions: spec.inputOptions } : {}),
+    output: "-",
+    outputOptions: [...kept, "-f", "null"],
+    ...(spec.reads ? { reads: spec.reads } : {}),
+  };
+  const { signal, maxPixels } = options;
+  try {
+    const result = await runFfmpeg(check, {
+      signal,
+      checkInput: false,
+      ...(maxPixels !== undefined ? { maxPixels } : {}),
+    });
+    const decoded = (result.frames ?? 0) > 0 || (result.outTime ?? 0) > 0;
+    return decoded ? undefined : nothingDecodes(spec, result.errors);
+  } catch (err) {
+    if (err instanceof PermanentError) return err;
+    if (!(err instanceof FfmpegError) || /killed with signal/.test(err.message)) return undefined;
+    if (err.errors.some((l) => RESOURCE_PROBLEMS.some((re) => re.test(l)))) return undefined;
+    return nothingDecodes(spec, err.errors);
+  }
+}
+
+function nothingDecodes(spec: FfmpegSpec, errors: string[]): PermanentError {
+  // ffmpeg's words when no frame reached the filters: they say no more than "nothing decoded".
+  const said = errors.filter(
+    (l) => !NOTHING_DECODED.some((re) => re.test(l)) && !GENERIC.some((re) => re.test(l)),
+  );
+  const why = said.length > 0 ? ` (${said.at(-1)})` : "";
+  const what =
+    spec.reads === "audio"
+      ? "source holds no audio samples that decode"
+      : spec.reads === "video"
+        ? "source video is corrupt: none of its frames decode"
+        : "source is corrupt: nothing in it decodes";
+  return new PermanentError(`${what}${why}`);
+}
+
+const NOTHING_DECODED = [
+  /Error marking filters as finished/i,
+  /Cannot determine format of input stream .* after EOF/i,
+  /Output file is empty/i,
+  /Error (while )?filtering/i,
+];
+
+function subject(spec: FfmpegSpec): string {
+  return spec.reads ? `source ${spec.reads}` : "source";
 }
 
 function errorLines(stderr: string | null, input: string): string[] {
@@ -205,7 +323,9 @@ function errorLines(stderr: string | null, input: string): string[] {
   const lines = stderr
     .split(/\r\n|\r|\n/)
     .map((line) => cleanLine(line, input))
-    .filter((line) => line.length > 0 && !/^(frame|size)=/.test(line));
+    .filter(
+      (line) => line.length > 0 && !/^(frame|size)=/.test(line) && !/^Last message repeated/.test(line),
+    );
   // Keep the tail: ffmpeg can repeat one complaint thousands of times.
   return lines.slice(-20);
 }

@@ -2,8 +2,9 @@
 //
 // Order: the file must exist (a missing file is the runner's problem, not the input's, so it stays
 // transient) → the header only (sharp's metadata(): cheap, no pixel decoding) → refuse what is not
-// a raster format we process and anything over limits.max_input_pixels, before a single pixel is
-// decoded → hand out pipelines with the same safe options.
+// a raster format we process, anything over limits.max_input_pixels, and a JPEG whose declared size
+// cannot fit in its file (jpeg.ts), before a single pixel is decoded → hand out pipelines with the
+// same safe options.
 //
 // Safe options: `limitInputPixels` repeats our own check inside libvips; `failOn: "error"` aborts on
 // corrupt or truncated pixel data but tolerates the harmless warnings real cameras and editors
@@ -11,14 +12,20 @@
 // source top to bottom in small strips, and libvips switches to random access by itself where an
 // operation needs it (a 90° EXIF rotation).
 //
+// Lost data is never harmless, though: libjpeg fills the blocks of a JPEG whose data ends early
+// (the file cut short, or a scan shorter than its frame says) with grey and only warns ("Corrupt
+// JPEG data: premature end of data segment"). Every pipeline's libvips warnings are kept, and work
+// that met one of these (LOST_DATA) fails as if decoding had failed.
+//
 // Errors: a header sharp cannot read, an unknown format, a declared size over the limit →
 // PermanentError. Corrupt pixel data only shows while decoding, in the middle of a pipeline; run()
-// then decodes the image once more on its own, and only when that fails too is the input to blame
-// (PermanentError "… is not a decodable image: …"). Anything else (disk full, out of memory)
-// stays transient.
+// then decodes the image once more on its own, and only when that fails too (or warns of lost
+// data) is the input to blame (PermanentError "… is truncated or corrupt: …"). Anything else (disk
+// full, out of memory) stays transient.
 import { stat } from "node:fs/promises";
 import type { Metadata, Sharp, SharpOptions } from "sharp";
 import { describeError, PermanentError } from "../errors.js";
+import { minimumCodedBytes, readJpegFrame } from "./jpeg.js";
 import { sharp } from "./settings.js";
 
 /** Source formats the image jobs accept, as named here (sharp calls both AVIF and HEIC `heif`). */
@@ -31,11 +38,31 @@ export interface OpenOptions {
   maxInputPixels: number;
   /** The image's name at the start of a "not decodable" message. Default `source`. */
   label?: string;
-  /** The image's name at the start of the pixel-limit message. Default `source image`. */
+  /**
+   * The image's name at the start of the pixel-limit and "truncated or corrupt" messages. Default
+   * `source image`.
+   */
   imageLabel?: string;
   /** When aborted, a failing pipeline is not examined further. */
   signal?: AbortSignal;
 }
+
+// libvips warnings that mean pixels were made up: data lost at the end of a segment or of the
+// file, codes that do not decode. Not "N extraneous bytes before marker" or a bad ICC marker, which
+// cost no pixel (and which many cameras produce).
+const LOST_DATA = [
+  /premature end/i,
+  /Corrupt JPEG data: (?!\d+ extraneous bytes|bad ICC marker)/i,
+  /Invalid SOS parameters/i,
+  /Inconsistent progression sequence/i,
+  /not enough (image )?data/i,
+];
+// libvips' own summaries of the warnings before them.
+const SUMMARY = [
+  /^\S+: read gave \d+ warnings?$/i,
+  /^read gave \d+ warnings?$/i,
+  /^error in tile \d+ x \d+$/i,
+];
 
 /** An opened, checked image: its header facts and a factory of pipelines reading it. */
 export class SourceImage {
@@ -49,13 +76,15 @@ export class SourceImage {
   readonly isPalette: boolean;
   /** EXIF, ICC, XMP or IPTC present. */
   readonly hasMetadata: boolean;
+  /** libvips warnings of this image's pipelines, since the last run() began. */
+  private warnings: string[] = [];
 
   constructor(
     readonly path: string,
     readonly bytes: number,
     readonly metadata: Metadata,
     private readonly options: SharpOptions,
-    private readonly label: string,
+    private readonly imageLabel: string,
     private readonly signal?: AbortSignal,
   ) {
     this.width = metadata.autoOrient?.width ?? metadata.width;
@@ -68,32 +97,48 @@ export class SourceImage {
 
   /** A new pipeline on the image, with the safe options. Multi-page sources give their first page. */
   pipeline(): Sharp {
-    return sharp(this.path, this.options);
+    const pipeline = sharp(this.path, this.options);
+    pipeline.on("warning", (warning: unknown) => this.warnings.push(String(warning).trim()));
+    return pipeline;
   }
 
   /**
-   * Runs work that decodes this image. When it fails, finds out whether the image itself is at
-   * fault (PermanentError) or something else is (the original error, transient).
+   * Runs work that decodes this image. When it fails, or its decoding warned of lost data, finds
+   * out whether the image itself is at fault (PermanentError) or something else is (the original
+   * error, transient).
    */
   async run<T>(work: () => Promise<T>): Promise<T> {
+    this.warnings = [];
+    let result: T;
     try {
-      return await work();
+      result = await work();
     } catch (err) {
       if (err instanceof PermanentError || this.signal?.aborted) throw err;
-      const reason = await this.decodeFailure();
-      if (reason !== undefined) throw new PermanentError(`${this.label} is not a decodable image: ${reason}`);
+      const reason = lostData(this.warnings) ?? (await this.decodeFailure());
+      if (reason !== undefined) throw this.corrupt(reason);
       throw err;
+    }
+    const lost = lostData(this.warnings);
+    if (lost !== undefined) throw this.corrupt(lost);
+    return result;
+  }
+
+  /** Decodes every pixel once, keeping nothing; the reason it fails or loses data, or undefined. */
+  private async decodeFailure(): Promise<string | undefined> {
+    this.warnings = [];
+    try {
+      await this.pipeline().stats();
+      return lostData(this.warnings);
+    } catch (err) {
+      const reason = decodeReason(err, this.path);
+      // libpng's "read error" says nothing; the warning before it says what was wrong.
+      const detail = this.warnings.find((w) => !SUMMARY.some((re) => re.test(w)));
+      return lostData(this.warnings) ?? (detail ? `${reason} (${shortReason(detail)})` : reason);
     }
   }
 
-  /** Decodes every pixel once, keeping nothing; the reason it fails, or undefined. */
-  private async decodeFailure(): Promise<string | undefined> {
-    try {
-      await this.pipeline().stats();
-      return undefined;
-    } catch (err) {
-      return decodeReason(err);
-    }
+  private corrupt(reason: string): PermanentError {
+    return new PermanentError(`${this.imageLabel} is truncated or corrupt: ${reason}`);
   }
 }
 
@@ -115,7 +160,7 @@ export async function openImage(path: string, options: OpenOptions): Promise<Sou
     // below then names the image's size instead of sharp's bare "exceeds pixel limit".
     metadata = await sharp(path, { ...sharpOptions, limitInputPixels: false }).metadata();
   } catch (err) {
-    throw new PermanentError(`${label} is not a decodable image: ${decodeReason(err)}`);
+    throw new PermanentError(`${label} is not a decodable image: ${decodeReason(err, path)}`);
   }
   if (!DECODED_FORMATS.has(metadata.format)) {
     throw new PermanentError(
@@ -131,7 +176,22 @@ export async function openImage(path: string, options: OpenOptions): Promise<Sou
         `more than limits.max_input_pixels (${options.maxInputPixels})`,
     );
   }
-  return new SourceImage(path, size, metadata, sharpOptions, label, options.signal);
+  if (metadata.format === "jpeg") await checkJpegSize(path, size, imageLabel);
+  return new SourceImage(path, size, metadata, sharpOptions, imageLabel, options.signal);
+}
+
+/**
+ * A JPEG whose frame cannot fit in its file is refused before decoding: libjpeg would fill the
+ * missing blocks with grey, for as many pixels as the header claims.
+ */
+async function checkJpegSize(path: string, size: number, imageLabel: string): Promise<void> {
+  const frame = await readJpegFrame(path);
+  const least = frame && minimumCodedBytes(frame);
+  if (least === undefined || size >= least) return;
+  throw new PermanentError(
+    `${imageLabel} is truncated or corrupt: its header declares ${frame!.width}x${frame!.height} pixels, ` +
+      `which take at least ${formatBytes(least)} of JPEG data, but the file holds ${formatBytes(size)}`,
+  );
 }
 
 function sourceFormat(metadata: Metadata): SourceFormat {
@@ -139,9 +199,28 @@ function sourceFormat(metadata: Metadata): SourceFormat {
   return metadata.format as SourceFormat;
 }
 
-/** sharp's reason, as one readable line. */
-function decodeReason(err: unknown): string {
+/** The first warning that says pixels were lost, without libvips' loader prefix. */
+function lostData(warnings: string[]): string | undefined {
+  const line = warnings.find((w) => !SUMMARY.some((re) => re.test(w)) && LOST_DATA.some((re) => re.test(w)));
+  return line === undefined ? undefined : shortReason(line);
+}
+
+/** sharp's reason, as one readable line, without the file's path. */
+function decodeReason(err: unknown, path: string): string {
   const line = describeError(err);
   if (/unsupported image format/i.test(line)) return "not a known image format";
-  return line.replace(/^Input file (?:contains |has )?/i, "").replace(/[.:]+$/, "");
+  return shortReason(line.split(`${path}: `).join("").split(path).join("the file"));
+}
+
+function shortReason(line: string): string {
+  return line
+    .replace(/^Input file (?:contains |has )?/i, "")
+    .replace(/^(?:Vips\w*|\w+load): /i, "")
+    .replace(/[.:\s]+$/, "");
+}
+
+function formatBytes(bytes: number): string {
+  if (bytes < 10 * 1024) return `${bytes} bytes`;
+  if (bytes < 10 * 1024 * 1024) return `${Math.round(bytes / 1024)} KB`;
+  return `${Math.round(bytes / (1024 * 1024))} MB`;
 }

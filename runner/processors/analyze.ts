@@ -17,7 +17,15 @@ import { extractJson, stripReasoning } from "../../core/ai/json-answer.js";
 import { PermanentError } from "../errors.js";
 import { DECODED_FORMATS, openImage } from "../image/open.js";
 import { sharp } from "../image/settings.js";
-import { NOT_MEDIA_FORMATS, probeFile, ProbeError, REFERENCE_FORMATS, type MediaInfo } from "../av/probe.js";
+import {
+  checkAudio,
+  checkVideo,
+  NOT_MEDIA_FORMATS,
+  probeFile,
+  ProbeError,
+  REFERENCE_FORMATS,
+  type MediaInfo,
+} from "../av/probe.js";
 import { formatTimestamp } from "../av/timestamp.js";
 import type { Processor, ProcessContext } from "../processor.js";
 import { audioSegments, imageDataUrl, sampleFrames } from "../ai/media-input.js";
@@ -56,18 +64,13 @@ export const analyze: Processor = async (ctx) => {
     ctx.progress(30, "image prepared");
   } else if (media.kind === "video") {
     const { info } = media;
-    const { displayWidth, displayHeight } = info.video!;
-    if (displayWidth * displayHeight > ctx.limits.maxInputPixels) {
-      throw new PermanentError(
-        `source video frames have ${displayWidth * displayHeight} pixels (${displayWidth}x${displayHeight}), more than limits.max_input_pixels (${ctx.limits.maxInputPixels})`,
-      );
-    }
     const count = parameters.max_frames ?? 8;
     const dir = join(ctx.scratchDir, "frames");
     await mkdir(dir, { recursive: true });
     const frames = await sampleFrames(ctx.sourcePath, info, {
       count,
       maxSide,
+      maxPixels: ctx.limits.maxInputPixels,
       dir,
       signal: ctx.signal,
       onFrame: (done) => ctx.progress(5 + (35 * done) / count, `${done} of ${count} frames`),
@@ -136,8 +139,12 @@ async function mediaKind(
   if (NOT_MEDIA_FORMATS.has(info.formatName) || REFERENCE_FORMATS.has(info.formatName)) {
     throw new PermanentError(`${neither} (ffprobe reads it as ${info.formatName})`);
   }
+  await checkVideo(ctx.sourcePath, info, { signal: ctx.signal, maxInputPixels: ctx.limits.maxInputPixels });
   if (info.video) return { kind: "video", info };
-  if (info.audio) return { kind: "audio", info };
+  if (info.audio) {
+    await checkAudio(ctx.sourcePath, info);
+    return { kind: "audio", info };
+  }
   throw new PermanentError(`${neither}: it holds no image, video or audio stream`);
 }
 

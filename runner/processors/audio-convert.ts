@@ -7,15 +7,19 @@
 // (seconds of audio), codec, bitrate (stream's, else the container's average; omitted if neither is
 // known), sample rate, channels.
 //
-// A source that ffmpeg stops decoding early (a truncated or corrupt file that still probes: the
-// index at the front, the data cut off) fails permanently rather than delivering a shorter file.
+// A source that holds less than it claims fails permanently rather than delivering a shorter file
+// (../av/declared.ts): a header that declares no samples, before ffmpeg runs; after it, nothing
+// decoded, much less than the header declares (a WAV or MP3 cut short decodes silently to its
+// end), or much less than ffprobe's duration with ffmpeg complaining of the data (an M4A whose
+// index is at the front and whose data is cut off).
 import { join } from "node:path";
 import { LOSSLESS_AUDIO_FORMATS, type AudioConvertParameters } from "../../core/jobs/parameters.js";
 import { PermanentError } from "../errors.js";
 import type { Processor } from "../processor.js";
 import { AUDIO_CODECS, audioCodec, audioEncodeOptions, type AudioFormat } from "../av/codecs.js";
+import { checkDecodedAudio } from "../av/declared.js";
 import { probeFile, probeSource, type MediaInfo } from "../av/probe.js";
-import { EncoderSetupError, isInputProblem, runFfmpeg, tellingLine } from "../av/run.js";
+import { EncoderSetupError, runFfmpeg } from "../av/run.js";
 
 /** Progress shares: probing the source, converting, probing the output. */
 const CONVERT_FROM = 5;
@@ -37,7 +41,7 @@ export const audioConvert: Processor = async (ctx) => {
   const codec = audioCodec(format);
 
   ctx.progress(0, "reading the audio");
-  const info = await probeSource(ctx.sourcePath, "audio", ctx.signal);
+  const info = await probeSource(ctx.sourcePath, "audio", { signal: ctx.signal });
   const audio = info.audio!;
   const duration = audio.duration ?? info.duration;
 
@@ -59,6 +63,7 @@ export const audioConvert: Processor = async (ctx) => {
         "0",
         ...encodeOptions,
       ],
+      reads: "audio",
     },
     {
       signal: ctx.signal,
@@ -82,20 +87,16 @@ export const audioConvert: Processor = async (ctx) => {
     throw err;
   });
 
+  // Nothing decoded leaves a file ffprobe may not even read: say so before reading it.
+  if (run.outTime !== undefined && run.outTime <= 0) checkDecodedAudio(audio, duration, 0, run.errors);
   ctx.progress(CONVERT_TO, "reading the converted audio");
   const out = await probeOutput(output, codec.estimatedDuration === true, ctx.signal);
   const stream = out.audio;
   if (!stream) throw new Error(`the converted file holds no audio stream (${out.formatName})`);
   const outDuration = stream.duration ?? out.duration ?? run.outTime ?? 0;
-
-  // ffmpeg goes on after a decode error and ends with success: a file cut short shows up as an
-  // output much shorter than the source claims to be, with ffmpeg's complaints to say why.
-  if (duration !== undefined && outDuration < duration * 0.9 - 0.25 && run.errors.some(isInputProblem)) {
-    throw new PermanentError(
-      `ffmpeg could not decode the source: only ${outDuration.toFixed(1)} s of ${duration.toFixed(1)} s ` +
-        `could be read (${tellingLine(run.errors)}); the file is truncated or corrupt`,
-    );
-  }
+  // ffmpeg goes on after a decode error, and stops at a file's end without one: a source that
+  // held less than it claims shows up as a shorter output.
+  checkDecodedAudio(audio, duration, outDuration, run.errors);
 
   const outBitrate = stream.bitRate ?? out.bitRate;
   const sampleRate = stream.sampleRate ?? audio.sampleRate;

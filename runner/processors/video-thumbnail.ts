@@ -26,7 +26,7 @@ import { join } from "node:path";
 import ffmpeg from "fluent-ffmpeg";
 import sharp from "sharp";
 import type { VideoThumbnailParameters } from "../../core/jobs/parameters.js";
-import { PermanentError } from "../errors.js";
+import { describeError, PermanentError } from "../errors.js";
 import type { Processor } from "../processor.js";
 import { NOT_MEDIA_FORMATS, probeSource, REFERENCE_FORMATS, type VideoStreamInfo } from "../av/probe.js";
 import { runFfmpeg, tellingLine, type RunResult } from "../av/run.js";
@@ -72,7 +72,7 @@ export const videoThumbnail: Processor = async (ctx) => {
       fast = await runFfmpeg(
         {
           input: ctx.sourcePath,
-          inputOptions: ["-format_whitelist", demuxers, "-max_pixels", String(maxInputPixels), ...seek],
+          inputOptions: ["-format_whitelist", demuxers, ...seek],
           output,
           outputOptions: [
             "-map",
@@ -84,12 +84,16 @@ export const videoThumbnail: Processor = async (ctx) => {
             "1",
             ...encode,
           ],
+          reads: "video",
         },
-        { signal: ctx.signal },
+        { signal: ctx.signal, maxPixels: maxInputPixels },
       );
     } catch (err) {
       if (ctx.signal.aborted) throw err;
-      ctx.logger.info({ timestamp, err }, "ffmpeg gave no frame; probing the source to say why");
+      ctx.logger.info(
+        { timestamp, error: describeError(err) },
+        "ffmpeg gave no frame; probing the source to say why",
+      );
     }
   }
 
@@ -97,13 +101,8 @@ export const videoThumbnail: Processor = async (ctx) => {
     // The slow path: probe for the precise error, or retry near the end.
     await rm(output, { force: true });
     ctx.progress(30, "reading the video");
-    const info = await probeSource(ctx.sourcePath, "video", ctx.signal);
+    const info = await probeSource(ctx.sourcePath, "video", { signal: ctx.signal, maxInputPixels });
     const video = info.video!;
-    if (video.width * video.height > maxInputPixels) {
-      throw new PermanentError(
-        `video frames of ${video.width}x${video.height} exceed the limit of ${maxInputPixels} pixels`,
-      );
-    }
     const duration = video.duration ?? info.duration;
     if (duration !== undefined && seconds >= duration) {
       throw new PermanentError(
@@ -131,8 +130,9 @@ export const videoThumbnail: Processor = async (ctx) => {
             inputOptions: seek,
             output,
             outputOptions: ["-frames:v", "1", ...outputOptions],
+            reads: "video",
           },
-          { signal: ctx.signal },
+          { signal: ctx.signal, maxPixels: maxInputPixels },
         )
       ).errors;
     }
@@ -150,8 +150,9 @@ export const videoThumbnail: Processor = async (ctx) => {
           ],
           output,
           outputOptions,
+          reads: "video",
         },
-        { signal: ctx.signal },
+        { signal: ctx.signal, maxPixels: maxInputPixels },
       );
       errors = [...errors, ...retry.errors];
       if (!(await nonEmpty(output))) {

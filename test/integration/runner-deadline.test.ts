@@ -10,16 +10,14 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import { promisify } from "node:util";
 import { after, before, describe, test } from "node:test";
-import { PutObjectCommand } from "@aws-sdk/client-s3";
 import { pino } from "pino";
 import sharp from "sharp";
 import type { Logger } from "../../core/logger.js";
-import type { JobType } from "../../core/jobs/types.js";
 import { EXIT_DONE, EXIT_PERMANENT } from "../../runner/errors.js";
 import { runOne } from "../../runner/main.js";
 import { jobTimeoutMs } from "../../runner/run-job.js";
 import { startTestStack, TEST_BUCKET, type TestStack } from "../support/api.js";
-import { claimJob } from "../support/store.js";
+import { putObject, submitAndClaim } from "../support/runner.js";
 
 const run = promisify(execFile);
 
@@ -29,16 +27,12 @@ before(async () => {
   const tiny = await sharp({ create: { width: 32, height: 24, channels: 3, background: "#c83c1e" } })
     .jpeg()
     .toBuffer();
-  await put("in/tiny.jpg", tiny);
-  await put("in/long.wav", await wav(1200));
+  await putObject(stack, "in/tiny.jpg", tiny);
+  await putObject(stack, "in/long.wav", await wav(1200));
 });
 after(async () => {
   await stack?.close();
 });
-
-async function put(key: string, body: Buffer): Promise<void> {
-  await stack.services.s3.send(new PutObjectCommand({ Bucket: TEST_BUCKET, Key: key, Body: body }));
-}
 
 /** A WAV of `seconds` of a sine tone, made by ffmpeg (long enough that its conversion takes > 1 s). */
 async function wav(seconds: number): Promise<Buffer> {
@@ -51,15 +45,6 @@ async function wav(seconds: number): Promise<Buffer> {
   const body = await readFile(path);
   await rm(dir, { recursive: true, force: true });
   return body;
-}
-
-/** Submits through the API and claims the job, as the controller does before it starts a runner. */
-async function submitAndClaim(type: JobType, path: string, body: Record<string, unknown>): Promise<string> {
-  const res = await stack.request(`/api/v1/jobs/${path}`, { method: "POST", json: body });
-  const json = (await res.json()) as { job_id: string; error?: string };
-  assert.equal(res.status, 202, json.error);
-  await claimJob(stack.services.store, type, json.job_id);
-  return json.job_id;
 }
 
 /** A logger whose lines are kept, to read the deadline the runner took. */
@@ -85,7 +70,7 @@ describe("JOB_TIMEOUT_SECONDS", () => {
   });
 
   test("a job with a longer timeout_seconds fails when JOB_TIMEOUT_SECONDS runs out", async () => {
-    const id = await submitAndClaim("audio_convert", "audio/convert", {
+    const id = await submitAndClaim(stack, "audio_convert", "audio/convert", {
       source_bucket: TEST_BUCKET,
       source_key: "in/long.wav",
       dest_bucket: TEST_BUCKET,
@@ -106,7 +91,7 @@ describe("JOB_TIMEOUT_SECONDS", () => {
   });
 
   test("a job with a shorter timeout_seconds gets the longer JOB_TIMEOUT_SECONDS", async () => {
-    const id = await submitAndClaim("image_colors", "image/colors", {
+    const id = await submitAndClaim(stack, "image_colors", "image/colors", {
       source_bucket: TEST_BUCKET,
       source_key: "in/tiny.jpg",
       timeout_seconds: 1,
@@ -119,7 +104,7 @@ describe("JOB_TIMEOUT_SECONDS", () => {
   });
 
   test("without it, the job's own timeout_seconds", async () => {
-    const id = await submitAndClaim("image_colors", "image/colors", {
+    const id = await submitAndClaim(stack, "image_colors", "image/colors", {
       source_bucket: TEST_BUCKET,
       source_key: "in/tiny.jpg",
       timeout_seconds: 45,
@@ -130,7 +115,7 @@ describe("JOB_TIMEOUT_SECONDS", () => {
   });
 
   test("a value that is not a positive integer: exit 2 naming it, and the job is not touched", async () => {
-    const id = await submitAndClaim("image_colors", "image/colors", {
+    const id = await submitAndClaim(stack, "image_colors", "image/colors", {
       source_bucket: TEST_BUCKET,
       source_key: "in/tiny.jpg",
     });

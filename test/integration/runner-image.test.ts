@@ -730,6 +730,7 @@ describe("bad media fails permanently, never crashes or hangs", () => {
     ["image_colors", imageColors, {}],
   ];
   const NOT_DECODABLE = /^source is not a decodable image: \S/;
+  const CORRUPT = /^source image is truncated or corrupt: \S/;
   const OVER_LIMIT = /^source image has \d+ pixels \(\d+x\d+\), more than limits\.max_input_pixels \(\d+\)$/;
 
   const cases: {
@@ -743,11 +744,11 @@ describe("bad media fails permanently, never crashes or hangs", () => {
       make: async () => Buffer.alloc(0),
       message: /^source is not a decodable image: the file is empty$/,
     },
-    { name: "a truncated JPEG", make: async () => truncated(await makeImage(PHOTO)), message: NOT_DECODABLE },
+    { name: "a truncated JPEG", make: async () => truncated(await makeImage(PHOTO)), message: CORRUPT },
     {
       name: "a truncated PNG",
       make: async () => truncated(await makeImage({ ...PHOTO, format: "png" })),
-      message: NOT_DECODABLE,
+      message: CORRUPT,
     },
     {
       name: "a text file named .jpg",

@@ -16,7 +16,7 @@ const QUIET = /^\/(health|metrics)(\/|$|\?)/;
  */
 export function installAccessLog(app: FastifyInstance): void {
   app.decorateRequest("logContext", null);
-  app.addHook("onResponse", async (request, reply) => {
+  app.addHook("onResponse", (request, reply, done) => {
     const fields = {
       method: request.method,
       url: clip(request.url),
@@ -28,6 +28,7 @@ export function installAccessLog(app: FastifyInstance): void {
     // Probes, scrapes and rate-limited requests (a flood is told once, by the limiter) log at debug.
     if (QUIET.test(request.url) || reply.statusCode === 429) request.log.debug(fields, "request");
     else request.log.info(fields, "request");
+    done();
   });
 }
 

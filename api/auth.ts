@@ -1,5 +1,5 @@
 import { hash, timingSafeEqual } from "node:crypto";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from "fastify";
 import type { ApiClient } from "../core/config/load.js";
 import type { Viewer } from "../core/store/visibility.js";
 
@@ -57,19 +57,46 @@ export function decorateClient(app: FastifyInstance): void {
   app.decorateRequest("apiClient", null);
 }
 
+// The last key a connection presented and whom it identified: the requests of a keep-alive
+// connection present the same key, so most requests skip the digest. A proxy may carry several
+// callers' requests on one connection, so the key is compared with the last one in constant time
+// too: the time tells nobody how much of another caller's key they guessed.
+const lastOnConnection = new WeakMap<object, { key: string; client: ApiClient | null }>();
+
+function sameKey(a: string, b: string): boolean {
+  let diff = a.length ^ b.length;
+  const n = Math.max(a.length, b.length);
+  // Past the end of a string charCodeAt is NaN, which ^ takes as 0: no early exit, no branch.
+  for (let i = 0; i < n; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
+}
+
 /** onRequest: records who is calling, refuses nothing (requireClient does, after the rate limit). */
 export function identifyClient(directory: ClientDirectory) {
-  return async (request: FastifyRequest) => {
-    if (!directory.enabled) return;
-    const key = presentedKey(request);
-    request.apiClient = key === undefined ? null : (directory.identify(key) ?? null);
+  return (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+    if (directory.enabled) {
+      const key = presentedKey(request);
+      if (key === undefined) {
+        request.apiClient = null;
+      } else {
+        const socket = request.raw.socket;
+        const last = lastOnConnection.get(socket);
+        if (last && sameKey(last.key, key)) {
+          request.apiClient = last.client;
+        } else {
+          request.apiClient = directory.identify(key) ?? null;
+          lastOnConnection.set(socket, { key, client: request.apiClient });
+        }
+      }
+    }
+    done();
   };
 }
 
 /** onRequest: 401 for a request without a valid key (when keys are configured). */
 export function requireClient(directory: ClientDirectory) {
-  return async (request: FastifyRequest, reply: FastifyReply) => {
-    if (!directory.enabled || request.apiClient) return;
+  return (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+    if (!directory.enabled || request.apiClient) return done();
     const key = presentedKey(request);
     // Never log the presented key, not even part of it.
     request.log.warn(
@@ -82,7 +109,7 @@ export function requireClient(directory: ClientDirectory) {
       key === undefined ? "request without API key refused" : "invalid API key refused",
     );
     reply.header("WWW-Authenticate", 'Bearer realm="media-service"');
-    await reply.code(401).send({
+    void reply.code(401).send({
       error:
         key === undefined
           ? "missing API key: send it in the X-API-Key header or as Authorization: Bearer <key>"

@@ -14,28 +14,54 @@ export const MAX_BODY_DEPTH = 32;
  * field, or undefined. Iterative: it never recurses, however deep the input.
  */
 export function bodyProblem(body: unknown): string | undefined {
-  const stack: Array<{ value: unknown; path: string; depth: number }> = [{ value: body, path: "", depth: 0 }];
+  // Each entry knows its parent and its key; a path is spelled out only for the message.
+  const stack: Entry[] = [{ value: body, parent: undefined, key: "", depth: 0 }];
   while (stack.length > 0) {
-    const { value, path, depth } = stack.pop()!;
-    const where = path === "" ? "the request body" : path;
+    const entry = stack.pop()!;
+    const { value, depth } = entry;
     if (typeof value === "string") {
       if (LONE_SURROGATE.test(value))
-        return `${where} is not valid Unicode (it holds a lone UTF-16 surrogate)`;
+        return `${where(entry)} is not valid Unicode (it holds a lone UTF-16 surrogate)`;
     } else if (typeof value === "number") {
-      if (!Number.isFinite(value)) return `${where} is a number too large to represent`;
+      if (!Number.isFinite(value)) return `${where(entry)} is a number too large to represent`;
     } else if (value !== null && typeof value === "object") {
-      if (depth >= MAX_BODY_DEPTH) return `${where} nests deeper than ${MAX_BODY_DEPTH} levels`;
+      if (depth >= MAX_BODY_DEPTH) return `${where(entry)} nests deeper than ${MAX_BODY_DEPTH} levels`;
       if (Array.isArray(value)) {
-        value.forEach((item, i) => stack.push({ value: item, path: `${path}[${i}]`, depth: depth + 1 }));
+        for (let i = 0; i < value.length; i++) {
+          stack.push({ value: value[i], parent: entry, key: i, depth: depth + 1 });
+        }
       } else {
-        for (const [key, item] of Object.entries(value)) {
-          if (LONE_SURROGATE.test(key)) return `a field name in ${where} is not valid Unicode`;
-          stack.push({ value: item, path: path === "" ? key : `${path}.${key}`, depth: depth + 1 });
+        for (const key in value) {
+          if (!Object.hasOwn(value, key)) continue;
+          if (LONE_SURROGATE.test(key)) return `a field name in ${where(entry)} is not valid Unicode`;
+          stack.push({
+            value: (value as Record<string, unknown>)[key],
+            parent: entry,
+            key,
+            depth: depth + 1,
+          });
         }
       }
     }
   }
   return undefined;
+}
+
+interface Entry {
+  value: unknown;
+  parent: Entry | undefined;
+  key: string | number;
+  depth: number;
+}
+
+/** `jobs[3].parameters.width`, or "the request body" for the body itself. */
+function where(entry: Entry): string {
+  let path = "";
+  for (let e: Entry | undefined = entry; e?.parent; e = e.parent) {
+    const part = typeof e.key === "number" ? `[${e.key}]` : e.parent.parent ? `.${e.key}` : e.key;
+    path = part + path;
+  }
+  return path === "" ? "the request body" : path;
 }
 
 class BodyError extends Error {

@@ -34,13 +34,18 @@ export async function installRateLimit(
     logger.child({ component: "rate-limit" }),
   );
   const warned = new Map<string, number>();
+  // Asked for by the plugin twice a request (its key, its maximum): worked out once.
+  const budgets = new WeakMap<FastifyRequest, { key: string; max: number }>();
   const budgetOf = (request: FastifyRequest) => {
-    const client = request.apiClient;
-    if (client) return { key: `client:${client.name}`, max: client.rateLimit ?? settings.perClient };
-    return {
-      key: `address:${request.ip}`,
-      max: authenticationOff ? settings.perClient : settings.perAddress,
-    };
+    let budget = budgets.get(request);
+    if (!budget) {
+      const client = request.apiClient;
+      budget = client
+        ? { key: `client:${client.name}`, max: client.rateLimit ?? settings.perClient }
+        : { key: `address:${request.ip}`, max: authenticationOff ? settings.perClient : settings.perAddress };
+      budgets.set(request, budget);
+    }
+    return budget;
   };
   const windowText = describeWindow(settings.windowMs);
 

@@ -73,8 +73,9 @@ export async function buildApi(ctx: ApiContext, logger: Logger): Promise<Api> {
   installAccessLog(app);
   app.addHook("onRequest", requireHostHeader);
   app.addHook("onRequest", bodyDeadline(server.readTimeoutMs));
-  app.addHook("onSend", async (request, reply) => {
+  app.addHook("onSend", (request, reply, payload, done) => {
     reply.header("X-Request-ID", request.id);
+    done(null, payload);
   });
 
   await registerDocs(app, server.docsPath, API_VERSION);

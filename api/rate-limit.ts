@@ -1,5 +1,5 @@
 import rateLimit from "@fastify/rate-limit";
-import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from "fastify";
 import type { Config } from "../core/config/load.js";
 import type { Logger } from "../core/logger.js";
 import type { JobStore } from "../core/store/store.js";
@@ -34,29 +34,15 @@ export async function installRateLimit(
     logger.child({ component: "rate-limit" }),
   );
   const warned = new Map<string, number>();
-  // Asked for by the plugin twice a request (its key, its maximum): worked out once.
-  const budgets = new WeakMap<FastifyRequest, { key: string; max: number }>();
-  const budgetOf = (request: FastifyRequest) => {
-    let budget = budgets.get(request);
-    if (!budget) {
-      const client = request.apiClient;
-      budget = client
-        ? { key: `client:${client.name}`, max: client.rateLimit ?? settings.perClient }
-        : { key: `address:${request.ip}`, max: authenticationOff ? settings.perClient : settings.perAddress };
-      budgets.set(request, budget);
-    }
-    return budget;
-  };
   const windowText = describeWindow(settings.windowMs);
 
   await app.register(rateLimit, {
     global: false,
     store: rateLimitStore(counts),
     timeWindow: settings.windowMs,
-    keyGenerator: (request) => budgetOf(request).key,
-    max: (request) => budgetOf(request).max,
     errorResponseBuilder: (request, context) => {
-      const { key, max } = budgetOf(request);
+      const client = request.apiClient;
+      const key = client ? `client:${client.name}` : request.ip;
       const window = Math.floor(Date.now() / settings.windowMs);
       if (warned.get(key) !== window) {
         warned.set(key, window);
@@ -64,14 +50,14 @@ export async function installRateLimit(
         request.log.warn(
           {
             event: "rate_limited",
-            ...(request.apiClient ? { client: request.apiClient.name } : { ip: request.ip }),
-            max,
+            ...(client ? { client: client.name } : { ip: request.ip }),
+            max: context.max,
             window: windowText,
           },
           "rate limit reached: further requests in this window are refused with 429 (logged at debug)",
         );
       }
-      const who = request.apiClient ? `client ${request.apiClient.name}` : "this address";
+      const who = client ? `client ${client.name}` : "this address";
       const err = new Error(
         `rate limit exceeded: ${context.max} requests per ${windowText} for ${who}; retry in ${Math.max(1, Math.ceil(context.ttl / 1000))} s`,
       ) as Error & { statusCode: number };
@@ -79,10 +65,27 @@ export async function installRateLimit(
       return err;
     },
   });
-  return {
-    hook: app.rateLimit() as onRequestAsyncHookHandler,
-    close: () => counts.close(),
-  };
+
+  // One limiter per client and one for addresses, each with its budget as a number and the
+  // address one with the plugin's own key (the address, IPv6 by /64): the plugin awaits a
+  // function it is given for either, on every request.
+  const byClient = new Map(
+    config.server.clients.map((client) => [
+      client,
+      app.rateLimit({
+        max: client.rateLimit ?? settings.perClient,
+        keyGenerator: () => `client:${client.name}`,
+      }) as onRequestAsyncHookHandler,
+    ]),
+  );
+  const byAddress = app.rateLimit({
+    max: authenticationOff ? settings.perClient : settings.perAddress,
+  }) as onRequestAsyncHookHandler;
+  const hook = function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+    const limit = (request.apiClient && byClient.get(request.apiClient)) || byAddress;
+    return limit.call(this, request, reply);
+  } as onRequestAsyncHookHandler;
+  return { hook, close: () => counts.close() };
 }
 
 function describeWindow(ms: number): string {

@@ -17,6 +17,7 @@ import { OpenStreams, streamRoutes } from "./routes/stream.js";
 import { SHARED_SCHEMAS } from "./schemas.js";
 import { allowDeclaredMethodsOnly } from "./methods.js";
 import { installRateLimit } from "./rate-limit.js";
+import { lazyChildLogger } from "./request-logger.js";
 import { formatValidationError, validatorCompiler } from "./validation.js";
 
 export const API_VERSION = "1.0.0";
@@ -35,6 +36,7 @@ export async function buildApi(ctx: ApiContext, logger: Logger): Promise<Api> {
     requestIdHeader: false,
     // Fastify's two lines per request are replaced by one access-log line (access-log.ts).
     logController: new LogController({ requestIdLogLabel: "request_id", disableRequestLogging: true }),
+    childLoggerFactory: lazyChildLogger,
     genReqId: (req) => {
       const given = req.headers["x-request-id"];
       return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
@@ -71,12 +73,13 @@ export async function buildApi(ctx: ApiContext, logger: Logger): Promise<Api> {
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   installErrorHandlers(app, limits);
   installAccessLog(app);
+  // Every answer says which request it was (set first, so that early answers carry it too).
+  app.addHook("onRequest", (request, reply, done) => {
+    reply.header("X-Request-ID", request.id);
+    done();
+  });
   app.addHook("onRequest", requireHostHeader);
   app.addHook("onRequest", bodyDeadline(server.readTimeoutMs));
-  app.addHook("onSend", (request, reply, payload, done) => {
-    reply.header("X-Request-ID", request.id);
-    done(null, payload);
-  });
 
   await registerDocs(app, server.docsPath, API_VERSION);
 

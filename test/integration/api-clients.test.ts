@@ -122,9 +122,31 @@ describe("named clients", () => {
     assert.ok((await batchIds(ADMIN)).includes(batch));
   });
 
-  test("a key that belongs to no client is 401", async () => {
-    const res = await call("nobody-0123456789", "/api/v1/jobs");
+  test("a key that belongs to no client is 401, told in lines that carry the request id and no key", async () => {
+    const res = await stack.request("/api/v1/jobs", {
+      key: "nobody-0123456789",
+      headers: { "x-request-id": "clients-401" },
+    });
     assert.equal(res.status, 401);
-    assert.deepEqual(res.body, { error: "invalid API key" });
+    assert.deepEqual(await res.json(), { error: "invalid API key" });
+    const lines = stack.logs.filter((l) => l.request_id === "clients-401");
+    assert.deepEqual(
+      lines.map((l) => [l.event ?? l.msg, l.level]),
+      [
+        ["auth_failed", 40],
+        ["request", 30],
+      ],
+      "the handler's line (through request.log) and the access line, each with the request id",
+    );
+    assert.ok(!JSON.stringify(lines).includes("nobody-0123456789"));
+    const access = lines[1]!;
+    assert.equal(access.status, 401);
+    assert.equal(access.method, "GET");
+  });
+
+  test("the access line names the client", async () => {
+    await stack.request("/api/v1/jobs", { key: ALICE, headers: { "x-request-id": "clients-named" } });
+    const line = stack.logs.find((l) => l.request_id === "clients-named" && l.msg === "request");
+    assert.equal(line?.client, "alice");
   });
 });

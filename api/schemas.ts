@@ -1,5 +1,6 @@
 import { Type, type TObject, type TProperties, type TSchema, type TUnsafe } from "@sinclair/typebox";
 import type { SchemaBounds } from "../core/jobs/bounds.js";
+import type { SubmissionFields } from "../core/jobs/spec.js";
 import { parameterSchemas } from "../core/jobs/parameters.js";
 import {
   Batch,
@@ -200,19 +201,7 @@ export function batchEntrySchemas(bounds: SchemaBounds): TSchema {
 }
 
 /** A batch entry as the handler reads it (the route schema has validated it and applied the defaults). */
-export type BatchEntry = {
-  type: JobType;
-  source_bucket: string;
-  source_key: string;
-  dest_bucket?: string;
-  dest_key?: string;
-  parameters: Record<string, unknown>;
-  webhook_url?: string;
-  webhook_style?: "default" | "chat" | "slack";
-  request_id?: string;
-  resources?: { cpu?: string; memory?: string };
-  timeout_seconds?: number;
-};
+export type BatchEntry = SubmissionFields & { type: JobType; parameters: Record<string, unknown> };
 
 /** The body of POST /jobs/batch, with the configuration's bounds. */
 export function batchCreateBody(bounds: SchemaBounds) {

@@ -202,18 +202,32 @@ export class JobStore {
     limit: number;
     viewer?: Viewer;
   }): Promise<{ jobs: JobSummary[]; total: number }> {
+    const { ids, total } = await this.newest("jobs", filter);
+    return { jobs: await this.summaries(ids), total };
+  }
+
+  /** The newest ids of an index (a client's own for a client's viewer) and how many it holds. */
+  private async newest(
+    kind: "jobs" | "batches",
+    filter: { status?: string; limit: number; viewer?: Viewer },
+  ): Promise<{ ids: string[]; total: number }> {
     const viewer = filter.viewer ?? EVERYONE;
+    const { status } = filter;
     const index =
       "client" in viewer
-        ? this.keys.clientIndex(viewer.client, "jobs", filter.status)
-        : filter.status
-          ? this.keys.jobsByStatus(filter.status)
-          : this.keys.jobsByCreated();
+        ? this.keys.clientIndex(viewer.client, kind, status)
+        : kind === "jobs"
+          ? status
+            ? this.keys.jobsByStatus(status)
+            : this.keys.jobsByCreated()
+          : status
+            ? this.keys.batchesByStatus(status)
+            : this.keys.batchesByCreated();
     const [ids, total] = await Promise.all([
       this.redis.zrevrange(index, 0, Math.max(1, filter.limit) - 1),
       this.redis.zcard(index),
     ]);
-    return { jobs: await this.summaries(ids), total };
+    return { ids, total };
   }
 
   private async summaries(ids: string[]): Promise<JobSummary[]> {
@@ -243,17 +257,7 @@ export class JobStore {
     limit: number;
     viewer?: Viewer;
   }): Promise<{ batches: Batch[]; total: number }> {
-    const viewer = filter.viewer ?? EVERYONE;
-    const index =
-      "client" in viewer
-        ? this.keys.clientIndex(viewer.client, "batches", filter.status)
-        : filter.status
-          ? this.keys.batchesByStatus(filter.status)
-          : this.keys.batchesByCreated();
-    const [ids, total] = await Promise.all([
-      this.redis.zrevrange(index, 0, Math.max(1, filter.limit) - 1),
-      this.redis.zcard(index),
-    ]);
+    const { ids, total } = await this.newest("batches", filter);
     if (ids.length === 0) return { batches: [], total };
     const pipeline = this.redis.pipeline();
     for (const id of ids) pipeline.hgetall(this.keys.batch(id));

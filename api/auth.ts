@@ -1,7 +1,7 @@
 import { hash, timingSafeEqual } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from "fastify";
 import type { ApiClient } from "../core/config/load.js";
-import type { Viewer } from "../core/store/visibility.js";
+import { EVERYONE, type Viewer } from "../core/store/visibility.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -118,13 +118,10 @@ export function requireClient(directory: ClientDirectory) {
   };
 }
 
-/**
- * Whose jobs a request may see: undefined (all of them) when authentication is off or the client is
- * an admin, else its own.
- */
+/** Whose jobs a request may see: everyone's when authentication is off or the client is an admin, else its own. */
 export function viewerOf(request: FastifyRequest): Viewer {
   const client = request.apiClient;
-  return client && !client.admin ? { client: client.name } : { all: true };
+  return client && !client.admin ? { client: client.name } : EVERYONE;
 }
 
 /** The name recorded on what a request submits (undefined when authentication is off). */

@@ -49,18 +49,11 @@ export class SharedWindowStore {
     const window = this.windowOf(key, timeWindow);
     window.pending += 1;
     this.schedule();
-    callback(null, {
-      current: window.known + window.sending + window.pending,
-      ttl: (window.index + 1) * window.lengthMs - Date.now(),
-    });
+    callback(null, state(window));
   }
 
   read(key: string, callback: Callback, timeWindow: number): void {
-    const window = this.windowOf(key, timeWindow);
-    callback(null, {
-      current: window.known + window.sending + window.pending,
-      ttl: (window.index + 1) * window.lengthMs - Date.now(),
-    });
+    callback(null, state(this.windowOf(key, timeWindow)));
   }
 
   /** Routes with their own settings share the counts (there are none today). */
@@ -94,13 +87,13 @@ export class SharedWindowStore {
     return window;
   }
 
+  // Each count schedules a flush unless one is due; a count made while a flush is under way
+  // schedules the next (the timer is cleared when it fires).
   private schedule(): void {
     if (this.timer || this.closed) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      void this.flush().then(() => {
-        if ([...this.windows.values()].some((w) => w.pending > 0)) this.schedule();
-      });
+      void this.flush();
     }, this.syncIntervalMs);
     this.timer.unref();
   }
@@ -155,6 +148,14 @@ export class SharedWindowStore {
       "rate limit counts cannot reach Redis: each API replica limits on its own until it can",
     );
   }
+}
+
+/** A window's count (every replica's as last learned, and this one's since) and what is left of it. */
+function state(window: Window): { current: number; ttl: number } {
+  return {
+    current: window.known + window.sending + window.pending,
+    ttl: (window.index + 1) * window.lengthMs - Date.now(),
+  };
 }
 
 /** The class @fastify/rate-limit constructs (its `store` option), bound to one SharedWindowStore. */

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { Bindings, ChildLoggerOptions, LogFn, Logger } from "pino";
 
-type Level = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+type Level = "fatal" | "error" | "warn" | "info" | "debug" | "trace";
 
 /**
  * A request's logger (request.log), made when the request first logs. Most requests log only their
@@ -60,7 +60,7 @@ export class LazyRequestLogger {
     return (this.made ?? this.parent).isLevelEnabled(level);
   }
 
-  private write(level: Exclude<Level, "silent">, args: Parameters<LogFn>): void {
+  private write(level: Level, args: Parameters<LogFn>): void {
     // A line below the level makes no child.
     if (!this.isLevelEnabled(level)) return;
     (this.logger[level] as (...a: unknown[]) => void)(...(args as unknown[]));

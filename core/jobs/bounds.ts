@@ -32,17 +32,42 @@ export const DEFAULT_BOUNDS: SchemaBounds = {
   aiProviders: [],
 };
 
-/** The bounds of a loaded configuration. */
-export function schemaBounds(config: {
+interface BoundedConfig {
   limits: { maxOutputDimension: number; maxTimeoutSeconds: number };
   kubernetes: { maxResources: { cpu: string; memory: string } };
   ai: { providers: Record<string, unknown> };
-}): SchemaBounds {
-  return {
-    maxOutputDimension: config.limits.maxOutputDimension,
-    maxTimeoutSeconds: config.limits.maxTimeoutSeconds,
-    maxResources: { ...config.kubernetes.maxResources },
-    aiProviders: Object.keys(config.ai.providers).sort(),
+}
+
+const boundsOfConfig = new WeakMap<BoundedConfig, SchemaBounds>();
+
+/** The bounds of a loaded configuration (one object per configuration, so schemas built from it are shared). */
+export function schemaBounds(config: BoundedConfig): SchemaBounds {
+  let bounds = boundsOfConfig.get(config);
+  if (!bounds) {
+    bounds = {
+      maxOutputDimension: config.limits.maxOutputDimension,
+      maxTimeoutSeconds: config.limits.maxTimeoutSeconds,
+      maxResources: { ...config.kubernetes.maxResources },
+      aiProviders: Object.keys(config.ai.providers).sort(),
+    };
+    boundsOfConfig.set(config, bounds);
+  }
+  return bounds;
+}
+
+/**
+ * `build` made once per bounds: every submit route and every batch entry type asks for the same
+ * schemas when the API starts.
+ */
+export function perBounds<T extends object>(build: (bounds: SchemaBounds) => T): (bounds: SchemaBounds) => T {
+  const built = new WeakMap<SchemaBounds, T>();
+  return (bounds) => {
+    let value = built.get(bounds);
+    if (!value) {
+      value = build(bounds);
+      built.set(bounds, value);
+    }
+    return value;
   };
 }
 

@@ -1,6 +1,6 @@
 import { Type, type Static, type TObject, type TSchema } from "@sinclair/typebox";
 import type { JobType } from "./types.js";
-import { DEFAULT_BOUNDS, ERROR_MESSAGE, integerRange, type SchemaBounds } from "./bounds.js";
+import { DEFAULT_BOUNDS, ERROR_MESSAGE, integerRange, perBounds, type SchemaBounds } from "./bounds.js";
 import { Enum } from "./enum.js";
 import { MAX_TIMESTAMP_SECONDS, TIMESTAMP_PATTERN } from "./timestamp.js";
 
@@ -244,18 +244,16 @@ export const analyzeParameters = (bounds: SchemaBounds) =>
 export const AnalyzeParameters = analyzeParameters(DEFAULT_BOUNDS);
 
 /** Every job type's parameter schema, with the configuration's bounds. */
-export function parameterSchemas(bounds: SchemaBounds): Readonly<Record<JobType, TObject>> {
-  return {
-    image_resize: imageResizeParameters(bounds),
-    image_optimize: ImageOptimizeParameters,
-    image_watermark: ImageWatermarkParameters,
-    image_colors: ImageColorsParameters,
-    image_ai_keywords: ImageAiKeywordsParameters,
-    video_thumbnail: videoThumbnailParameters(bounds),
-    audio_convert: AudioConvertParameters,
-    analyze: analyzeParameters(bounds),
-  };
-}
+export const parameterSchemas = perBounds((bounds): Readonly<Record<JobType, TObject>> => ({
+  image_resize: imageResizeParameters(bounds),
+  image_optimize: ImageOptimizeParameters,
+  image_watermark: ImageWatermarkParameters,
+  image_colors: ImageColorsParameters,
+  image_ai_keywords: ImageAiKeywordsParameters,
+  video_thumbnail: videoThumbnailParameters(bounds),
+  audio_convert: AudioConvertParameters,
+  analyze: analyzeParameters(bounds),
+}));
 
 /** The parameter schemas of the default configuration. */
 export const PARAMETER_SCHEMAS = parameterSchemas(DEFAULT_BOUNDS);

@@ -1,7 +1,7 @@
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
 import { BATCH_STATUSES, JOB_STATUSES, JOB_TYPES } from "./types.js";
 import { Enum } from "./enum.js";
-import { DEFAULT_BOUNDS, ERROR_MESSAGE, quantityPattern, type SchemaBounds } from "./bounds.js";
+import { DEFAULT_BOUNDS, ERROR_MESSAGE, perBounds, quantityPattern, type SchemaBounds } from "./bounds.js";
 
 export const JobTypeSchema = Enum(JOB_TYPES, { description: "Job type; also the name of its queue" });
 export const JobStatusSchema = Enum(JOB_STATUSES);
@@ -61,7 +61,7 @@ export const WebhookUrl = (description: string) =>
   Type.String({ maxLength: WEBHOOK_URL_MAX_LENGTH, pattern: WEBHOOK_URL_PATTERN, description });
 
 /** Optional fields accepted on every job submission, single or batch entry, with the configured bounds. */
-export const submissionOptionFields = (bounds: SchemaBounds) => {
+export const submissionOptionFields = perBounds((bounds: SchemaBounds) => {
   const quantity = (resource: "cpu" | "memory", example: string) => {
     const max = bounds.maxResources[resource];
     const where = `kubernetes.max_resources.${resource}`;
@@ -108,7 +108,7 @@ export const submissionOptionFields = (bounds: SchemaBounds) => {
       }),
     ),
   };
-};
+});
 /** The submission options of the default configuration. */
 export const SubmissionOptionFields = submissionOptionFields(DEFAULT_BOUNDS);
 

@@ -1,7 +1,7 @@
 import { hash, timingSafeEqual } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from "fastify";
 import type { ApiClient } from "../core/config/load.js";
-import { EVERYONE, type Viewer } from "../core/store/visibility.js";
+import { EVERYONE, type Submitter, type Viewer } from "../core/store/visibility.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -124,7 +124,7 @@ export function viewerOf(request: FastifyRequest): Viewer {
   return client && !client.admin ? { client: client.name } : EVERYONE;
 }
 
-/** The name recorded on what a request submits (undefined when authentication is off). */
-export function submitterOf(request: FastifyRequest): string | undefined {
-  return request.apiClient?.name;
+/** Who submits what a request submits (undefined when authentication is off). */
+export function submitterOf(request: FastifyRequest): Submitter | undefined {
+  return request.apiClient ?? undefined;
 }

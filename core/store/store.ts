@@ -7,7 +7,7 @@ import { JOB_DURATION_BUCKETS } from "../jobs/duration-buckets.js";
 import { decodeBatch, decodeJob, decodeSummary, SUMMARY_FIELDS, type Hash } from "./codec.js";
 import { translateScriptError } from "./errors.js";
 import { Keys } from "./keys.js";
-import { canSee, EVERYONE, type Viewer } from "./visibility.js";
+import { canSee, EVERYONE, type Submitter, type Viewer } from "./visibility.js";
 import { parseRedisTarget } from "./redis-target.js";
 import { defineScripts, scriptRunner, type ScriptName, type ScriptRunner } from "./scripts.js";
 
@@ -101,12 +101,12 @@ export class JobStore {
   }
 
   /** Records jobs (optionally as one batch) atomically: all of them or, on a conflict, none. */
-  /** `client`: who submits (named clients see their own records only); recorded and indexed for it. */
-  async submit(specs: JobSpec[], batch?: NewBatch, client?: string): Promise<Submitted> {
+  /** `by`: who submits (a client that is not an admin sees its own records only); see Submitter. */
+  async submit(specs: JobSpec[], batch?: NewBatch, by?: Submitter): Promise<Submitted> {
     const jobs = specs.map((spec) => ({ id: randomUUID(), type: spec.type, fields: encodeSpec(spec) }));
     const batchId = batch ? (batch.id ?? randomUUID()) : undefined;
     const payload = {
-      ...(client !== undefined ? { client } : {}),
+      ...(by ? { client: by.name, ...(by.admin ? { admin: true } : {}) } : {}),
       jobs,
       ...(batch
         ? {

@@ -7,6 +7,18 @@ export type Viewer = { all: true } | { client: string };
 
 export const EVERYONE: Viewer = { all: true };
 
+/**
+ * Who submits: the name is recorded on every job and batch, and a client that is not an admin has
+ * its own copies of the indexes, so that it lists its own records with the reads an admin uses for
+ * all of them. An admin lists through the shared indexes: its records get no copies (two sorted-set
+ * writes fewer per job). A client that stops being an admin still reads what it submitted as one,
+ * by id; its lists hold what it submits from then on.
+ */
+export interface Submitter {
+  name: string;
+  admin: boolean;
+}
+
 export function canSee(viewer: Viewer, owner: string | undefined): boolean {
   return "all" in viewer || owner === viewer.client;
 }

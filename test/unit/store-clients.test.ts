@@ -1,10 +1,10 @@
 // Named clients in the store: what a client submits carries its name, each client has its own
-// copies of the job and batch indexes, every transition keeps them in step with the shared ones,
+// copies of the job and batch indexes (an admin has none), every transition keeps them in step with the shared ones,
 // prune removes them, and a reader sees only what its viewer allows.
 import { after, before, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { JobStore } from "../../core/store/store.js";
-import { EVERYONE, type Viewer } from "../../core/store/visibility.js";
+import { EVERYONE, type Submitter, type Viewer } from "../../core/store/visibility.js";
 import { startTestRedis, type TestRedis } from "../support/redis.js";
 import {
   claimAndStart,
@@ -33,6 +33,9 @@ beforeEach(() => {
 const A = "image_resize";
 const ALICE: Viewer = { client: "alice" };
 const BOB: Viewer = { client: "bob" };
+const BY_ALICE: Submitter = { name: "alice", admin: false };
+const BY_BOB: Submitter = { name: "bob", admin: false };
+const BY_ROOT: Submitter = { name: "root", admin: true };
 
 async function ids(viewer: Viewer, status?: "pending" | "processing" | "completed" | "failed") {
   const list = await store.listJobs({ limit: 100, viewer, ...(status ? { status } : {}) });
@@ -41,8 +44,8 @@ async function ids(viewer: Viewer, status?: "pending" | "processing" | "complete
 
 describe("named clients in the store", () => {
   test("a submission records its client; reads by another client find nothing, an admin finds all", async () => {
-    const mine = (await store.submit([makeSpec(A)], undefined, "alice")).jobIds[0]!;
-    const theirs = (await store.submit([makeSpec(A)], undefined, "bob")).jobIds[0]!;
+    const mine = (await store.submit([makeSpec(A)], undefined, BY_ALICE)).jobIds[0]!;
+    const theirs = (await store.submit([makeSpec(A)], undefined, BY_BOB)).jobIds[0]!;
     const nobody = (await store.submit([makeSpec(A)])).jobIds[0]!;
 
     assert.equal((await rawJob(store, mine)).client, "alice");
@@ -62,9 +65,9 @@ describe("named clients in the store", () => {
 
   test("every transition moves the job in its client's status index as in the shared one", async () => {
     const [done, failed, requeued, waiting] = (
-      await store.submit([makeSpec(A), makeSpec(A), makeSpec(A), makeSpec(A)], undefined, "alice")
+      await store.submit([makeSpec(A), makeSpec(A), makeSpec(A), makeSpec(A)], undefined, BY_ALICE)
     ).jobIds as [string, string, string, string];
-    await store.submit([makeSpec(A)], undefined, "bob");
+    await store.submit([makeSpec(A)], undefined, BY_BOB);
     assert.deepEqual(await ids(ALICE, "pending"), {
       ids: [done, failed, requeued, waiting].sort(),
       total: 4,
@@ -87,8 +90,8 @@ describe("named clients in the store", () => {
   });
 
   test("batches: recorded, listed and moved per client; prune leaves no client index entry behind", async () => {
-    const batch = await store.submit([makeSpec(A), makeSpec(A)], { failFast: false }, "alice");
-    const other = await store.submit([makeSpec(A)], { failFast: false }, "bob");
+    const batch = await store.submit([makeSpec(A), makeSpec(A)], { failFast: false }, BY_ALICE);
+    const other = await store.submit([makeSpec(A)], { failFast: false }, BY_BOB);
     assert.equal((await store.getBatch(batch.batchId!, ALICE))?.id, batch.batchId);
     assert.equal(await store.getBatch(batch.batchId!, BOB), undefined);
     assert.equal((await store.getBatch(batch.batchId!, EVERYONE))?.id, batch.batchId);
@@ -117,5 +120,32 @@ describe("named clients in the store", () => {
     const left = (await storeKeys(store)).filter((k) => k.includes(":client:alice:"));
     assert.deepEqual(left, [], "no empty or stale index of alice's remains");
     assert.deepEqual(await list(BOB), { ids: [other.batchId], total: 1 });
+  });
+
+  test("an admin's records carry its name and stay out of per-client indexes through every transition", async () => {
+    const [done, waiting] = (await store.submit([makeSpec(A), makeSpec(A)], undefined, BY_ROOT)).jobIds as [
+      string,
+      string,
+    ];
+    const batch = await store.submit([makeSpec(A)], { failFast: false }, BY_ROOT);
+    assert.equal((await rawJob(store, done)).client, "root");
+    assert.equal(await claimAndStart(store, A), done);
+    await store.complete(done, {});
+    assert.deepEqual(
+      (await storeKeys(store)).filter((k) => k.includes(":client:")),
+      [],
+      "no index of root's is written",
+    );
+    assert.deepEqual(await ids(EVERYONE, "completed"), { ids: [done], total: 1 });
+    assert.equal((await ids(EVERYONE, "pending")).total, 2, "the other job and the batch's");
+
+    // Made a plain client later: what it submitted as an admin is still its own by id, and its
+    // lists hold what it submits from then on.
+    const ROOT: Viewer = { client: "root" };
+    assert.equal((await store.getJob(waiting, ROOT))?.id, waiting);
+    assert.equal((await store.getBatch(batch.batchId!, ROOT))?.id, batch.batchId);
+    assert.equal(await store.getJob(waiting, ALICE), undefined);
+    const later = (await store.submit([makeSpec(A)], undefined, { name: "root", admin: false })).jobIds[0]!;
+    assert.deepEqual(await ids(ROOT), { ids: [later], total: 1 });
   });
 });

@@ -58,9 +58,10 @@ local function record(event, fields)
   redis.call(unpack(args))
 end
 
--- A record submitted by a client carries its name (field `client`), and the client has its own
--- copies of the indexes, under client:<name>:, so that it lists its own jobs and batches with the
--- same reads (and totals) as an admin lists all of them. `kind` is 'jobs' or 'batches'.
+-- A record submitted by a client carries its name (field `client`), and a client that is not an admin
+-- has its own copies of the indexes, under client:<name>:, so that it lists its own jobs and batches
+-- with the same reads (and totals) as an admin lists all of them. An admin's records (field
+-- `client_admin`) are in the shared indexes only. `kind` is 'jobs' or 'batches'.
 local function client_index(client, kind, ...)
   return key('client', client, kind, ...)
 end
@@ -68,8 +69,9 @@ end
 local function move_index(kind, record, id, from, to, created_ms)
   if from then redis.call('ZREM', key(kind, 'status', from), id) end
   redis.call('ZADD', key(kind, 'status', to), created_ms, id)
-  local client = redis.call('HGET', key(record, id), 'client')
-  if client then
+  local owner = redis.call('HMGET', key(record, id), 'client', 'client_admin')
+  local client = owner[1]
+  if client and not owner[2] then
     if from then redis.call('ZREM', client_index(client, kind, 'status', from), id) end
     redis.call('ZADD', client_index(client, kind, 'status', to), created_ms, id)
   end

@@ -67,15 +67,14 @@ export class LazyRequestLogger {
   }
 }
 
-export function lazyChildLogger(
-  parent: FastifyBaseLogger,
-  bindings: Bindings,
-  options: ChildLoggerOptions,
-): FastifyBaseLogger {
-  // The server's logger is pino (createLogger); Fastify types it as its base logger.
-  return new LazyRequestLogger(
-    parent as unknown as Logger,
-    bindings,
-    options,
-  ) as unknown as FastifyBaseLogger;
+/**
+ * The server's logger as Fastify is given it: the process's logger, whose children are lazy. Fastify
+ * makes a request's logger with its own factory through `child`; a factory of ours
+ * (childLoggerFactory) would have Fastify check the logger it returns on every request.
+ */
+export function serverLogger(logger: Logger): FastifyBaseLogger {
+  const server = Object.create(logger) as Logger;
+  server.child = ((bindings: Bindings, options?: ChildLoggerOptions) =>
+    new LazyRequestLogger(logger, bindings, options ?? {})) as unknown as Logger["child"];
+  return server as unknown as FastifyBaseLogger;
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyReply } from "fastify";
+import Fastify, { LogController, type FastifyReply } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { Logger } from "../core/logger.js";
 import { installAccessLog } from "./access-log.js";
@@ -8,7 +8,7 @@ import { ClientDirectory, decorateClient, identifyClient, requireClient } from "
 import type { ApiContext, App } from "./context.js";
 import { registerDocs } from "./docs.js";
 import { installErrorHandlers } from "./errors.js";
-import { bodyDeadline, clientErrorHandler, requireHostHeader } from "./transport.js";
+import { clientErrorHandler, requestPreamble } from "./transport.js";
 import { batchRoutes } from "./routes/batches.js";
 import { jobRoutes } from "./routes/jobs.js";
 import { operationsRoutes } from "./routes/operations.js";
@@ -17,7 +17,7 @@ import { OpenStreams, streamRoutes } from "./routes/stream.js";
 import { SHARED_SCHEMAS } from "./schemas.js";
 import { allowDeclaredMethodsOnly } from "./methods.js";
 import { installRateLimit } from "./rate-limit.js";
-import { lazyChildLogger } from "./request-logger.js";
+import { serverLogger } from "./request-logger.js";
 import { formatValidationError, validatorCompiler } from "./validation.js";
 
 export const API_VERSION = "1.0.0";
@@ -32,11 +32,10 @@ export interface Api {
 export async function buildApi(ctx: ApiContext, logger: Logger): Promise<Api> {
   const { server, limits } = ctx.config;
   const app = Fastify({
-    loggerInstance: logger as FastifyBaseLogger,
+    loggerInstance: serverLogger(logger),
     requestIdHeader: false,
     // Fastify's two lines per request are replaced by one access-log line (access-log.ts).
     logController: new LogController({ requestIdLogLabel: "request_id", disableRequestLogging: true }),
-    childLoggerFactory: lazyChildLogger,
     genReqId: (req) => {
       const given = req.headers["x-request-id"];
       return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
@@ -48,7 +47,7 @@ export async function buildApi(ctx: ApiContext, logger: Logger): Promise<Api> {
     schemaErrorFormatter: formatValidationError,
     return503OnClosing: true,
     clientErrorHandler: clientErrorHandler(server.readTimeoutMs),
-    // Node's own answer to a missing Host is an empty 400; requireHostHeader (transport.ts) answers it.
+    // Node's own answer to a missing Host is an empty 400; requestPreamble (transport.ts) answers it.
     // Node checks request timeouts every 30 s by default: a read_timeout of 5 s would act at 30.
     http: {
       requireHostHeader: false,
@@ -73,13 +72,8 @@ export async function buildApi(ctx: ApiContext, logger: Logger): Promise<Api> {
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   installErrorHandlers(app, limits);
   installAccessLog(app);
-  // Every answer says which request it was (set first, so that early answers carry it too).
-  app.addHook("onRequest", (request, reply, done) => {
-    reply.header("X-Request-ID", request.id);
-    done();
-  });
-  app.addHook("onRequest", requireHostHeader);
-  app.addHook("onRequest", bodyDeadline(server.readTimeoutMs));
+  // X-Request-ID on every answer, the Host header, the body's deadline (transport.ts).
+  app.addHook("onRequest", requestPreamble(server.readTimeoutMs));
 
   await registerDocs(app, server.docsPath, API_VERSION);
 

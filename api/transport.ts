@@ -45,50 +45,40 @@ export function clientErrorHandler(readTimeoutMs: number) {
   };
 }
 
-/**
- * HTTP/1.1 requires a Host header. Node answers its absence with an empty 400 of its own; the
- * server turns that off (requireHostHeader) so that this hook answers it in the interface's form.
- */
-export function requireHostHeader(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  done: HookHandlerDoneFunction,
-): void {
-  if (request.headers.host === undefined && request.raw.httpVersion === "1.1") {
-    void reply.code(400).send({ error: "missing Host header: HTTP/1.1 requires one" });
-    return;
-  }
-  done();
-}
-
 class BodyTimeoutError extends Error {
   readonly statusCode = 408;
   readonly code = "MEDIA_BODY_TIMEOUT";
 }
 
 /**
- * A request body must arrive within server.read_timeout of the request's start. Node's own request
- * timeout ends such a connection without an answer once the request has reached the routes; this
- * hook ends the body read with a 408 (errors.ts answers it and closes the connection) instead.
+ * The first onRequest hook of every request, one hook for three checks (each hook is a dispatch
+ * of its own on every request):
+ * - the answer says which request it was (X-Request-ID), set first so that early answers carry it;
+ * - HTTP/1.1 requires a Host header: Node answers its absence with an empty 400 of its own, which
+ *   the server turns off (requireHostHeader) so that this answers it in the interface's form;
+ * - a request body must arrive within server.read_timeout of the request's start: Node's own
+ *   request timeout ends such a connection without an answer once the request has reached the
+ *   routes; this ends the body read with a 408 (errors.ts answers it and closes the connection).
  */
-export function bodyDeadline(readTimeoutMs: number) {
-  return (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+export function requestPreamble(readTimeoutMs: number) {
+  const message = `request body not received within ${readTimeoutMs / 1000} s (server.read_timeout)`;
+  return (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+    reply.header("x-request-id", request.id);
     const raw = request.raw;
+    if (request.headers.host === undefined && raw.httpVersion === "1.1") {
+      void reply.code(400).send({ error: "missing Host header: HTTP/1.1 requires one" });
+      return;
+    }
     if (raw.complete || (raw.headers["content-length"] === undefined && !raw.headers["transfer-encoding"])) {
       return done();
     }
     const timer = setTimeout(() => {
       if (raw.complete || raw.destroyed || raw.listenerCount("error") === 0) return;
-      raw.emit(
-        "error",
-        new BodyTimeoutError(
-          `request body not received within ${readTimeoutMs / 1000} s (server.read_timeout)`,
-        ),
-      );
+      raw.emit("error", new BodyTimeoutError(message));
     }, readTimeoutMs);
     timer.unref();
-    raw.once("end", () => clearTimeout(timer));
-    raw.once("close", () => clearTimeout(timer));
+    // A request emits close once its body is read (or the connection is gone).
+    raw.on("close", () => clearTimeout(timer));
     done();
   };
 }

@@ -28,8 +28,8 @@ type Body = Record<string, unknown>;
  */
 export function specFromBody(type: JobType, body: Body, requestId: string): JobSpec {
   const parameters: Body = {};
-  for (const [name, value] of Object.entries(body)) {
-    if (!NON_PARAMETER_FIELDS.has(name)) parameters[name] = value;
+  for (const name in body) {
+    if (!NON_PARAMETER_FIELDS.has(name)) parameters[name] = body[name];
   }
   return buildJobSpec(type, body as unknown as SubmissionFields, parameters, requestId);
 }

@@ -76,18 +76,20 @@ export function buildJobSpec(
   parameters: Record<string, unknown>,
   requestId: string,
 ): JobSpec {
-  const style = fields.webhook_style;
-  return {
+  // Assigned one by one rather than spread: this runs for every submitted job.
+  const spec: JobSpec = {
     type,
     source_bucket: fields.source_bucket,
     source_key: fields.source_key,
-    ...(fields.dest_bucket !== undefined ? { dest_bucket: fields.dest_bucket } : {}),
-    ...(fields.dest_key !== undefined ? { dest_key: fields.dest_key } : {}),
     parameters,
-    ...(fields.webhook_url !== undefined ? { webhook_url: fields.webhook_url } : {}),
-    ...(style !== undefined ? { webhook_style: style === "slack" ? "chat" : style } : {}),
     request_id: fields.request_id ?? requestId,
-    ...(fields.resources !== undefined ? { resources: fields.resources } : {}),
-    ...(fields.timeout_seconds !== undefined ? { timeout_seconds: fields.timeout_seconds } : {}),
   };
+  if (fields.dest_bucket !== undefined) spec.dest_bucket = fields.dest_bucket;
+  if (fields.dest_key !== undefined) spec.dest_key = fields.dest_key;
+  if (fields.webhook_url !== undefined) spec.webhook_url = fields.webhook_url;
+  const style = fields.webhook_style;
+  if (style !== undefined) spec.webhook_style = style === "slack" ? "chat" : style;
+  if (fields.resources !== undefined) spec.resources = fields.resources;
+  if (fields.timeout_seconds !== undefined) spec.timeout_seconds = fields.timeout_seconds;
+  return spec;
 }

@@ -2,7 +2,9 @@
 // (bench/run.ts) does not share their event loop: the real API as deployed (rate limits on, with a
 // budget the load never reaches, so every request is counted and none refused), the same API with
 // rate limits off, and a bare Fastify route that does one EVALSHA of the same submit script with no
-// validation, auth or logging. Prints one JSON line with their URLs, then serves until killed.
+// validation, auth or logging. The bare route records the same job as the API (the load sends every
+// parameter, defaults included; the request id and the client are recorded too), so that the two
+// differ by the path alone. Prints one JSON line with their URLs, then serves until killed.
 import { randomUUID } from "node:crypto";
 import Fastify from "fastify";
 import { BENCH_API_KEY, listenApi, startBenchStack } from "./stack.js";
@@ -20,18 +22,27 @@ const unlimited = await listenApi(stack, {
 // The bare route: the same submit script, one EVALSHA, the body passed through as the job's fields.
 const bare = Fastify();
 const store = services.store;
+const client = stack.config.server.clients[0];
 bare.post("/bare", async (request, reply) => {
-  const body = request.body as Record<string, unknown>;
-  const submitted = await store.submit([
-    {
-      type: "image_resize",
-      source_bucket: body.source_bucket as string,
-      source_key: body.source_key as string,
-      dest_bucket: body.dest_bucket as string,
-      dest_key: body.dest_key as string,
-      parameters: { width: body.width, height: body.height },
-    },
-  ]);
+  const { source_bucket, source_key, dest_bucket, dest_key, ...parameters } = request.body as Record<
+    string,
+    string
+  >;
+  const submitted = await store.submit(
+    [
+      {
+        type: "image_resize",
+        source_bucket: source_bucket!,
+        source_key: source_key!,
+        dest_bucket: dest_bucket!,
+        dest_key: dest_key!,
+        parameters,
+        request_id: request.id,
+      },
+    ],
+    undefined,
+    client,
+  );
   return reply.code(202).send({ job_id: submitted.jobIds[0], status: "pending" });
 });
 await bare.listen({ host: "127.0.0.1", port: 0 });

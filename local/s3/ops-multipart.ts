@@ -27,7 +27,7 @@ import {
 } from "./ops-object.js";
 import { readPayload, receivePayload } from "./payload.js";
 import { uriEncode } from "./sigv4.js";
-import type { ChecksumType, CompletePart } from "./storage.js";
+import type { ChecksumType, CompletedUpload, CompletePart } from "./storage.js";
 import { childElements, childText, parseXml } from "./xml-parse.js";
 import {
   renderCompleteMultipartUpload,
@@ -191,14 +191,34 @@ export async function uploadPartCopy(ctx: RequestContext): Promise<void> {
 
 export async function completeMultipartUpload(ctx: RequestContext): Promise<void> {
   const uploadId = uploadIdParam(ctx);
+  const host = header(ctx.req, "host") ?? "localhost";
+  const location = `http://${host}/${ctx.bucket}/${uriEncode(ctx.key, true)}`;
+  const reply = (done: CompletedUpload) =>
+    sendXml(
+      ctx,
+      200,
+      renderCompleteMultipartUpload(location, ctx.bucket, ctx.key, done.etag, done.checksum),
+      checksumHeaders(done.checksum),
+    );
+  const readBody = async () => {
+    ctx.beginBody();
+    const { body } = await readPayload(ctx.req, {
+      auth: ctx.auth,
+      maxSize: MAX_XML_BODY,
+      tooLarge: maxMessageLengthExceeded,
+      checksumHeadersDescribeObject: true,
+    });
+    return body;
+  };
+  // A repeat of a completion that succeeded (an SDK retrying after a lost answer) gets its answer.
+  const completed = await ctx.storage.completedUpload(ctx.bucket, uploadId, ctx.key);
+  if (completed) {
+    await readBody();
+    return reply(completed);
+  }
   const upload = await ctx.storage.getUpload(ctx.bucket, uploadId, ctx.key);
   const conditions = writeConditions(ctx);
-  ctx.beginBody();
-  const { body } = await readPayload(ctx.req, {
-    auth: ctx.auth,
-    maxSize: MAX_XML_BODY,
-    tooLarge: maxMessageLengthExceeded,
-  });
+  const body = await readBody();
   const root = parseXml(body.toString("utf8"));
   if (root.name !== "CompleteMultipartUpload") throw malformedXml();
   const checksumElement = upload.checksumAlgorithm
@@ -225,18 +245,11 @@ export async function completeMultipartUpload(ctx: RequestContext): Promise<void
       throw invalidRequest(`Value for x-amz-checksum-${upload.checksumAlgorithm} header is invalid.`);
     }
   }
-  const meta = await ctx.storage.completeUpload(ctx.bucket, uploadId, ctx.key, parts, {
+  const done = await ctx.storage.completeUpload(ctx.bucket, uploadId, ctx.key, parts, {
     conditions,
     ...(fullObjectChecksum !== undefined ? { fullObjectChecksum } : {}),
   });
-  const host = header(ctx.req, "host") ?? "localhost";
-  const location = `http://${host}/${ctx.bucket}/${uriEncode(ctx.key, true)}`;
-  sendXml(
-    ctx,
-    200,
-    renderCompleteMultipartUpload(location, ctx.bucket, ctx.key, meta.etag, meta.checksum),
-    checksumHeaders(meta.checksum),
-  );
+  reply(done);
 }
 
 export async function abortMultipartUpload(ctx: RequestContext): Promise<void> {

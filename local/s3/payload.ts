@@ -38,6 +38,11 @@ export interface PayloadOptions {
   tooLarge: () => S3Error;
   /** Compute this checksum even if the client sent none (multipart uploads created with one). */
   defaultChecksum?: ChecksumAlgorithm;
+  /**
+   * The x-amz-checksum-* and x-amz-sdk-checksum-algorithm headers describe the object the request
+   * makes, not its body (CompleteMultipartUpload): the body is not checked against them.
+   */
+  checksumHeadersDescribeObject?: boolean;
 }
 
 export interface PayloadResult {
@@ -82,8 +87,10 @@ function checksumExpectation(
   req: IncomingMessage,
   mode: Mode,
   fallback?: ChecksumAlgorithm,
+  headersDescribeObject = false,
 ): ChecksumExpectation | undefined {
   const fromHeaders = CHECKSUM_ALGORITHMS.flatMap((algorithm) => {
+    if (headersDescribeObject) return [];
     const value = header(req, `x-amz-checksum-${algorithm}`);
     return value === undefined ? [] : [{ algorithm, headerValue: value.trim() }];
   });
@@ -105,7 +112,7 @@ function checksumExpectation(
       "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.",
     );
   }
-  const sdkRaw = header(req, "x-amz-sdk-checksum-algorithm");
+  const sdkRaw = headersDescribeObject ? undefined : header(req, "x-amz-sdk-checksum-algorithm");
   const sdkAlgorithm = sdkRaw === undefined ? undefined : parseChecksumAlgorithm(sdkRaw);
   if (sdkRaw !== undefined && !sdkAlgorithm) {
     throw invalidRequest("Value for x-amz-sdk-checksum-algorithm header is invalid.");
@@ -177,7 +184,12 @@ export async function receivePayload(
   options: PayloadOptions,
 ): Promise<PayloadResult> {
   const mode = payloadMode(options.auth);
-  const expectation = checksumExpectation(req, mode, options.defaultChecksum);
+  const expectation = checksumExpectation(
+    req,
+    mode,
+    options.defaultChecksum,
+    options.checksumHeadersDescribeObject,
+  );
 
   const contentMd5 = header(req, "content-md5");
   let expectedMd5: Buffer | undefined;

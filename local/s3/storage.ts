@@ -43,6 +43,7 @@ import {
   readFile,
   rename,
   rm,
+  stat,
   type FileHandle,
 } from "node:fs/promises";
 import path from "node:path";
@@ -97,6 +98,15 @@ export interface ObjectMeta extends ObjectAttributes {
   /** Sizes of the parts of an object assembled by a multipart upload (for GET ?partNumber). */
   partSizes?: number[];
 }
+
+/** What CompleteMultipartUpload answers. */
+export interface CompletedUpload {
+  etag: string;
+  checksum?: StoredChecksum;
+}
+
+/** How long a completed upload's answer is kept for a repeated CompleteMultipartUpload. */
+const COMPLETED_UPLOAD_KEPT_MS = 60 * 60 * 1000;
 
 export interface BucketInfo {
   name: string;
@@ -259,6 +269,11 @@ export class Storage {
   private uploadDir(bucket: string, uploadId: string): string {
     if (!ID_RE.test(uploadId)) throw noSuchUpload(uploadId);
     return path.join(this.bucketDir(bucket), "uploads", uploadId);
+  }
+
+  private completedFile(bucket: string, uploadId: string): string {
+    if (!ID_RE.test(uploadId)) throw noSuchUpload(uploadId);
+    return path.join(this.bucketDir(bucket), "completed", `${uploadId}.json`);
   }
 
   private async writeJsonAtomic(target: string, value: unknown): Promise<void> {
@@ -636,16 +651,54 @@ export class Storage {
     return parts.sort((a, b) => a.partNumber - b.partNumber);
   }
 
+  /**
+   * The result of an upload completed within COMPLETED_UPLOAD_KEPT_MS, for a repeated
+   * CompleteMultipartUpload of it (an SDK retrying after a lost answer): S3 answers it as the first.
+   */
+  async completedUpload(bucket: string, uploadId: string, key: string): Promise<CompletedUpload | undefined> {
+    await this.requireBucket(bucket);
+    const done = await this.readJson<CompletedUpload & { key: string; at: number }>(
+      this.completedFile(bucket, uploadId),
+    );
+    if (!done || done.key !== key || Date.now() - done.at > COMPLETED_UPLOAD_KEPT_MS) return undefined;
+    return { etag: done.etag, ...(done.checksum ? { checksum: done.checksum } : {}) };
+  }
+
+  /** Records a completion for completedUpload() and drops the records that have expired. */
+  private async recordCompletion(bucket: string, uploadId: string, key: string, meta: ObjectMeta) {
+    const file = this.completedFile(bucket, uploadId);
+    const dir = path.dirname(file);
+    await mkdir(dir, { recursive: true });
+    const now = Date.now();
+    for (const name of await readdir(dir).catch(() => [] as string[])) {
+      const old = path.join(dir, name);
+      const info = await stat(old).catch(() => undefined);
+      if (info && now - info.mtimeMs > COMPLETED_UPLOAD_KEPT_MS) await rm(old, { force: true });
+    }
+    await this.writeJsonAtomic(file, {
+      key,
+      at: now,
+      etag: meta.etag,
+      ...(meta.checksum ? { checksum: meta.checksum } : {}),
+    });
+  }
+
   async completeUpload(
     bucket: string,
     uploadId: string,
     key: string,
     requested: CompletePart[],
     options: { conditions?: WriteConditions; fullObjectChecksum?: string } = {},
-  ): Promise<ObjectMeta> {
+  ): Promise<CompletedUpload> {
     const dir = this.uploadDir(bucket, uploadId);
     return this.uploadLocks.run(`${bucket}/${uploadId}`, async () => {
-      const upload = await this.getUpload(bucket, uploadId, key);
+      // A repeat that waited for the first completion to finish answers as the first.
+      const upload = await this.getUpload(bucket, uploadId, key).catch(async (err: unknown) => {
+        const done = await this.completedUpload(bucket, uploadId, key);
+        if (done) return done;
+        throw err;
+      });
+      if (!("uploadId" in upload)) return upload;
       const stored = new Map((await this.readParts(bucket, uploadId)).map((p) => [p.partNumber, p]));
       const selected: PartMeta[] = [];
       let previousNumber = 0;
@@ -713,6 +766,7 @@ export class Storage {
           },
           options.conditions,
         );
+        await this.recordCompletion(bucket, uploadId, key, meta);
         await this.removeTree(dir);
         return meta;
       } finally {

@@ -13,6 +13,7 @@ import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
+import { crc32 } from "node:zlib";
 import {
   AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
@@ -1201,6 +1202,85 @@ describe("embedded S3 server", () => {
       assert.match(done.ETag ?? "", /^"[0-9a-f]{32}-1"$/);
       const got = await requiredClient.send(new GetObjectCommand({ Bucket: "multipart", Key: "single" }));
       assert.equal(await got.Body!.transformToString(), "only part");
+    });
+
+    test("a repeated CompleteMultipartUpload answers as the first (an SDK retry after a lost answer)", async () => {
+      const { UploadId } = await client.send(
+        new CreateMultipartUploadCommand({ Bucket: "multipart", Key: "again" }),
+      );
+      const p1 = await client.send(
+        new UploadPartCommand({ Bucket: "multipart", Key: "again", UploadId, PartNumber: 1, Body: "once" }),
+      );
+      const complete = (Key: string) =>
+        client.send(
+          new CompleteMultipartUploadCommand({
+            Bucket: "multipart",
+            Key,
+            UploadId,
+            MultipartUpload: { Parts: [{ PartNumber: 1, ETag: p1.ETag }] },
+          }),
+        );
+      const first = await complete("again");
+      const second = await complete("again");
+      assert.match(first.ETag ?? "", /^"[0-9a-f]{32}-1"$/);
+      assert.equal(second.ETag, first.ETag);
+      assert.equal(second.Key, "again");
+      await rejectsWith(complete("other-key"), "NoSuchUpload", 404);
+      const got = await client.send(new GetObjectCommand({ Bucket: "multipart", Key: "again" }));
+      assert.equal(await got.Body!.transformToString(), "once");
+    });
+
+    test("a whole-object checksum sent with CompleteMultipartUpload is checked against the object", async () => {
+      const data = randomBytes(5 * 1024 * 1024 + 1000);
+      const parts = [data.subarray(0, 5 * 1024 * 1024), data.subarray(5 * 1024 * 1024)];
+      const crc = (bytes: Buffer) => {
+        const value = Buffer.alloc(4);
+        value.writeUInt32BE(crc32(bytes));
+        return value.toString("base64");
+      };
+      for (const [Key, sent, outcome] of [
+        ["whole-right", crc(data), "ok"],
+        ["whole-wrong", crc(Buffer.from("something else")), "BadDigest"],
+      ] as const) {
+        const { UploadId } = await client.send(
+          new CreateMultipartUploadCommand({
+            Bucket: "multipart",
+            Key,
+            ChecksumAlgorithm: "CRC32",
+            ChecksumType: "FULL_OBJECT",
+          }),
+        );
+        const Parts = [];
+        for (const [i, Body] of parts.entries()) {
+          const part = await client.send(
+            new UploadPartCommand({
+              Bucket: "multipart",
+              Key,
+              UploadId,
+              PartNumber: i + 1,
+              Body,
+              ChecksumCRC32: crc(Body),
+            }),
+          );
+          Parts.push({ PartNumber: i + 1, ETag: part.ETag, ChecksumCRC32: crc(Body) });
+        }
+        const completing = client.send(
+          new CompleteMultipartUploadCommand({
+            Bucket: "multipart",
+            Key,
+            UploadId,
+            ChecksumCRC32: sent,
+            ChecksumType: "FULL_OBJECT",
+            MultipartUpload: { Parts },
+          }),
+        );
+        if (outcome === "ok") {
+          const done = await completing;
+          assert.equal(done.ChecksumCRC32, crc(data));
+        } else {
+          await rejectsWith(completing, "BadDigest", 400);
+        }
+      }
     });
   });
 

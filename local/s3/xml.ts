@@ -40,12 +40,11 @@ export function escapeXml(value: string): string {
   });
 }
 
-/** S3's encoding-type=url: percent-encoding with '/' kept and space as '+'. */
+/** S3's encoding-type=url: percent-encoding (a space as %20, '+' as %2B) with '/' kept. */
 export function urlEncodeKey(value: string): string {
   return encodeURIComponent(value)
     .replace(/[!'()*]/g, (c) => "%" + c.charCodeAt(0).toString(16).toUpperCase())
-    .replace(/%2F/g, "/")
-    .replace(/%20/g, "+");
+    .replace(/%2F/g, "/");
 }
 
 type Scalar = string | number | boolean;

@@ -525,6 +525,35 @@ describe("embedded S3 server", () => {
       );
     });
 
+    test("URL-encoded listings percent-encode spaces as %20 and keep slashes", async () => {
+      for (const key of ["enc list/quux ab/thud", "enc list/foo+1/bar"]) {
+        await client.send(new PutObjectCommand({ Bucket: "objects", Key: key, Body: "x" }));
+      }
+      for (const command of [
+        new ListObjectsV2Command({ Bucket: "objects", Prefix: "enc list/", EncodingType: "url" }),
+        new ListObjectsCommand({ Bucket: "objects", Prefix: "enc list/", EncodingType: "url" }),
+        new ListObjectsV2Command({
+          Bucket: "objects",
+          Prefix: "enc list/",
+          Delimiter: "/",
+          EncodingType: "url",
+        }),
+      ]) {
+        const xml = await (await fetch(await getSignedUrl(client, command))).text();
+        assert.ok(!xml.includes("+"), xml);
+        const names = [...xml.matchAll(/<(?:Key|Prefix)>([^<]*)<\/(?:Key|Prefix)>/g)].map((m) => m[1]);
+        assert.ok(names.includes("enc%20list/"), xml);
+        assert.ok(
+          names.some((n) => n === "enc%20list/quux%20ab/thud" || n === "enc%20list/quux%20ab/"),
+          xml,
+        );
+        assert.ok(
+          names.some((n) => n === "enc%20list/foo%2B1/bar" || n === "enc%20list/foo%2B1/"),
+          xml,
+        );
+      }
+    });
+
     test("path traversal attempts cannot escape the data directory", async () => {
       const evilKeys = [
         "../../../outside.txt",

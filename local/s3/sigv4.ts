@@ -244,9 +244,15 @@ function verifySignature(input: VerifyInput, creds: Credentials): AuthResult {
     input.signedHeaders.join(";"),
     input.payloadHash,
   ].join("\n");
-  const stringToSign = [SIGV4_ALGORITHM, input.amzDate, credential.scope, sha256Hex(canonicalRequest)].join(
-    "\n",
-  );
+  // Node gives header values as one character per byte received (latin1); hashed the same way, the
+  // canonical request is the bytes the client signed, UTF-8 metadata included. The rest of it is
+  // ASCII (the path and query are re-encoded).
+  const stringToSign = [
+    SIGV4_ALGORITHM,
+    input.amzDate,
+    credential.scope,
+    sha256Hex(Buffer.from(canonicalRequest, "latin1")),
+  ].join("\n");
   const signingKey = deriveSigningKey(
     creds.secretAccessKey,
     credential.date,

@@ -23,12 +23,25 @@ export function header(req: IncomingMessage, name: string): string | undefined {
   return Array.isArray(value) ? value.join(", ") : value;
 }
 
+// Features a write can ask for that this server does not offer. Accepting the request would store
+// the object unencrypted, or deletable, while the client believes otherwise: 501 instead.
+const UNSUPPORTED_WRITE_HEADERS: Array<[prefix: string, feature: string]> = [
+  ["x-amz-server-side-encryption-customer-", "Server-side encryption with customer-provided keys (SSE-C)"],
+  ["x-amz-server-side-encryption", "Server-side encryption (SSE-S3, SSE-KMS)"],
+  ["x-amz-object-lock-", "Object Lock"],
+];
+
+/** 501 NotImplemented for a write that asks for encryption or Object Lock (see above). */
+export function refuseUnsupportedWriteFeatures(req: IncomingMessage): void {
+  for (const name of Object.keys(req.headers)) {
+    const refused = UNSUPPORTED_WRITE_HEADERS.find(([prefix]) => name.startsWith(prefix));
+    if (refused) throw notImplemented(`${refused[1]} is not supported by this server (header ${name}).`);
+  }
+}
+
 /** Content-Type, stored representation headers and x-amz-meta-* of a PUT / CreateMultipartUpload. */
 export function objectAttributesFromRequest(req: IncomingMessage): ObjectAttributes {
-  // Storing the object unencrypted while the client believes it used its own key would be wrong.
-  if (header(req, "x-amz-server-side-encryption-customer-algorithm") !== undefined) {
-    throw notImplemented("Server-side encryption with customer-provided keys (SSE-C) is not supported.");
-  }
+  refuseUnsupportedWriteFeatures(req);
   const headers: Record<string, string> = {};
   for (const name of STORED_HEADERS) {
     let value = header(req, name);

@@ -9,6 +9,7 @@ import {
   invalidRequest,
   malformedXml,
   maxMessageLengthExceeded,
+  notImplemented,
 } from "./errors.js";
 import { header } from "./http.js";
 import type { ListPage } from "./keyindex.js";
@@ -86,6 +87,11 @@ export async function listBuckets(ctx: RequestContext): Promise<void> {
 }
 
 export async function createBucket(ctx: RequestContext): Promise<void> {
+  if ((header(ctx.req, "x-amz-bucket-object-lock-enabled") ?? "").trim().toLowerCase() === "true") {
+    throw notImplemented(
+      "Object Lock is not supported by this server (header x-amz-bucket-object-lock-enabled).",
+    );
+  }
   const body = await readXmlBody(ctx);
   let locationConstraint = "";
   if (body.trim() !== "") {

@@ -17,6 +17,7 @@ import {
   checkReadConditions,
   header,
   objectAttributesFromRequest,
+  refuseUnsupportedWriteFeatures,
   objectHeaders,
   parseRange,
   type ByteRange,
@@ -230,6 +231,7 @@ export function checkCopySourceConditions(ctx: RequestContext, meta: ObjectMeta)
 }
 
 export async function copyObject(ctx: RequestContext): Promise<void> {
+  refuseUnsupportedWriteFeatures(ctx.req);
   const source = parseCopySource(header(ctx.req, "x-amz-copy-source")!);
   await ctx.storage.requireBucket(ctx.bucket);
   const directive = (header(ctx.req, "x-amz-metadata-directive") ?? "COPY").toUpperCase();

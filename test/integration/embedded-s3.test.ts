@@ -971,6 +971,54 @@ describe("embedded S3 server", () => {
         501,
       );
     });
+
+    test("encryption and Object Lock are refused with 501, never stored as plain objects", async () => {
+      const refused = [
+        new PutObjectCommand({ Bucket: "objects", Key: "sse-s3", Body: "x", ServerSideEncryption: "AES256" }),
+        new PutObjectCommand({
+          Bucket: "objects",
+          Key: "sse-kms",
+          Body: "x",
+          ServerSideEncryption: "aws:kms",
+          SSEKMSKeyId: "alias/key",
+        }),
+        new PutObjectCommand({
+          Bucket: "objects",
+          Key: "locked",
+          Body: "x",
+          ObjectLockMode: "GOVERNANCE",
+          ObjectLockRetainUntilDate: new Date(Date.now() + 86_400_000),
+        }),
+        new PutObjectCommand({ Bucket: "objects", Key: "held", Body: "x", ObjectLockLegalHoldStatus: "ON" }),
+        new CreateMultipartUploadCommand({
+          Bucket: "objects",
+          Key: "sse-mpu",
+          ServerSideEncryption: "AES256",
+        }),
+        new CopyObjectCommand({
+          Bucket: "objects",
+          Key: "sse-copy",
+          CopySource: "objects/tagged",
+          ServerSideEncryption: "AES256",
+        }),
+      ];
+      for (const command of refused) {
+        await rejectsWith(client.send(command as never), "NotImplemented", 501);
+      }
+      for (const key of ["sse-s3", "sse-kms", "locked", "held", "sse-copy"]) {
+        await rejectsWith(
+          client.send(new HeadObjectCommand({ Bucket: "objects", Key: key })),
+          "NotFound",
+          404,
+        );
+      }
+      await rejectsWith(
+        client.send(new CreateBucketCommand({ Bucket: "locked-bucket", ObjectLockEnabledForBucket: true })),
+        "NotImplemented",
+        501,
+      );
+      await rejectsWith(client.send(new HeadBucketCommand({ Bucket: "locked-bucket" })), "NotFound", 404);
+    });
   });
 
   describe("listing", () => {

@@ -24,11 +24,27 @@ SCHEMATHESIS_VERSION=4.32.5
 bash scripts/provision.sh contract
 
 # ---- Schemathesis --------------------------------------------------------------------------------
-venv="${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/media-service/schemathesis-${SCHEMATHESIS_VERSION}"
+# A Python without CPython's spurious "AST constructor recursion depth mismatch" SystemError (fixed in
+# 3.11.8 and 3.12.2), which Hypothesis can meet when it describes a strategy: the run then ends in a
+# runtime error of the tool rather than a finding. pyenv keeps versions that are not on PATH.
+fixed='import sys; v = sys.version_info; sys.exit(0 if v >= (3, 12, 2) or (3, 11, 8) <= v < (3, 12) else 1)'
+python=""
+for candidate in python3 python3.13 python3.12 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[3-9]*/bin/python3; do
+  if "$candidate" -c "$fixed" 2>/dev/null; then
+    python="$candidate"
+    break
+  fi
+done
+if [ -z "$python" ]; then
+  echo "note: no Python >= 3.12.2 or >= 3.11.8 found; using python3, whose ast can fail inside Hypothesis" >&2
+  python=python3
+fi
+pyversion="$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+venv="${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/media-service/schemathesis-${SCHEMATHESIS_VERSION}-py${pyversion}"
 if ! "$venv/bin/st" --version 2>/dev/null | grep -qF "version ${SCHEMATHESIS_VERSION}"; then
-  echo "installing schemathesis ${SCHEMATHESIS_VERSION} into $venv"
+  echo "installing schemathesis ${SCHEMATHESIS_VERSION} into $venv (Python ${pyversion})"
   rm -rf "$venv"
-  python3 -m venv "$venv"
+  "$python" -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==${SCHEMATHESIS_VERSION}"
 fi
 "$venv/bin/st" --version

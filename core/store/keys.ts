@@ -23,11 +23,15 @@ export class Keys {
   histogram(type: string) {
     return `${this.prefix}hist:${type}`;
   }
+  /** The job or batch index everyone's records are in: by status, or all of them by creation. */
+  index(kind: "jobs" | "batches", status?: string) {
+    return status ? `${this.prefix}${kind}:status:${status}` : `${this.prefix}${kind}:by_created`;
+  }
   jobsByCreated() {
-    return `${this.prefix}jobs:by_created`;
+    return this.index("jobs");
   }
   jobsByStatus(status: string) {
-    return `${this.prefix}jobs:status:${status}`;
+    return this.index("jobs", status);
   }
   batch(id: string) {
     return `${this.prefix}batch:${id}`;
@@ -36,10 +40,10 @@ export class Keys {
     return `${this.prefix}batch:${id}:jobs`;
   }
   batchesByCreated() {
-    return `${this.prefix}batches:by_created`;
+    return this.index("batches");
   }
   batchesByStatus(status: string) {
-    return `${this.prefix}batches:status:${status}`;
+    return this.index("batches", status);
   }
   /** A client's own copy of the job or batch indexes (lib.lua client_index). */
   clientIndex(client: string, kind: "jobs" | "batches", status?: string) {

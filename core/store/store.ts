@@ -214,15 +214,7 @@ export class JobStore {
     const viewer = filter.viewer ?? EVERYONE;
     const { status } = filter;
     const index =
-      "client" in viewer
-        ? this.keys.clientIndex(viewer.client, kind, status)
-        : kind === "jobs"
-          ? status
-            ? this.keys.jobsByStatus(status)
-            : this.keys.jobsByCreated()
-          : status
-            ? this.keys.batchesByStatus(status)
-            : this.keys.batchesByCreated();
+      "client" in viewer ? this.keys.clientIndex(viewer.client, kind, status) : this.keys.index(kind, status);
     const [ids, total] = await Promise.all([
       this.redis.zrevrange(index, 0, Math.max(1, filter.limit) - 1),
       this.redis.zcard(index),

@@ -211,12 +211,11 @@ export async function completeMultipartUpload(ctx: RequestContext): Promise<void
     return body;
   };
   // A repeat of a completion that succeeded (an SDK retrying after a lost answer) gets its answer.
-  const completed = await ctx.storage.completedUpload(ctx.bucket, uploadId, ctx.key);
-  if (completed) {
+  const upload = await ctx.storage.uploadOrCompletion(ctx.bucket, uploadId, ctx.key);
+  if (!("uploadId" in upload)) {
     await readBody();
-    return reply(completed);
+    return reply(upload);
   }
-  const upload = await ctx.storage.getUpload(ctx.bucket, uploadId, ctx.key);
   const conditions = writeConditions(ctx);
   const body = await readBody();
   const root = parseXml(body.toString("utf8"));

@@ -652,11 +652,29 @@ export class Storage {
   }
 
   /**
-   * The result of an upload completed within COMPLETED_UPLOAD_KEPT_MS, for a repeated
-   * CompleteMultipartUpload of it (an SDK retrying after a lost answer): S3 answers it as the first.
+   * An upload in progress or, once it is gone, its result if it completed within
+   * COMPLETED_UPLOAD_KEPT_MS: a repeated CompleteMultipartUpload (an SDK retrying after a lost
+   * answer) is answered as the first, as S3 does. NoSuchUpload otherwise.
    */
-  async completedUpload(bucket: string, uploadId: string, key: string): Promise<CompletedUpload | undefined> {
-    await this.requireBucket(bucket);
+  async uploadOrCompletion(
+    bucket: string,
+    uploadId: string,
+    key: string,
+  ): Promise<UploadMeta | CompletedUpload> {
+    try {
+      return await this.getUpload(bucket, uploadId, key);
+    } catch (err) {
+      const done = await this.completedUpload(bucket, uploadId, key);
+      if (done) return done;
+      throw err;
+    }
+  }
+
+  private async completedUpload(
+    bucket: string,
+    uploadId: string,
+    key: string,
+  ): Promise<CompletedUpload | undefined> {
     const done = await this.readJson<CompletedUpload & { key: string; at: number }>(
       this.completedFile(bucket, uploadId),
     );
@@ -664,7 +682,7 @@ export class Storage {
     return { etag: done.etag, ...(done.checksum ? { checksum: done.checksum } : {}) };
   }
 
-  /** Records a completion for completedUpload() and drops the records that have expired. */
+  /** Records a completion for uploadOrCompletion() and drops the records that have expired. */
   private async recordCompletion(bucket: string, uploadId: string, key: string, meta: ObjectMeta) {
     const file = this.completedFile(bucket, uploadId);
     const dir = path.dirname(file);
@@ -693,11 +711,7 @@ export class Storage {
     const dir = this.uploadDir(bucket, uploadId);
     return this.uploadLocks.run(`${bucket}/${uploadId}`, async () => {
       // A repeat that waited for the first completion to finish answers as the first.
-      const upload = await this.getUpload(bucket, uploadId, key).catch(async (err: unknown) => {
-        const done = await this.completedUpload(bucket, uploadId, key);
-        if (done) return done;
-        throw err;
-      });
+      const upload = await this.uploadOrCompletion(bucket, uploadId, key);
       if (!("uploadId" in upload)) return upload;
       const stored = new Map((await this.readParts(bucket, uploadId)).map((p) => [p.partNumber, p]));
       const selected: PartMeta[] = [];

@@ -53,8 +53,15 @@ export interface EmbeddedS3 {
   close(): Promise<void>;
 }
 
-/** Bodies of failed requests up to this size are drained so the connection can be reused. */
-const DRAIN_LIMIT = 1024 * 1024;
+/**
+ * A request answered before its body was read (an error found from the headers alone) has its body
+ * read and discarded, up to this many bytes and this long after the answer, so the connection stays
+ * usable. Closing at once would reset a connection the client is still writing to, and a reset
+ * drops the answer the client has not read yet: it would see a broken pipe instead of, say,
+ * NoSuchBucket. Past either bound the connection is cut.
+ */
+const LINGER_MAX_BYTES = 64 * 1024 * 1024;
+const LINGER_MAX_MS = 10_000;
 /** Sockets with no traffic for this long are closed (stalled clients, abandoned uploads). */
 const SOCKET_IDLE_TIMEOUT_MS = 5 * 60 * 1000;
 /** How long close() lets in-flight requests finish before cutting their connections. */
@@ -82,6 +89,28 @@ function isClientGone(err: unknown, req: IncomingMessage, res: ServerResponse): 
     (req.destroyed && !req.complete) ||
     (res.destroyed && !res.writableFinished)
   );
+}
+
+/** Reads and discards the rest of an answered request's body, within the lingering bounds. */
+function lingerOnBody(req: IncomingMessage): void {
+  let discarded = 0;
+  const cut = () => req.socket.destroy();
+  const timer = setTimeout(cut, LINGER_MAX_MS);
+  timer.unref();
+  const done = () => {
+    clearTimeout(timer);
+    req.off("data", count);
+  };
+  const count = (chunk: Buffer) => {
+    discarded += chunk.length;
+    if (discarded > LINGER_MAX_BYTES) {
+      done();
+      cut();
+    }
+  };
+  req.on("data", count);
+  req.once("end", done);
+  req.once("close", done);
 }
 
 export async function startEmbeddedS3(opts: EmbeddedS3Options): Promise<EmbeddedS3> {
@@ -187,13 +216,13 @@ export async function startEmbeddedS3(opts: EmbeddedS3Options): Promise<Embedded
         return;
       }
       if (!req.complete) {
-        // The request body was not (fully) read. Drain a small remainder so the connection stays
-        // usable; otherwise close it after the response. A client still waiting for
-        // "100 Continue" never sent the body, so the connection cannot be reused either.
-        const declared = Number(header(req, "content-length"));
-        if ((expectContinue && !continueSent) || !(declared <= DRAIN_LIMIT))
+        if (expectContinue && !continueSent) {
+          // The client waits for "100 Continue" and never sends the body: the connection cannot be
+          // reused, and nothing is in flight towards us, so closing after the answer loses nothing.
           res.setHeader("Connection", "close");
-        if (!(expectContinue && !continueSent)) req.resume();
+        } else {
+          lingerOnBody(req);
+        }
       }
       const body = Buffer.from(renderError(e.code, e.message, resource, requestId, e.detail), "utf8");
       res.writeHead(e.status, { "Content-Type": "application/xml", "Content-Length": body.length });

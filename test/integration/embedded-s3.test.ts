@@ -7,8 +7,8 @@ import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createHash, createHmac, randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
-import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { createReadStream, existsSync } from "node:fs";
+import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
@@ -410,6 +410,62 @@ describe("embedded S3 server", () => {
       );
       // The connection state is still sane for the next request.
       await client.send(new HeadBucketCommand({ Bucket: "objects" }));
+    });
+
+    test("a streamed upload without a length to a missing bucket gets its answer, not a broken pipe", async () => {
+      // How the SDK sends a file stream (aws-chunked with a checksum trailer, no Content-Length, no
+      // 100-continue): the store answers from the headers while the body is still coming. Before
+      // the store read the rest of such a body, closing at once reset the connection under the
+      // client's writes and every one of these uploads failed with EPIPE.
+      const file = path.join(root, "streamed.bin");
+      await writeFile(file, randomBytes(256 * 1024));
+      try {
+        for (let i = 0; i < 10; i++) {
+          await rejectsWith(
+            client.send(
+              new PutObjectCommand({
+                Bucket: "no-such-bucket",
+                Key: "streamed",
+                Body: createReadStream(file),
+                ContentLength: 256 * 1024,
+              }),
+            ),
+            "NoSuchBucket",
+            404,
+          );
+        }
+      } finally {
+        await rm(file);
+      }
+    });
+
+    test("an answered body is read to its end and the connection serves the next request", async () => {
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+      try {
+        const sockets = new Set<unknown>();
+        const send = (body: Buffer) =>
+          new Promise<number>((resolve, reject) => {
+            const req = http.request(`${s3.url}/no-such-bucket/k`, { method: "PUT", agent }, (res) => {
+              res.resume();
+              res.on("end", () => resolve(res.statusCode ?? 0));
+            });
+            req.on("socket", (socket) => sockets.add(socket));
+            req.on("error", reject);
+            // Chunked, in pieces, so most of the body arrives after the answer was sent.
+            const pieces = Array.from({ length: 16 }, (_, n) => body.subarray(n * 65536, (n + 1) * 65536));
+            const next = () => {
+              const piece = pieces.shift();
+              if (piece) req.write(piece, next);
+              else req.end();
+            };
+            next();
+          });
+        assert.equal(await send(randomBytes(1024 * 1024)), 403, "anonymous: refused from the headers");
+        assert.equal(await send(randomBytes(1024 * 1024)), 403);
+        assert.equal(sockets.size, 1, "the second request reused the first one's connection");
+      } finally {
+        agent.destroy();
+      }
     });
 
     test("range requests", async () => {

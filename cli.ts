@@ -23,6 +23,9 @@ commands:
   controller   the controller only: claims jobs and runs them (executor.kind local or kubernetes),
                retention; serves /healthz, /readyz and /metrics on PORT
   runner       --job <id>: execute one job and exit (0 done, 2 permanent failure, other transient)
+  object-store the embedded S3-protocol store alone, on EMBEDDED_S3_HOST:EMBEDDED_S3_PORT (default
+               127.0.0.1:9000), objects under DATA_DIR; off loopback it needs S3_ACCESS_KEY_ID and
+               S3_SECRET_ACCESS_KEY of your own (for a test cluster or a second machine)
 
 configuration: CONFIG_FILE (default ./config.yaml) and environment variables; see README.md`;
 
@@ -34,7 +37,7 @@ async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return command ? 0 : 2;
   }
-  if (!["start", "api", "controller", "runner"].includes(command)) {
+  if (!["start", "api", "controller", "runner", "object-store"].includes(command)) {
     console.error(`unknown command "${command}"\n\n${USAGE}`);
     return 2;
   }
@@ -48,12 +51,18 @@ async function main(argv: string[]): Promise<number> {
     }
     throw err;
   }
-  if (command === "start" || command === "api") {
+  if (command === "object-store" && config.storage.endpoint) {
+    console.error(
+      `media-service ${command}: S3_ENDPOINT is set; the embedded store serves only when it is not`,
+    );
+    return 2;
+  }
+  if (command === "start" || command === "api" || command === "object-store") {
     const refused =
-      apiExposureProblem(config, command) ??
-      (command === "start"
-        ? (await import("./local/stack.js")).embeddedStoreExposureProblem(config)
-        : undefined);
+      (command === "object-store" ? undefined : apiExposureProblem(config, command)) ??
+      (command === "api"
+        ? undefined
+        : (await import("./local/stack.js")).embeddedStoreExposureProblem(config));
     if (refused) {
       console.error(`media-service ${command}: ${refused}`);
       return 2;
@@ -71,6 +80,13 @@ async function main(argv: string[]): Promise<number> {
   const shutdown = onSignal(logger, config.server.shutdownTimeoutMs, stops);
 
   try {
+    if (command === "object-store") {
+      const { startObjectStore } = await import("./local/stack.js");
+      const store = await startObjectStore(config, logger);
+      stops.unshift(() => store.close());
+      logger.info({ s3: store.endpoint, data_dir: config.dataDir }, "embedded object store is running");
+      return -1; // keep running until a signal
+    }
     let started: LocalStack["started"] = {};
     if (command === "start") {
       const { startLocalStack } = await import("./local/stack.js");

@@ -52,28 +52,16 @@ export async function startLocalStack(config: Config, logger: Logger): Promise<L
       started.redis = `127.0.0.1:${redis.port}`;
     }
     if (!config.storage.endpoint) {
-      const { accessKeyId, secretAccessKey } = embeddedCredentials(config.storage);
-      const s3 = await startEmbeddedS3({
-        host: config.storage.embeddedHost,
-        port: config.storage.embeddedPort,
-        dataDir: resolve(dataDir, "s3"),
-        accessKeyId,
-        secretAccessKey,
-        region: config.storage.region,
-        buckets: [LOCAL_BUCKET],
-        logger,
-      });
+      const s3 = await startObjectStore(config, logger);
       stops.push(() => s3.close());
-      // Listening on every interface (a container's published port): clients here use loopback.
-      const endpoint = isUnspecified(config.storage.embeddedHost) ? `http://127.0.0.1:${s3.port}` : s3.url;
       next.storage = {
         ...next.storage,
-        endpoint,
-        accessKeyId,
-        secretAccessKey,
+        endpoint: s3.endpoint,
+        accessKeyId: s3.accessKeyId,
+        secretAccessKey: s3.secretAccessKey,
         forcePathStyle: true,
       };
-      started.s3 = endpoint;
+      started.s3 = s3.endpoint;
     }
   } catch (err) {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
@@ -86,4 +74,30 @@ export async function startLocalStack(config: Config, logger: Logger): Promise<L
       for (const stop of stops.reverse()) await stop().catch(() => undefined);
     },
   };
+}
+
+/**
+ * The embedded S3-protocol store as configured (storage.embedded_host / embedded_port, data under
+ * the data dir, the local bucket ready): for `start`, and alone for `object-store`. Callers check
+ * embeddedStoreExposureProblem first. `endpoint` is where clients on this machine reach it.
+ */
+export async function startObjectStore(
+  config: Config,
+  logger: Logger,
+): Promise<{ endpoint: string; accessKeyId: string; secretAccessKey: string; close(): Promise<void> }> {
+  const dataDir = resolve(config.dataDir);
+  const { accessKeyId, secretAccessKey } = embeddedCredentials(config.storage);
+  const s3 = await startEmbeddedS3({
+    host: config.storage.embeddedHost,
+    port: config.storage.embeddedPort,
+    dataDir: resolve(dataDir, "s3"),
+    accessKeyId,
+    secretAccessKey,
+    region: config.storage.region,
+    buckets: [LOCAL_BUCKET],
+    logger,
+  });
+  // Listening on every interface (a container's published port): clients here use loopback.
+  const endpoint = isUnspecified(config.storage.embeddedHost) ? `http://127.0.0.1:${s3.port}` : s3.url;
+  return { endpoint, accessKeyId, secretAccessKey, close: () => s3.close() };
 }

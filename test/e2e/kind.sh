@@ -14,13 +14,13 @@
 #      and loads the image into it (`kind load docker-image`; every media-service pod uses
 #      imagePullPolicy Never);
 #   3. deploys into the namespace $E2E_NAMESPACE (default media-e2e, recreated from scratch):
-#      - an S3-protocol store: MinIO (a Secret with fixed throw-away credentials, a Deployment and a
-#        Service, data in an emptyDir). The embedded store of `media-service start` only listens on
-#        127.0.0.1 inside that process, so it cannot serve other pods. The bucket is created, and the
-#        test image uploaded, by a Job running the media-service image itself with the project's own
-#        S3 client (@aws-sdk/client-s3): no MinIO client image is needed;
+#      - an S3-protocol store: the project's embedded store, `media-service object-store` in the
+#        image under test (a Secret with fixed throw-away credentials, a Deployment and a Service
+#        `objects`, data in an emptyDir), so the test needs no image but its own. The bucket is
+#        created, and the test image uploaded, by a Job running the same image with the project's
+#        own S3 client (@aws-sdk/client-s3);
 #      - the chart: `helm upgrade --install media charts/media-service --wait` with a values file
-#        (image media-service:e2e, pullPolicy Never; s3.endpoint the in-cluster MinIO, the
+#        (image media-service:e2e, pullPolicy Never; s3.endpoint the in-cluster store, the
 #        throw-away keys; the bundled Redis with its PersistentVolumeClaim on kind's default
 #        StorageClass; one fixed API key; webhooks and everything else at the chart's defaults):
 #        Secrets, ConfigMap, the controller's RBAC, the API (2 replicas), the controller (2 replicas,
@@ -37,13 +37,12 @@
 #      deleted: only the release is uninstalled and the namespace deleted (unless KEEP_CLUSTER=1).
 #
 # On a failure it prints the state of the namespace (release, workloads, Jobs, pods, PVCs, Lease,
-# events) and the logs of the API, the controller, Redis, the helm test pod and the runner pods before
+# events) and the logs of the API, the controller, Redis, the object store, the helm test pod and the runner pods before
 # cleaning up.
 #
 # Settings (environment): KIND_CLUSTER, KEEP_CLUSTER, E2E_NAMESPACE, E2E_IMAGE (media-service:e2e),
 # E2E_API_PORT, E2E_TIMEOUT, E2E_SKIP_BUILD=1 (use an image already built with that tag),
-# REDIS_IMAGE (default: the chart's redis.image), MINIO_IMAGE
-# (quay.io/minio/minio:RELEASE.2025-04-22T22-12-26Z).
+# REDIS_IMAGE (default: the chart's redis.image).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -51,7 +50,6 @@ KIND_CLUSTER=${KIND_CLUSTER:-media-service-e2e}
 NAMESPACE=${E2E_NAMESPACE:-media-e2e}
 IMAGE=${E2E_IMAGE:-media-service:e2e}
 REDIS_IMAGE=${REDIS_IMAGE:-}
-MINIO_IMAGE=${MINIO_IMAGE:-quay.io/minio/minio:RELEASE.2025-04-22T22-12-26Z}
 API_PORT=${E2E_API_PORT:-18080}
 TIMEOUT=${E2E_TIMEOUT:-300}
 KEEP_CLUSTER=${KEEP_CLUSTER:-0}
@@ -71,7 +69,7 @@ S3_SECRET_KEY=e2e-secret-key-not-secret
 API_KEY=e2e-api-key-not-secret
 SOURCE_KEY=in/e2e.png
 DEST_KEY=out/e2e.webp
-S3_ENDPOINT="http://minio.${NAMESPACE}.svc.cluster.local:9000"
+S3_ENDPOINT="http://objects.${NAMESPACE}.svc.cluster.local:9000"
 CONTEXT="kind-${KIND_CLUSTER}"
 
 # 64x48 PNG, four colour blocks (145 bytes).
@@ -140,13 +138,13 @@ EOF
 
 indent() { sed 's/^/    /'; }
 
-# MinIO and the S3 helper's fixtures. Everything else comes from the chart.
-render_minio() {
+# The object store and the S3 helper's fixtures. Everything else comes from the chart.
+render_store() {
   cat <<EOF
 apiVersion: v1
 kind: Secret
 metadata:
-  name: e2e-minio
+  name: e2e-objects
 type: Opaque
 stringData:
   access-key-id: "${S3_ACCESS_KEY}"
@@ -155,26 +153,31 @@ stringData:
 apiVersion: apps/v1
 kind: Deployment
 metadata:
-  name: minio
-  labels: { app: minio }
+  name: objects
+  labels: { app: objects }
 spec:
   replicas: 1
-  selector: { matchLabels: { app: minio } }
+  selector: { matchLabels: { app: objects } }
   template:
-    metadata: { labels: { app: minio } }
+    metadata: { labels: { app: objects } }
     spec:
+      automountServiceAccountToken: false
       containers:
-        - name: minio
-          image: ${MINIO_IMAGE}
-          args: ["server", "/data", "--address", ":9000"]
+        - name: objects
+          image: ${IMAGE}
+          imagePullPolicy: Never
+          args: ["object-store"]
           env:
-            - name: MINIO_ROOT_USER
-              valueFrom: { secretKeyRef: { name: e2e-minio, key: access-key-id } }
-            - name: MINIO_ROOT_PASSWORD
-              valueFrom: { secretKeyRef: { name: e2e-minio, key: secret-access-key } }
+            - { name: EMBEDDED_S3_HOST, value: "0.0.0.0" }
+            - { name: EMBEDDED_S3_PORT, value: "9000" }
+            - { name: DATA_DIR, value: /data }
+            - name: S3_ACCESS_KEY_ID
+              valueFrom: { secretKeyRef: { name: e2e-objects, key: access-key-id } }
+            - name: S3_SECRET_ACCESS_KEY
+              valueFrom: { secretKeyRef: { name: e2e-objects, key: secret-access-key } }
           ports: [{ containerPort: 9000 }]
           readinessProbe:
-            httpGet: { path: /minio/health/ready, port: 9000 }
+            tcpSocket: { port: 9000 }
             periodSeconds: 2
           volumeMounts: [{ name: data, mountPath: /data }]
       volumes: [{ name: data, emptyDir: {} }]
@@ -182,9 +185,9 @@ spec:
 apiVersion: v1
 kind: Service
 metadata:
-  name: minio
+  name: objects
 spec:
-  selector: { app: minio }
+  selector: { app: objects }
   ports: [{ port: 9000, targetPort: 9000 }]
 ---
 apiVersion: v1
@@ -226,9 +229,9 @@ spec:
             - { name: BUCKET, value: "${BUCKET}" }
             - { name: SOURCE_KEY, value: "${SOURCE_KEY}" }
             - name: S3_ACCESS_KEY_ID
-              valueFrom: { secretKeyRef: { name: e2e-minio, key: access-key-id } }
+              valueFrom: { secretKeyRef: { name: e2e-objects, key: access-key-id } }
             - name: S3_SECRET_ACCESS_KEY
-              valueFrom: { secretKeyRef: { name: e2e-minio, key: secret-access-key } }
+              valueFrom: { secretKeyRef: { name: e2e-objects, key: secret-access-key } }
           volumeMounts: [{ name: e2e, mountPath: /e2e, readOnly: true }]
       volumes: [{ name: e2e, configMap: { name: e2e-fixtures } }]
 EOF
@@ -295,7 +298,7 @@ render_values >"$VALUES"
 if [[ ${1:-} == "--print-manifests" ]]; then
   find_helm || fail "helm is needed to render the chart: put it on PATH, or install Go for scripts/k8s/build-helm.sh"
   printf 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n---\n' "$NAMESPACE"
-  render_minio
+  render_store
   echo "---"
   render_s3_job e2e-setup setup
   echo "---"
@@ -372,6 +375,8 @@ diagnostics() {
   k logs -l "${SELECTOR},app.kubernetes.io/component=controller" --prefix --tail=100 >&2 || true
   echo "--- Redis log ---" >&2
   k logs -l "${SELECTOR},app.kubernetes.io/component=redis" --prefix --tail=30 >&2 || true
+  echo "--- object store log ---" >&2
+  k logs -l app=objects --prefix --tail=30 >&2 || true
   if k get pod "${FULLNAME}-test-ready" >/dev/null 2>&1; then
     echo "--- helm test pod log ---" >&2
     k logs "${FULLNAME}-test-ready" --tail=20 >&2 || true
@@ -470,9 +475,9 @@ if kubectl --context "$CONTEXT" get namespace "$NAMESPACE" >/dev/null 2>&1; then
   delete_namespace true
 fi
 kubectl --context "$CONTEXT" create namespace "$NAMESPACE"
-log "deploying MinIO"
-render_minio | k apply -f -
-k rollout status deployment/minio --timeout=180s
+log "deploying the object store (media-service object-store)"
+render_store | k apply -f -
+k rollout status deployment/objects --timeout=180s
 log "creating the bucket ${BUCKET} and uploading ${SOURCE_KEY} (a Job in the media-service image)"
 render_s3_job e2e-setup setup | k apply -f -
 wait_job e2e-setup 180

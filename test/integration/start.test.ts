@@ -9,6 +9,7 @@ import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import { stripVTControlCharacters } from "node:util";
 import { after, describe, test } from "node:test";
+import { GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { Redis } from "ioredis";
 import { runnerEntry } from "../../controller/runner-process.js";
 import { freePort } from "../support/ports.js";
@@ -290,5 +291,41 @@ describe("start's safe defaults", () => {
       .find((l) => l.level === 40);
     assert.match(warning?.msg ?? "", /anyone who reaches this address can read every job/);
     assert.equal(await open.stop(), 0);
+  });
+
+  test("object-store serves the embedded store alone; off loopback only with credentials of its own", async () => {
+    const refused = await start({ EMBEDDED_S3_HOST: "0.0.0.0" }, { command: "object-store" });
+    assert.equal(await refused.exited, 2);
+    assert.match(
+      refused.output(),
+      /^media-service object-store: refusing to serve the embedded object store on 0\.0\.0\.0:\d+ with its default credentials/m,
+    );
+
+    const credentials = { accessKeyId: "store-key", secretAccessKey: "store-secret-1234" };
+    const store = await start(
+      {
+        EMBEDDED_S3_HOST: "0.0.0.0",
+        S3_ACCESS_KEY_ID: credentials.accessKeyId,
+        S3_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+      },
+      { command: "object-store" },
+    );
+    await store.waitFor(/"msg":"embedded object store is running"/);
+    const client = new S3Client({
+      endpoint: `http://${outsideAddress()}:${store.s3Port}`,
+      region: "us-east-1",
+      forcePathStyle: true,
+      credentials,
+    });
+    try {
+      await client.send(new PutObjectCommand({ Bucket: "media", Key: "hello.txt", Body: "hello" }));
+      const got = await client.send(new GetObjectCommand({ Bucket: "media", Key: "hello.txt" }));
+      assert.equal(await got.Body!.transformToString(), "hello");
+    } finally {
+      client.destroy();
+    }
+    assert.ok(!existsSync(join(store.dataDir, "redis")), "no redis-server: the store alone");
+    assert.ok(!store.output().includes(credentials.secretAccessKey), "the secret never reaches the log");
+    assert.equal(await store.stop(), 0);
   });
 });

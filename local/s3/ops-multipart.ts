@@ -117,8 +117,7 @@ export async function uploadPart(ctx: RequestContext): Promise<void> {
         `Checksum Type mismatch occurred, expected checksum Type: ${upload.checksumAlgorithm}, actual checksum Type: ${result.checksum.algorithm}`,
       );
     }
-    await temp.seal();
-    const part = await ctx.storage.commitPart(ctx.bucket, uploadId, ctx.key, partNumber, temp.path, {
+    const part = await ctx.storage.commitPart(ctx.bucket, uploadId, ctx.key, partNumber, temp, {
       size: result.size,
       etag: `"${result.md5.toString("hex")}"`,
       ...(result.checksum ? { checksum: result.checksum } : {}),
@@ -172,12 +171,11 @@ export async function uploadPartCopy(ctx: RequestContext): Promise<void> {
       temp.stream.end();
       await new Promise<void>((resolve, reject) => temp.stream.once("finish", resolve).once("error", reject));
     }
-    await temp.seal();
     const checksum =
       checksummer && upload.checksumAlgorithm
         ? { algorithm: upload.checksumAlgorithm, value: checksummer.digest().toString("base64") }
         : undefined;
-    const part = await ctx.storage.commitPart(ctx.bucket, uploadId, ctx.key, partNumber, temp.path, {
+    const part = await ctx.storage.commitPart(ctx.bucket, uploadId, ctx.key, partNumber, temp, {
       size,
       etag: `"${md5.digest("hex")}"`,
       ...(checksum ? { checksum } : {}),

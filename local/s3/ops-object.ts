@@ -1,7 +1,6 @@
 // Object operations: PutObject, GetObject / HeadObject, DeleteObject and CopyObject.
 
 import type { OutgoingHttpHeaders } from "node:http";
-import { rm } from "node:fs/promises";
 import { pipeline } from "node:stream/promises";
 import { MAX_OBJECT_SIZE, sendEmpty, sendXml, type RequestContext } from "./context.js";
 import {
@@ -76,7 +75,6 @@ export async function putObject(ctx: RequestContext): Promise<void> {
       maxSize: MAX_OBJECT_SIZE,
       tooLarge: () => entityTooLarge(MAX_OBJECT_SIZE),
     });
-    await temp.seal();
     const checksum: StoredChecksum | undefined = result.checksum && {
       ...result.checksum,
       type: "FULL_OBJECT",
@@ -84,7 +82,7 @@ export async function putObject(ctx: RequestContext): Promise<void> {
     const meta = await ctx.storage.commitObject(
       ctx.bucket,
       ctx.key,
-      temp.path,
+      temp,
       {
         ...attributes,
         size: result.size,
@@ -248,7 +246,7 @@ export async function copyObject(ctx: RequestContext): Promise<void> {
   }
   const conditions = writeConditions(ctx);
   const replacement = directive === "REPLACE" ? objectAttributesFromRequest(ctx.req) : undefined;
-  const { meta: src, tempPath } = await ctx.storage.cloneToTemp(source.bucket, source.key);
+  const { meta: src, temp } = await ctx.storage.cloneToTemp(source.bucket, source.key);
   try {
     checkCopySourceConditions(ctx, src);
     const attributes = replacement ?? {
@@ -259,7 +257,7 @@ export async function copyObject(ctx: RequestContext): Promise<void> {
     const meta = await ctx.storage.commitObject(
       ctx.bucket,
       ctx.key,
-      tempPath,
+      temp,
       {
         ...attributes,
         size: src.size,
@@ -271,6 +269,6 @@ export async function copyObject(ctx: RequestContext): Promise<void> {
     );
     sendXml(ctx, 200, renderCopyObjectResult(meta.etag, meta.lastModified, meta.checksum));
   } finally {
-    await rm(tempPath, { force: true });
+    await temp.discard();
   }
 }

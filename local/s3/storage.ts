@@ -5,12 +5,13 @@
 //                                            rename. (Bucket names cannot start with '.', so this
 //                                            never collides with a bucket.)
 //   <dataDir>/<bucket>/bucket.json           bucket record (creation date, location constraint)
-//   <dataDir>/<bucket>/objects/<hh>/<h>.json object metadata; h = sha256(key) in hex, hh = its first
-//                                            two digits. This file is the commit point of a write.
-//   <dataDir>/<bucket>/blobs/<bb>/<id>       object content, immutable, named by a random id that
-//                                            the metadata points to.
-//   <dataDir>/<bucket>/uploads/<uploadId>/   multipart upload: upload.json, <n>.json per part (the
-//                                            part's commit point) and the part data <n>-<id>.part
+//   <dataDir>/<bucket>/objects/<hh>/<h>.obj  one object: its content, then its metadata (see
+//                                            "Why one file" below); h = sha256(key) in hex, hh =
+//                                            its first two digits. Renaming it into place is the
+//                                            commit point of a write.
+//   <dataDir>/<bucket>/uploads/<uploadId>/   multipart upload: upload.json and <n>.part per part
+//                                            (content, then the part's metadata, as objects)
+//   <dataDir>/<bucket>/completed/<id>.json   answers of recently completed multipart uploads
 //
 // Why hashed names: S3 keys are up to 1024 bytes of arbitrary UTF-8 ('/', '..', spaces, control
 // characters, names differing only in case or Unicode normalisation). Mapping them to paths would
@@ -21,22 +22,28 @@
 // in the metadata and verified on every read; listing order comes from an in-memory index
 // (keyindex.ts) built from the metadata.
 //
-// Why blobs separate from metadata: a write streams into .tmp, is renamed to a fresh blob name,
-// then the metadata is written to a temp file and renamed over the key's metadata file. Readers
-// therefore see either the complete old object or the complete new one, never a mix of one
-// version's bytes with another's ETag, and a crash at any point leaves at worst an unreferenced
-// blob, never a half-written object. Metadata commits and blob removal for one key are serialised
-// by an in-process lock (this process is the only writer of the directory), and a reader opens the
-// blob under the same lock, so an open file descriptor stays valid even if the object is replaced
-// while it is being streamed.
+// Why one file: a write streams into .tmp; once the body is complete and verified, the metadata
+// (key, size, ETag, checksums, headers) is appended after the content with its length and a magic
+// number, the file is synced once and renamed over the key's file. A reader opens the key's file
+// and reads the metadata from its end, so it always has one version's bytes with that version's
+// ETag, even while the key is replaced (an open file outlives the rename). A crash at any point
+// leaves the old object or the new one, never a mix, and costs one sync per object. (Metadata in
+// a separate file would need a second sync, or would be lost or torn in a crash.) Stores made
+// before this layout (objects/<hh>/<h>.json beside blobs/) are moved to it when opened.
 
 import { createHash, randomBytes } from "node:crypto";
-import { close as closeCb, createReadStream, createWriteStream, fsync, type WriteStream } from "node:fs";
+import {
+  close as closeCb,
+  createReadStream,
+  createWriteStream,
+  fsync,
+  open as openCb,
+  write as writeCb,
+  type WriteStream,
+} from "node:fs";
 import { once } from "node:events";
 import { promisify } from "node:util";
 import {
-  copyFile,
-  link,
   mkdir,
   open,
   readdir,
@@ -44,9 +51,11 @@ import {
   rename,
   rm,
   stat,
+  truncate,
   type FileHandle,
 } from "node:fs/promises";
 import path from "node:path";
+import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { Logger } from "pino";
 import { checksumBase64, createChecksummer, type ChecksumAlgorithm } from "./checksum.js";
@@ -93,7 +102,6 @@ export interface ObjectMeta extends ObjectAttributes {
   etag: string;
   /** ISO 8601 time of the write. */
   lastModified: string;
-  blob: string;
   checksum?: StoredChecksum;
   /** Sizes of the parts of an object assembled by a multipart upload (for GET ?partNumber). */
   partSizes?: number[];
@@ -124,7 +132,6 @@ export interface UploadMeta extends ObjectAttributes {
 
 export interface PartMeta {
   partNumber: number;
-  file: string;
   etag: string;
   size: number;
   lastModified: string;
@@ -170,22 +177,82 @@ function isNotFound(err: unknown): boolean {
 
 const fsyncFd = promisify(fsync);
 const closeFd = promisify(closeCb);
+const writeFd = promisify(writeCb);
+const openFd = promisify(openCb);
 
-/** A file being written in the temp area. Either sealed and handed to a commit, or discarded. */
+/** Ends every object and part file: the metadata's length (uint32 BE), then this. */
+const RECORD_MAGIC = Buffer.from("ES3\u0001", "latin1");
+const RECORD_FOOTER = 8;
+/** The last bytes of a file read at once: enough for the metadata of nearly every object. */
+const RECORD_TAIL = 4096;
+
+/** Content followed by metadata: the trailer appended to a file whose content is `size` bytes. */
+function recordTrailer(meta: { size: number }): Buffer {
+  const json = Buffer.from(JSON.stringify(meta), "utf8");
+  const footer = Buffer.alloc(RECORD_FOOTER);
+  footer.writeUInt32BE(json.length, 0);
+  RECORD_MAGIC.copy(footer, 4);
+  return Buffer.concat([json, footer]);
+}
+
+/**
+ * The metadata at the end of an open object or part file, checked against the file's length (a
+ * file that is not a complete record is reported as corrupt, never served).
+ */
+async function readRecord<T extends { size: number }>(handle: FileHandle, file: string): Promise<T> {
+  const { size: fileSize } = await handle.stat();
+  const corrupt = () => new Error(`corrupt object file ${file}: no metadata record at its end`);
+  if (fileSize < RECORD_FOOTER) throw corrupt();
+  const tailLength = Math.min(fileSize, RECORD_TAIL);
+  let tail = Buffer.alloc(tailLength);
+  await handle.read(tail, 0, tailLength, fileSize - tailLength);
+  if (!tail.subarray(tailLength - 4).equals(RECORD_MAGIC)) throw corrupt();
+  const jsonLength = tail.readUInt32BE(tailLength - RECORD_FOOTER);
+  if (jsonLength + RECORD_FOOTER > fileSize) throw corrupt();
+  if (jsonLength + RECORD_FOOTER > tailLength) {
+    tail = Buffer.alloc(jsonLength + RECORD_FOOTER);
+    await handle.read(tail, 0, tail.length, fileSize - tail.length);
+  }
+  const json = tail.subarray(tail.length - RECORD_FOOTER - jsonLength, tail.length - RECORD_FOOTER);
+  const meta = JSON.parse(json.toString("utf8")) as T;
+  if (meta.size + jsonLength + RECORD_FOOTER !== fileSize) throw corrupt();
+  return meta;
+}
+
+/** The record of the file at `file`, or undefined when there is none. */
+async function readRecordFile<T extends { size: number }>(file: string): Promise<T | undefined> {
+  let handle: FileHandle;
+  try {
+    handle = await open(file, "r");
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+  try {
+    return await readRecord<T>(handle, file);
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * A file being written in the temp area: content through `stream`, then sealed with its metadata
+ * (one sync) and handed to a commit, or discarded.
+ */
 export class TempFile {
   private closed = false;
 
   private constructor(
     readonly path: string,
-    readonly stream: WriteStream,
     private readonly fd: number,
+    private readonly writer?: WriteStream,
   ) {}
 
   static async create(dir: string): Promise<TempFile> {
     const file = path.join(dir, randomId());
-    // autoClose: false keeps the descriptor open after the stream finishes, for the fsync in
-    // seal(). (A FileHandle-based write stream cannot be used here: on Node 20 closing its handle
-    // after the stream finished never resolves.)
+    // autoClose: false keeps the descriptor open after the stream finishes, for the metadata and
+    // the sync in seal(). (A FileHandle-based write stream cannot be used here: on Node 20 closing
+    // its handle after the stream finished never resolves.)
     const stream = createWriteStream(file, { flags: "wx", autoClose: false, highWaterMark: 1024 * 1024 });
     let fd: number;
     try {
@@ -194,11 +261,38 @@ export class TempFile {
       stream.destroy();
       throw err;
     }
-    return new TempFile(file, stream, fd);
+    return new TempFile(file, fd, stream);
   }
 
-  /** Flush to stable storage and close; call after the stream has finished. */
-  async seal(): Promise<void> {
+  /** A temp file that already holds `size` bytes of content (a copy): ready to be sealed. */
+  static async adopt(file: string, size: number): Promise<TempFile> {
+    await truncate(file, size);
+    return new TempFile(file, await openFd(file, "r+"));
+  }
+
+  /** Where the content goes; finish it before seal(). */
+  get stream(): WriteStream {
+    if (!this.writer) throw new Error("an adopted temp file has its content already");
+    return this.writer;
+  }
+
+  /**
+   * Append the metadata after the content (`meta.size` bytes), flush to stable storage once and
+   * close: the file is then a complete record, ready to be renamed into place.
+   */
+  async seal(meta: { size: number }): Promise<void> {
+    const trailer = recordTrailer(meta);
+    let written = 0;
+    while (written < trailer.length) {
+      const { bytesWritten } = await writeFd(
+        this.fd,
+        trailer,
+        written,
+        trailer.length - written,
+        meta.size + written,
+      );
+      written += bytesWritten;
+    }
     await fsyncFd(this.fd);
     this.closed = true;
     await closeFd(this.fd);
@@ -210,12 +304,14 @@ export class TempFile {
       this.closed = true;
       // Wait until no write is in flight on the descriptor before closing it (the number could
       // otherwise be reused by another open while a write still targets it).
-      const stream = this.stream;
-      const closed = new Promise<void>((resolve) =>
-        stream.closed ? resolve() : stream.once("close", () => resolve()),
-      );
-      stream.destroy();
-      await closed;
+      const stream = this.writer;
+      if (stream) {
+        const closed = new Promise<void>((resolve) =>
+          stream.closed ? resolve() : stream.once("close", () => resolve()),
+        );
+        stream.destroy();
+        await closed;
+      }
       await closeFd(this.fd).catch(() => {});
     }
     await rm(this.path, { force: true });
@@ -242,7 +338,64 @@ export class Storage {
     // Anything left in the temp area belongs to writes that never completed (crash, kill -9).
     await rm(storage.tmpDir, { recursive: true, force: true });
     await mkdir(storage.tmpDir, { recursive: true });
+    await storage.moveToOneFileLayout();
     return storage;
+  }
+
+  /**
+   * Stores written before objects became one file kept the metadata in objects/<hh>/<h>.json and
+   * the content in blobs/ (parts likewise: <n>.json and <n>-<id>.part). Each such pair becomes one
+   * record file: the metadata is appended to the content file (cut back to its content first, so
+   * a move interrupted by a crash simply runs again), which is then renamed into place.
+   */
+  private async moveToOneFileLayout(): Promise<void> {
+    let moved = 0;
+    type Legacy = { size: number; blob?: string; file?: string };
+    const move = async (jsonFile: string, meta: Legacy, contentFile: string, target: string) => {
+      if (await stat(contentFile).catch(() => undefined)) {
+        const { blob: _blob, file: _file, ...record } = meta;
+        const temp = await TempFile.adopt(contentFile, record.size);
+        try {
+          await temp.seal(record);
+        } catch (err) {
+          await temp.discard();
+          throw err;
+        }
+        await rename(contentFile, target);
+        moved++;
+      }
+      await rm(jsonFile, { force: true });
+    };
+    const dirs = (dir: string) => readdir(dir).catch(() => [] as string[]);
+    for (const bucket of await dirs(this.dataDir)) {
+      if (!isValidBucketName(bucket)) continue;
+      const bucketDir = path.join(this.dataDir, bucket);
+      const blobs = path.join(bucketDir, "blobs");
+      if (!(await stat(blobs).catch(() => undefined))) continue;
+      for (const shard of await dirs(path.join(bucketDir, "objects"))) {
+        for (const name of await dirs(path.join(bucketDir, "objects", shard))) {
+          if (!name.endsWith(".json")) continue;
+          const jsonFile = path.join(bucketDir, "objects", shard, name);
+          const meta = await this.readJson<Legacy>(jsonFile);
+          if (!meta?.blob || !ID_RE.test(meta.blob)) continue;
+          const target = path.join(bucketDir, "objects", shard, name.replace(/\.json$/, ".obj"));
+          await move(jsonFile, meta, path.join(blobs, meta.blob.slice(0, 2), meta.blob), target);
+        }
+      }
+      for (const uploadId of await dirs(path.join(bucketDir, "uploads"))) {
+        const dir = path.join(bucketDir, "uploads", uploadId);
+        for (const name of await dirs(dir)) {
+          if (!/^\d+\.json$/.test(name)) continue;
+          const part = await this.readJson<Legacy>(path.join(dir, name));
+          if (!part?.file) continue;
+          const target = path.join(dir, name.replace(/\.json$/, ".part"));
+          await move(path.join(dir, name), part, path.join(dir, path.basename(part.file)), target);
+        }
+      }
+      // What is left in blobs/ belonged to no object (a write cut short by a crash).
+      await this.removeTree(blobs);
+    }
+    if (moved > 0) this.log.info({ moved }, "embedded-s3: objects moved to the one-file layout");
   }
 
   createTemp(): Promise<TempFile> {
@@ -256,14 +409,13 @@ export class Storage {
     return path.join(this.dataDir, bucket);
   }
 
-  private metaPath(bucket: string, key: string): string {
+  private objectPath(bucket: string, key: string): string {
     const h = createHash("sha256").update(key, "utf8").digest("hex");
-    return path.join(this.bucketDir(bucket), "objects", h.slice(0, 2), `${h}.json`);
+    return path.join(this.bucketDir(bucket), "objects", h.slice(0, 2), `${h}.obj`);
   }
 
-  private blobPath(bucket: string, blob: string): string {
-    if (!ID_RE.test(blob)) throw new Error(`corrupt object metadata: invalid blob id in bucket ${bucket}`);
-    return path.join(this.bucketDir(bucket), "blobs", blob.slice(0, 2), blob);
+  private partPath(bucket: string, uploadId: string, partNumber: number): string {
+    return path.join(this.uploadDir(bucket, uploadId), `${partNumber}.part`);
   }
 
   private uploadDir(bucket: string, uploadId: string): string {
@@ -347,8 +499,7 @@ export class Storage {
       // completely or not at all.
       const staging = path.join(this.tmpDir, `bucket-${randomId()}`);
       try {
-        for (const sub of ["objects", "blobs", "uploads"])
-          await mkdir(path.join(staging, sub), { recursive: true });
+        for (const sub of ["objects", "uploads"]) await mkdir(path.join(staging, sub), { recursive: true });
         const info: BucketInfo = { name: bucket, created: new Date().toISOString(), locationConstraint };
         await this.writeJsonAtomic(path.join(staging, "bucket.json"), info);
         try {
@@ -379,7 +530,7 @@ export class Storage {
     const objects = path.join(this.bucketDir(bucket), "objects");
     for (const shard of await readdir(objects).catch(() => [] as string[])) {
       const files = await readdir(path.join(objects, shard)).catch(() => [] as string[]);
-      if (files.some((f) => f.endsWith(".json"))) return true;
+      if (files.some((f) => f.endsWith(".obj"))) return true;
     }
     return false;
   }
@@ -391,7 +542,7 @@ export class Storage {
   }
 
   private async readMeta(bucket: string, key: string): Promise<ObjectMeta | undefined> {
-    const meta = await this.readJson<ObjectMeta>(this.metaPath(bucket, key));
+    const meta = await readRecordFile<ObjectMeta>(this.objectPath(bucket, key));
     // A different key would mean a SHA-256 collision; treat it as absent rather than serve it.
     return meta && meta.key === key ? meta : undefined;
   }
@@ -403,50 +554,67 @@ export class Storage {
     return meta;
   }
 
-  /** Metadata plus an open handle on the content, consistent with each other. Caller closes it. */
+  /**
+   * Metadata plus an open handle on the content (its first meta.size bytes), consistent with each
+   * other whatever writes follow. Caller closes it.
+   */
   async openObject(bucket: string, key: string): Promise<{ meta: ObjectMeta; handle: FileHandle }> {
     await this.requireBucket(bucket);
-    return this.keyLocks.run(this.lockKey(bucket, key), async () => {
-      const meta = await this.readMeta(bucket, key);
-      if (!meta) throw noSuchKey(key);
-      const handle = await open(this.blobPath(bucket, meta.blob), "r");
+    const file = this.objectPath(bucket, key);
+    let handle: FileHandle;
+    try {
+      handle = await open(file, "r");
+    } catch (err) {
+      if (isNotFound(err)) throw noSuchKey(key);
+      throw err;
+    }
+    try {
+      const meta = await readRecord<ObjectMeta>(handle, file);
+      if (meta.key !== key) throw noSuchKey(key);
       return { meta, handle };
-    });
+    } catch (err) {
+      await handle.close();
+      throw err;
+    }
   }
 
   /**
-   * A private copy of an object's content in the temp area (a hard link to the immutable blob
-   * where the filesystem allows, else a file copy), for CopyObject.
+   * A private copy of an object's content in the temp area, for CopyObject, to be sealed with the
+   * copy's metadata.
    */
-  async cloneToTemp(bucket: string, key: string): Promise<{ meta: ObjectMeta; tempPath: string }> {
-    await this.requireBucket(bucket);
-    return this.keyLocks.run(this.lockKey(bucket, key), async () => {
-      const meta = await this.readMeta(bucket, key);
-      if (!meta) throw noSuchKey(key);
-      const source = this.blobPath(bucket, meta.blob);
-      const tempPath = path.join(this.tmpDir, randomId());
-      try {
-        await link(source, tempPath);
-      } catch {
-        try {
-          await copyFile(source, tempPath);
-        } catch (err) {
-          await rm(tempPath, { force: true });
-          throw err;
-        }
-      }
-      return { meta, tempPath };
-    });
+  async cloneToTemp(bucket: string, key: string): Promise<{ meta: ObjectMeta; temp: TempFile }> {
+    const { meta, handle } = await this.openObject(bucket, key);
+    const tempPath = path.join(this.tmpDir, randomId());
+    try {
+      // Copied from the open file, so the copy is the version whose metadata was read.
+      await pipeline(
+        meta.size === 0
+          ? Readable.from([])
+          : handle.createReadStream({ start: 0, end: meta.size - 1, autoClose: false }),
+        createWriteStream(tempPath, { flags: "wx", highWaterMark: 1024 * 1024 }),
+      );
+      return { meta, temp: await TempFile.adopt(tempPath, meta.size) };
+    } catch (err) {
+      await rm(tempPath, { force: true });
+      throw err;
+    } finally {
+      await handle.close();
+    }
   }
 
-  /** Make `tempPath` the content of `key`, atomically replacing any previous version. */
+  /**
+   * Seal `temp` (its content complete) with the object's metadata and make it the object at `key`,
+   * atomically replacing any previous version.
+   */
   async commitObject(
     bucket: string,
     key: string,
-    tempPath: string,
-    object: Omit<ObjectMeta, "key" | "lastModified" | "blob">,
+    temp: TempFile,
+    object: Omit<ObjectMeta, "key" | "lastModified">,
     conditions: WriteConditions = {},
   ): Promise<ObjectMeta> {
+    const meta: ObjectMeta = { ...object, key, lastModified: new Date().toISOString() };
+    await temp.seal(meta);
     return this.bucketLocks.shared(bucket, () =>
       this.keyLocks.run(this.lockKey(bucket, key), async () => {
         await this.requireBucket(bucket);
@@ -462,21 +630,10 @@ export class Storage {
           if (!tags.includes("*") && !tags.includes(unquoteEtag(previous.etag)))
             throw preconditionFailed("If-Match");
         }
-        const blob = randomId();
-        const blobFile = this.blobPath(bucket, blob);
-        await mkdir(path.dirname(blobFile), { recursive: true });
-        await rename(tempPath, blobFile);
-        const meta: ObjectMeta = { ...object, key, lastModified: new Date().toISOString(), blob };
-        const metaFile = this.metaPath(bucket, key);
-        try {
-          await mkdir(path.dirname(metaFile), { recursive: true });
-          await this.writeJsonAtomic(metaFile, meta);
-        } catch (err) {
-          await rm(blobFile, { force: true });
-          throw err;
-        }
+        const file = this.objectPath(bucket, key);
+        await mkdir(path.dirname(file), { recursive: true });
+        await rename(temp.path, file);
         await this.indexUpdate(bucket, (index) => index.upsert(indexEntry(meta)));
-        if (previous) await this.removeBlob(bucket, previous.blob);
         return meta;
       }),
     );
@@ -489,17 +646,10 @@ export class Storage {
         await this.requireBucket(bucket);
         const previous = await this.readMeta(bucket, key);
         if (!previous) return false;
-        await rm(this.metaPath(bucket, key), { force: true });
+        await rm(this.objectPath(bucket, key), { force: true });
         await this.indexUpdate(bucket, (index) => index.remove(key));
-        await this.removeBlob(bucket, previous.blob);
         return true;
       }),
-    );
-  }
-
-  private async removeBlob(bucket: string, blob: string): Promise<void> {
-    await rm(this.blobPath(bucket, blob), { force: true }).catch((err: unknown) =>
-      this.log.warn({ err, bucket }, "embedded-s3: could not remove replaced blob"),
     );
   }
 
@@ -542,7 +692,7 @@ export class Storage {
     const files: string[] = [];
     for (const shard of await readdir(objects).catch(() => [] as string[])) {
       for (const name of await readdir(path.join(objects, shard)).catch(() => [] as string[])) {
-        if (name.endsWith(".json")) files.push(path.join(objects, shard, name));
+        if (name.endsWith(".obj")) files.push(path.join(objects, shard, name));
       }
     }
     const entries: IndexEntry[] = [];
@@ -551,7 +701,7 @@ export class Storage {
       while (next < files.length) {
         const file = files[next++]!;
         try {
-          const meta = await this.readJson<ObjectMeta>(file);
+          const meta = await readRecordFile<ObjectMeta>(file);
           if (meta && typeof meta.key === "string") entries.push(indexEntry(meta));
         } catch (err) {
           this.log.warn({ err, file }, "embedded-s3: skipping unreadable object metadata");
@@ -602,35 +752,26 @@ export class Storage {
     return upload;
   }
 
+  /** Seal `temp` (its content complete) with the part's metadata and make it part `partNumber`. */
   async commitPart(
     bucket: string,
     uploadId: string,
     key: string,
     partNumber: number,
-    tempPath: string,
+    temp: TempFile,
     part: { size: number; etag: string; checksum?: { algorithm: ChecksumAlgorithm; value: string } },
   ): Promise<PartMeta> {
-    const dir = this.uploadDir(bucket, uploadId);
+    const meta: PartMeta = { partNumber, ...part, lastModified: new Date().toISOString() };
+    await temp.seal(meta);
     return this.uploadLocks.run(`${bucket}/${uploadId}`, async () => {
       await this.getUpload(bucket, uploadId, key);
-      const metaFile = path.join(dir, `${partNumber}.json`);
-      const previous = await this.readJson<PartMeta>(metaFile);
-      const file = `${partNumber}-${randomId()}.part`;
       try {
-        await rename(tempPath, path.join(dir, file));
+        await rename(temp.path, this.partPath(bucket, uploadId, partNumber));
       } catch (err) {
         // The upload directory vanished under us (bucket deleted): the upload no longer exists.
         if (isNotFound(err)) throw noSuchUpload(uploadId);
         throw err;
       }
-      const meta: PartMeta = { partNumber, file, ...part, lastModified: new Date().toISOString() };
-      try {
-        await this.writeJsonAtomic(metaFile, meta);
-      } catch (err) {
-        await rm(path.join(dir, file), { force: true });
-        throw err;
-      }
-      if (previous) await rm(path.join(dir, path.basename(previous.file)), { force: true });
       return meta;
     });
   }
@@ -644,8 +785,8 @@ export class Storage {
     const dir = this.uploadDir(bucket, uploadId);
     const parts: PartMeta[] = [];
     for (const name of await readdir(dir).catch(() => [] as string[])) {
-      if (!/^\d+\.json$/.test(name)) continue;
-      const part = await this.readJson<PartMeta>(path.join(dir, name));
+      if (!/^\d+\.part$/.test(name)) continue;
+      const part = await readRecordFile<PartMeta>(path.join(dir, name));
       if (part) parts.push(part);
     }
     return parts.sort((a, b) => a.partNumber - b.partNumber);
@@ -736,7 +877,11 @@ export class Storage {
       try {
         await pipeline(async function* () {
           for (const part of selected) {
-            for await (const chunk of createReadStream(path.join(dir, path.basename(part.file)), {
+            if (part.size === 0) continue;
+            const file = path.join(dir, `${part.partNumber}.part`);
+            for await (const chunk of createReadStream(file, {
+              start: 0,
+              end: part.size - 1,
               highWaterMark: 1024 * 1024,
             })) {
               fullChecksum?.update(chunk as Buffer);
@@ -744,7 +889,6 @@ export class Storage {
             }
           }
         }, temp.stream);
-        await temp.seal();
 
         let checksum: StoredChecksum | undefined;
         if (algorithm && fullChecksum) {
@@ -768,7 +912,7 @@ export class Storage {
         const meta = await this.commitObject(
           bucket,
           key,
-          temp.path,
+          temp,
           {
             contentType: upload.contentType,
             headers: upload.headers,

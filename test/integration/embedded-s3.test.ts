@@ -8,7 +8,7 @@ import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createHash, createHmac, randomBytes } from "node:crypto";
 import { createReadStream, existsSync } from "node:fs";
-import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
@@ -957,16 +957,30 @@ describe("embedded S3 server", () => {
         `"${md5(winner)}"`,
         "ETag and metadata belong to the same upload as the content",
       );
-      // Replaced versions are cleaned up: one blob left, no temp files.
-      const blobs = (
+      // One file per object: the replaced versions are gone, no temp files are left.
+      const files = (
         await Promise.all(
-          (await readdir(path.join(dataDir, "race", "blobs"))).map((d) =>
-            readdir(path.join(dataDir, "race", "blobs", d)),
+          (await readdir(path.join(dataDir, "race", "objects"))).map((d) =>
+            readdir(path.join(dataDir, "race", "objects", d)),
           ),
         )
       ).flat();
-      assert.equal(blobs.length, 1);
+      assert.equal(files.length, 1);
       assert.deepEqual(await tmpEntries(), []);
+    });
+
+    test("a read that began before a replacement gets the whole old version with its own ETag", async () => {
+      await client.send(new CreateBucketCommand({ Bucket: "reread" }));
+      const old = randomBytes(3 * 1024 * 1024);
+      await client.send(new PutObjectCommand({ Bucket: "reread", Key: "k", Body: old }));
+      const reading = await client.send(new GetObjectCommand({ Bucket: "reread", Key: "k" }));
+      const fresh = randomBytes(1024);
+      await client.send(new PutObjectCommand({ Bucket: "reread", Key: "k", Body: fresh }));
+      await client.send(new DeleteObjectCommand({ Bucket: "reread", Key: "k" }));
+      const body = Buffer.from(await reading.Body!.transformToByteArray());
+      assert.equal(body.length, old.length);
+      assert.ok(body.equals(old), "the old content, not the new one or its metadata");
+      assert.equal(reading.ETag, `"${md5(old)}"`);
     });
 
     for (const payload of ["signed SHA-256", "UNSIGNED-PAYLOAD"] as const) {
@@ -1559,6 +1573,92 @@ describe("embedded S3 server", () => {
       const tampered = await rawRequest(url.replace("secret.txt", "secret.txx"));
       assert.equal(tampered.status, 403);
     });
+  });
+
+  test("a data directory in the layout before one file per object is moved to it and served", async () => {
+    // Written as that layout was: metadata in objects/<hh>/<sha256(key)>.json naming a blob, parts
+    // as <n>.json naming <n>-<id>.part.
+    const legacy = path.join(root, "legacy");
+    const bucketDir = path.join(legacy, "old");
+    const key = "photos/ünïcode key.jpg";
+    const content = randomBytes(70_000);
+    const h = sha256(key);
+    const blob = "ab" + "0".repeat(30);
+    const write = async (file: string, data: string | Buffer) => {
+      await mkdir(path.dirname(file), { recursive: true });
+      await writeFile(file, data);
+    };
+    const json = (value: unknown) => JSON.stringify(value);
+    await write(
+      path.join(bucketDir, "bucket.json"),
+      json({ name: "old", created: "2026-01-02T03:04:05.000Z", locationConstraint: "" }),
+    );
+    await write(path.join(bucketDir, "blobs", "ab", blob), content);
+    const common = { contentType: "image/jpeg", headers: {}, userMetadata: { a: "1" } };
+    await write(
+      path.join(bucketDir, "objects", h.slice(0, 2), `${h}.json`),
+      json({
+        ...common,
+        key,
+        size: content.length,
+        etag: `"${md5(content)}"`,
+        lastModified: "2026-01-02T03:04:05.000Z",
+        blob,
+      }),
+    );
+    await write(path.join(bucketDir, "blobs", "cd", "cd" + "1".repeat(30)), "orphan of a crashed write");
+    const uploadId = "ef" + "2".repeat(30);
+    const part = Buffer.alloc(1000, 7);
+    const uploadDir = path.join(bucketDir, "uploads", uploadId);
+    await write(
+      path.join(uploadDir, "upload.json"),
+      json({ ...common, uploadId, key: "multi", initiated: "2026-01-02T03:04:05.000Z" }),
+    );
+    await write(path.join(uploadDir, "1-" + "3".repeat(32) + ".part"), part);
+    await write(
+      path.join(uploadDir, "1.json"),
+      json({
+        partNumber: 1,
+        file: "1-" + "3".repeat(32) + ".part",
+        etag: `"${md5(part)}"`,
+        size: part.length,
+        lastModified: "2026-01-02T03:04:05.000Z",
+      }),
+    );
+
+    const reopened = await startEmbeddedS3({
+      port: 0,
+      dataDir: legacy,
+      accessKeyId: ACCESS_KEY,
+      secretAccessKey: SECRET_KEY,
+    });
+    const legacyClient = new S3Client(config({ endpoint: reopened.url }));
+    try {
+      const got = await legacyClient.send(new GetObjectCommand({ Bucket: "old", Key: key }));
+      assert.ok(Buffer.from(await got.Body!.transformToByteArray()).equals(content));
+      assert.equal(got.ETag, `"${md5(content)}"`);
+      assert.deepEqual(got.Metadata, { a: "1" });
+      const listed = await legacyClient.send(new ListObjectsV2Command({ Bucket: "old" }));
+      assert.deepEqual(
+        listed.Contents?.map((o) => [o.Key, o.Size]),
+        [[key, content.length]],
+      );
+      const done = await legacyClient.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: "old",
+          Key: "multi",
+          UploadId: uploadId,
+          MultipartUpload: { Parts: [{ PartNumber: 1, ETag: `"${md5(part)}"` }] },
+        }),
+      );
+      assert.match(done.ETag ?? "", /-1"$/);
+      const multi = await legacyClient.send(new GetObjectCommand({ Bucket: "old", Key: "multi" }));
+      assert.ok(Buffer.from(await multi.Body!.transformToByteArray()).equals(part));
+      assert.ok(!existsSync(path.join(bucketDir, "blobs")), "the old blobs directory is gone");
+    } finally {
+      legacyClient.destroy();
+      await reopened.close();
+    }
   });
 
   test("close() resolves with idle keep-alive connections open", { timeout: 30_000 }, async () => {

@@ -7,17 +7,17 @@ import { after, before, beforeEach, describe, test } from "node:test";
 import { PutObjectCommand } from "@aws-sdk/client-s3";
 import type { Job } from "../../core/jobs/records.js";
 import { TestAiProvider } from "../support/ai-provider.js";
-import { startTestStack, TEST_BUCKET, type TestStack } from "../support/api.js";
+import { startTestStack, type TestStack } from "../support/api.js";
 import { finished, submit } from "../support/jobs.js";
 import { makeAudio, makeVideo, removeMediaDirs } from "../support/av.js";
 import { makeImage } from "../support/media.js";
 
 async function put(stack: TestStack, key: string, body: Buffer) {
-  await stack.services.s3.send(new PutObjectCommand({ Bucket: TEST_BUCKET, Key: key, Body: body }));
+  await stack.services.s3.send(new PutObjectCommand({ Bucket: stack.bucket, Key: key, Body: body }));
 }
 
 async function run(stack: TestStack, path: string, body: Record<string, unknown>): Promise<Job> {
-  return finished(stack, await submit(stack, path, { source_bucket: TEST_BUCKET, ...body }));
+  return finished(stack, await submit(stack, path, { source_bucket: stack.bucket, ...body }));
 }
 
 interface Keywords {
@@ -311,7 +311,7 @@ describe("AI jobs with a configured provider", () => {
   test("analyze naming an unknown provider is refused at submit", async () => {
     const res = await stack.request("/api/v1/jobs/analyze", {
       method: "POST",
-      json: { source_bucket: TEST_BUCKET, source_key: "in/red.jpg", provider: "nope" },
+      json: { source_bucket: stack.bucket, source_key: "in/red.jpg", provider: "nope" },
     });
     assert.equal(res.status, 400);
     const body = (await res.json()) as { error: string };

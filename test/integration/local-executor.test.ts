@@ -13,7 +13,7 @@ import { LocalExecutor } from "../../controller/local-executor.js";
 import { runnerEntry } from "../../controller/runner-process.js";
 import { RESOLVED_CONFIG_ENV } from "../../core/config/load.js";
 import type { JobType } from "../../core/jobs/types.js";
-import { startTestStack, TEST_BUCKET, type TestStack } from "../support/api.js";
+import { startTestStack, type TestStack } from "../support/api.js";
 import { finished, submit } from "../support/jobs.js";
 import { startTestRedis, type TestRedis } from "../support/redis.js";
 import { openStream } from "../support/sse.js";
@@ -23,12 +23,12 @@ const run = promisify(execFile);
 
 async function put(stack: TestStack, key: string, body: Buffer, contentType = "application/octet-stream") {
   await stack.services.s3.send(
-    new PutObjectCommand({ Bucket: TEST_BUCKET, Key: key, Body: body, ContentType: contentType }),
+    new PutObjectCommand({ Bucket: stack.bucket, Key: key, Body: body, ContentType: contentType }),
   );
 }
 
 async function get(stack: TestStack, key: string): Promise<{ body: Buffer; contentType?: string }> {
-  const res = await stack.services.s3.send(new GetObjectCommand({ Bucket: TEST_BUCKET, Key: key }));
+  const res = await stack.services.s3.send(new GetObjectCommand({ Bucket: stack.bucket, Key: key }));
   return {
     body: Buffer.from(await res.Body!.transformToByteArray()),
     ...(res.ContentType ? { contentType: res.ContentType } : {}),
@@ -37,7 +37,7 @@ async function get(stack: TestStack, key: string): Promise<{ body: Buffer; conte
 
 async function exists(stack: TestStack, key: string): Promise<boolean> {
   try {
-    await stack.services.s3.send(new HeadObjectCommand({ Bucket: TEST_BUCKET, Key: key }));
+    await stack.services.s3.send(new HeadObjectCommand({ Bucket: stack.bucket, Key: key }));
     return true;
   } catch {
     return false;
@@ -81,9 +81,9 @@ describe("jobs through the local stack", () => {
   test("an image is resized end to end: output object, content type, result shape", async () => {
     await put(stack, "in/photo.jpg", await jpeg(1200, 800), "image/jpeg");
     const id = await submit(stack, "image/resize", {
-      source_bucket: TEST_BUCKET,
+      source_bucket: stack.bucket,
       source_key: "in/photo.jpg",
-      dest_bucket: TEST_BUCKET,
+      dest_bucket: stack.bucket,
       dest_key: "out/photo.webp",
       width: 300,
       height: 200,
@@ -97,7 +97,7 @@ describe("jobs through the local stack", () => {
       duration: number;
       metadata: Record<string, unknown>;
     };
-    assert.equal(result.output_url, `${stack.s3.url}/${TEST_BUCKET}/out/photo.webp`);
+    assert.equal(result.output_url, `${stack.s3.url}/${stack.bucket}/out/photo.webp`);
     assert.deepEqual(result.metadata, { width: 300, height: 200, format: "webp" });
     assert.equal(typeof result.duration, "number");
     const out = await get(stack, "out/photo.webp");
@@ -111,16 +111,16 @@ describe("jobs through the local stack", () => {
 
   test("a missing source fails the job with a message naming it, and writes nothing", async () => {
     const id = await submit(stack, "image/resize", {
-      source_bucket: TEST_BUCKET,
+      source_bucket: stack.bucket,
       source_key: "in/absent.jpg",
-      dest_bucket: TEST_BUCKET,
+      dest_bucket: stack.bucket,
       dest_key: "out/absent.jpg",
       width: 10,
       height: 10,
     });
     const job = await finished(stack, id);
     assert.equal(job.status, "failed");
-    assert.equal(job.error, `source s3://${TEST_BUCKET}/in/absent.jpg not found`);
+    assert.equal(job.error, `source s3://${stack.bucket}/in/absent.jpg not found`);
     assert.equal(await exists(stack, "out/absent.jpg"), false);
     assert.equal(job.attempts, 1, "a permanent error is not retried");
   });
@@ -132,9 +132,9 @@ describe("jobs through the local stack", () => {
       json: {
         jobs: Array.from({ length: 100 }, (_, i) => ({
           type: "image_resize",
-          source_bucket: TEST_BUCKET,
+          source_bucket: stack.bucket,
           source_key: "in/small.jpg",
-          dest_bucket: TEST_BUCKET,
+          dest_bucket: stack.bucket,
           dest_key: `out/burst/${i}.jpg`,
           parameters: { width: 64, height: 48 },
         })),
@@ -168,9 +168,9 @@ describe("jobs through the local stack", () => {
   test("a job that overruns its timeout_seconds is failed and its runner replaced", async () => {
     await put(stack, "in/long.wav", await wav(1200), "audio/wav");
     const id = await submit(stack, "audio/convert", {
-      source_bucket: TEST_BUCKET,
+      source_bucket: stack.bucket,
       source_key: "in/long.wav",
-      dest_bucket: TEST_BUCKET,
+      dest_bucket: stack.bucket,
       dest_key: "out/long.mp3",
       format: "mp3",
       timeout_seconds: 1,
@@ -181,7 +181,7 @@ describe("jobs through the local stack", () => {
     assert.equal(await exists(stack, "out/long.mp3"), false);
     // The executor still runs jobs afterwards.
     const next = await submit(stack, "image/colors", {
-      source_bucket: TEST_BUCKET,
+      source_bucket: stack.bucket,
       source_key: "in/small.jpg",
     });
     assert.equal((await finished(stack, next)).status, "completed");
@@ -189,9 +189,9 @@ describe("jobs through the local stack", () => {
 
   test("a long conversion streams real progress over SSE, then complete", async () => {
     const id = await submit(stack, "audio/convert", {
-      source_bucket: TEST_BUCKET,
+      source_bucket: stack.bucket,
       source_key: "in/long.wav",
-      dest_bucket: TEST_BUCKET,
+      dest_bucket: stack.bucket,
       dest_key: "out/progress.ogg",
       format: "ogg",
     });
@@ -216,9 +216,9 @@ describe("jobs through the local stack", () => {
 
   test("a runner killed mid-job is a transient failure: the job is retried and completes", async () => {
     const id = await submit(stack, "audio/convert", {
-      source_bucket: TEST_BUCKET,
+      source_bucket: stack.bucket,
       source_key: "in/long.wav",
-      dest_bucket: TEST_BUCKET,
+      dest_bucket: stack.bucket,
       dest_key: "out/retried.mp3",
       format: "mp3",
     });
@@ -255,7 +255,7 @@ describe("recovery", () => {
     const stack = await startTestStack({ redis });
     try {
       await put(stack, "in/a.jpg", await jpeg(64, 64), "image/jpeg");
-      const id = await submit(stack, "image/colors", { source_bucket: TEST_BUCKET, source_key: "in/a.jpg" });
+      const id = await submit(stack, "image/colors", { source_bucket: stack.bucket, source_key: "in/a.jpg" });
       const opts = {
         config: stack.config,
         store: stack.services.store,
@@ -284,7 +284,7 @@ describe("recovery", () => {
     const stack = await startTestStack({ redis, config: { executor: { lease: "2s" } } });
     try {
       await put(stack, "in/b.jpg", await jpeg(64, 64), "image/jpeg");
-      const id = await submit(stack, "image/colors", { source_bucket: TEST_BUCKET, source_key: "in/b.jpg" });
+      const id = await submit(stack, "image/colors", { source_bucket: stack.bucket, source_key: "in/b.jpg" });
       assert.equal(await stack.services.store.claim("image_colors", 500, "vanished-executor"), id);
       assert.equal(await stack.services.store.start(id, 500), true);
       const executor = new LocalExecutor({
@@ -331,15 +331,24 @@ describe("runner exit codes (media-service runner --job)", () => {
     return new Promise((resolve) => child.once("exit", (code) => resolve(code ?? -1)));
   }
 
+  /** A job claimed as the controller claims it; an output (dest_key) goes to the stack's bucket. */
   async function queued(type: JobType, spec: Record<string, unknown>): Promise<string> {
+    const dest = spec.dest_key ? { dest_bucket: stack.bucket } : {};
     const { jobIds } = await stack.services.store.submit([
-      { type, source_bucket: TEST_BUCKET, source_key: "bad/garbage.bin", parameters: {}, ...spec } as never,
+      {
+        type,
+        source_bucket: stack.bucket,
+        source_key: "bad/garbage.bin",
+        parameters: {},
+        ...dest,
+        ...spec,
+      } as never,
     ]);
     assert.equal(await stack.services.store.claim(type, 60_000, "test"), jobIds[0]);
     return jobIds[0]!;
   }
 
-  const out = (name: string) => ({ dest_bucket: TEST_BUCKET, dest_key: `bad-out/${name}` });
+  const out = (name: string) => ({ dest_key: `bad-out/${name}` });
   const cases: Array<[JobType, Record<string, unknown>, RegExp]> = [
     [
       "image_resize",

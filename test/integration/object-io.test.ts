@@ -15,7 +15,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { PermanentError } from "../../runner/errors.js";
 import { downloadObject, MULTIPART_THRESHOLD, uploadFile } from "../../runner/object-io.js";
-import { startTestStack, TEST_BUCKET, type TestStack } from "../support/api.js";
+import { startTestStack, type TestStack } from "../support/api.js";
 
 const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
 
@@ -37,9 +37,9 @@ describe("runner object transfers", () => {
     const body = randomBytes(MULTIPART_THRESHOLD + 5 * 1024 * 1024);
     const path = join(dir, "large.bin");
     await writeFile(path, body);
-    const size = await uploadFile(s3(), TEST_BUCKET, "io/large.bin", path, "video/mp4", never());
+    const size = await uploadFile(s3(), stack.bucket, "io/large.bin", path, "video/mp4", never());
     assert.equal(size, body.length);
-    const got = await s3().send(new GetObjectCommand({ Bucket: TEST_BUCKET, Key: "io/large.bin" }));
+    const got = await s3().send(new GetObjectCommand({ Bucket: stack.bucket, Key: "io/large.bin" }));
     assert.equal(got.ContentType, "video/mp4");
     assert.match(got.ETag ?? "", /-\d+"$/, "a multipart ETag");
     assert.equal(sha(Buffer.from(await got.Body!.transformToByteArray())), sha(body));
@@ -51,7 +51,7 @@ describe("runner object transfers", () => {
     const controller = new AbortController();
     const upload = uploadFile(
       s3(),
-      TEST_BUCKET,
+      stack.bucket,
       "io/stopped.bin",
       path,
       "application/octet-stream",
@@ -60,23 +60,23 @@ describe("runner object transfers", () => {
     upload.catch(() => undefined);
     // Stopped once the multipart upload is under way on the store.
     const uploads = () =>
-      s3().send(new ListMultipartUploadsCommand({ Bucket: TEST_BUCKET, Prefix: "io/stopped" }));
+      s3().send(new ListMultipartUploadsCommand({ Bucket: stack.bucket, Prefix: "io/stopped" }));
     while (((await uploads()).Uploads ?? []).length === 0) await new Promise((r) => setTimeout(r, 2));
     controller.abort();
     await assert.rejects(upload);
     assert.deepEqual((await uploads()).Uploads ?? [], [], "the multipart upload was aborted on the store");
-    await assert.rejects(s3().send(new HeadObjectCommand({ Bucket: TEST_BUCKET, Key: "io/stopped.bin" })));
-    const listed = await s3().send(new ListObjectsV2Command({ Bucket: TEST_BUCKET, Prefix: "io/stopped" }));
+    await assert.rejects(s3().send(new HeadObjectCommand({ Bucket: stack.bucket, Key: "io/stopped.bin" })));
+    const listed = await s3().send(new ListObjectsV2Command({ Bucket: stack.bucket, Prefix: "io/stopped" }));
     assert.equal(listed.KeyCount ?? 0, 0);
   });
 
   test("a download streams to disk, and a source over the limit is refused as permanent", async () => {
     const body = randomBytes(300_000);
     await s3().send(
-      new PutObjectCommand({ Bucket: TEST_BUCKET, Key: "io/src.bin", Body: body, ContentType: "image/png" }),
+      new PutObjectCommand({ Bucket: stack.bucket, Key: "io/src.bin", Body: body, ContentType: "image/png" }),
     );
     const path = join(dir, "src.bin");
-    const result = await downloadObject(s3(), TEST_BUCKET, "io/src.bin", path, {
+    const result = await downloadObject(s3(), stack.bucket, "io/src.bin", path, {
       maxBytes: 1_000_000,
       signal: never(),
     });
@@ -84,7 +84,7 @@ describe("runner object transfers", () => {
     assert.equal(result.contentType, "image/png");
     assert.equal(sha(await readFile(path)), sha(body));
     await assert.rejects(
-      downloadObject(s3(), TEST_BUCKET, "io/src.bin", join(dir, "x.bin"), {
+      downloadObject(s3(), stack.bucket, "io/src.bin", join(dir, "x.bin"), {
         maxBytes: 1000,
         signal: never(),
       }),
@@ -96,9 +96,12 @@ describe("runner object transfers", () => {
 
   test("missing sources and buckets are permanent errors that name them", async () => {
     await assert.rejects(
-      downloadObject(s3(), TEST_BUCKET, "io/nope.bin", join(dir, "n.bin"), { maxBytes: 10, signal: never() }),
+      downloadObject(s3(), stack.bucket, "io/nope.bin", join(dir, "n.bin"), {
+        maxBytes: 10,
+        signal: never(),
+      }),
       (err: unknown) =>
-        err instanceof PermanentError && err.message === `source s3://${TEST_BUCKET}/io/nope.bin not found`,
+        err instanceof PermanentError && err.message === `source s3://${stack.bucket}/io/nope.bin not found`,
     );
     const path = join(dir, "small.bin");
     await writeFile(path, "x");

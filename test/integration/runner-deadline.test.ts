@@ -16,7 +16,7 @@ import type { Logger } from "../../core/logger.js";
 import { EXIT_DONE, EXIT_PERMANENT } from "../../runner/errors.js";
 import { runOne } from "../../runner/main.js";
 import { jobTimeoutMs } from "../../runner/run-job.js";
-import { startTestStack, TEST_BUCKET, type TestStack } from "../support/api.js";
+import { startTestStack, type TestStack } from "../support/api.js";
 import { putObject, submitAndClaim } from "../support/runner.js";
 
 const run = promisify(execFile);
@@ -71,9 +71,9 @@ describe("JOB_TIMEOUT_SECONDS", () => {
 
   test("a job with a longer timeout_seconds fails when JOB_TIMEOUT_SECONDS runs out", async () => {
     const id = await submitAndClaim(stack, "audio_convert", "audio/convert", {
-      source_bucket: TEST_BUCKET,
+      source_bucket: stack.bucket,
       source_key: "in/long.wav",
-      dest_bucket: TEST_BUCKET,
+      dest_bucket: stack.bucket,
       dest_key: "out/long.mp3",
       format: "mp3",
       timeout_seconds: 3600,
@@ -92,7 +92,7 @@ describe("JOB_TIMEOUT_SECONDS", () => {
 
   test("a job with a shorter timeout_seconds gets the longer JOB_TIMEOUT_SECONDS", async () => {
     const id = await submitAndClaim(stack, "image_colors", "image/colors", {
-      source_bucket: TEST_BUCKET,
+      source_bucket: stack.bucket,
       source_key: "in/tiny.jpg",
       timeout_seconds: 1,
     });
@@ -105,7 +105,7 @@ describe("JOB_TIMEOUT_SECONDS", () => {
 
   test("without it, the job's own timeout_seconds", async () => {
     const id = await submitAndClaim(stack, "image_colors", "image/colors", {
-      source_bucket: TEST_BUCKET,
+      source_bucket: stack.bucket,
       source_key: "in/tiny.jpg",
       timeout_seconds: 45,
     });
@@ -116,7 +116,7 @@ describe("JOB_TIMEOUT_SECONDS", () => {
 
   test("a value that is not a positive integer: exit 2 naming it, and the job is not touched", async () => {
     const id = await submitAndClaim(stack, "image_colors", "image/colors", {
-      source_bucket: TEST_BUCKET,
+      source_bucket: stack.bucket,
       source_key: "in/tiny.jpg",
     });
     const { logger, lines } = capturingLogger();

@@ -14,7 +14,7 @@ import type { JobType } from "../../core/jobs/types.js";
 import type { Logger } from "../../core/logger.js";
 import { EXIT_DONE, EXIT_PERMANENT, EXIT_TRANSIENT } from "../../runner/errors.js";
 import { TestAiProvider } from "../support/ai-provider.js";
-import { startTestStack, TEST_BUCKET, type TestStack } from "../support/api.js";
+import { startTestStack, type TestStack } from "../support/api.js";
 import {
   ffmpeg,
   makeAudio,
@@ -375,9 +375,9 @@ function capturingLogger(): { logger: Logger; lines: string[] } {
 async function runOn(type: JobType, key: string, asWatermark: boolean) {
   const { path, parameters, output } = SUBMIT[type];
   const id = await submitAndClaim(stack, type, path, {
-    source_bucket: TEST_BUCKET,
+    source_bucket: stack.bucket,
     source_key: asWatermark ? "in/good.jpg" : key,
-    ...(output ? { dest_bucket: TEST_BUCKET, dest_key: `out/${key}.${output}` } : {}),
+    ...(output ? { dest_bucket: stack.bucket, dest_key: `out/${key}.${output}` } : {}),
     ...parameters,
     ...(asWatermark ? { watermark_text: undefined, watermark_image: key } : {}),
   });

@@ -8,13 +8,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { runnerEntry } from "../../controller/runner-process.js";
 import type { Job } from "../../core/jobs/records.js";
-import {
-  startTestStack,
-  TEST_ACCESS_KEY,
-  TEST_BUCKET,
-  TEST_SECRET_KEY,
-  type TestStack,
-} from "../support/api.js";
+import { startTestStack, type TestStack } from "../support/api.js";
 import { claimJob } from "../support/store.js";
 import { startWebhookReceiver } from "../support/webhook-receiver.js";
 
@@ -38,8 +32,9 @@ async function startController(configFile: string): Promise<ChildProcess> {
       REDIS_URL: stack.redis.url,
       REDIS_KEY_PREFIX: stack.config.redis.keyPrefix,
       S3_ENDPOINT: stack.s3.url,
-      S3_ACCESS_KEY_ID: TEST_ACCESS_KEY,
-      S3_SECRET_ACCESS_KEY: TEST_SECRET_KEY,
+      S3_REGION: stack.s3.region,
+      S3_ACCESS_KEY_ID: stack.s3.accessKeyId,
+      S3_SECRET_ACCESS_KEY: stack.s3.secretAccessKey,
       EXECUTOR: "local",
       PORT: "0",
       LOG_LEVEL: "info",
@@ -95,7 +90,7 @@ test("a killed notifier's delivery is taken over by another controller and deliv
   const res = await stack.request("/api/v1/jobs/image/colors", {
     method: "POST",
     json: {
-      source_bucket: TEST_BUCKET,
+      source_bucket: stack.bucket,
       source_key: "in/x.png",
       webhook_url: `http://127.0.0.1:${port}/hook`,
     },

@@ -9,7 +9,7 @@ import { PutObjectCommand } from "@aws-sdk/client-s3";
 import sharp from "sharp";
 import { Webhook } from "standardwebhooks";
 import type { Batch, Job } from "../../core/jobs/records.js";
-import { startTestStack, TEST_BUCKET, type TestStack } from "../support/api.js";
+import { startTestStack, type TestStack } from "../support/api.js";
 import { claimJob, ISO_MS_UTC } from "../support/store.js";
 import {
   startWebhookReceiver,
@@ -84,7 +84,7 @@ describe("through the local stack", () => {
       .png()
       .toBuffer();
     await stack.services.s3.send(
-      new PutObjectCommand({ Bucket: TEST_BUCKET, Key: "in/photo.png", Body: png }),
+      new PutObjectCommand({ Bucket: stack.bucket, Key: "in/photo.png", Body: png }),
     );
   });
   after(async () => {
@@ -92,7 +92,11 @@ describe("through the local stack", () => {
     await receiver?.close();
   });
 
-  const colors = (extra: Body = {}) => ({ source_bucket: TEST_BUCKET, source_key: "in/photo.png", ...extra });
+  const colors = (extra: Body = {}) => ({
+    source_bucket: stack.bucket,
+    source_key: "in/photo.png",
+    ...extra,
+  });
   const hooksTo = (path: string) => receiver.received.filter((r) => r.path === path);
 
   test("default style, completed: the DESIGN.md payload field by field, signed, recorded as delivered", async () => {
@@ -189,7 +193,7 @@ describe("through the local stack", () => {
   });
 
   test("batch: one batch.completed per batch, exactly the spec's table, for completed, failed and partial", async () => {
-    const ok = { type: "image_colors", source_bucket: TEST_BUCKET, source_key: "in/photo.png" };
+    const ok = { type: "image_colors", source_bucket: stack.bucket, source_key: "in/photo.png" };
     const bad = { ...ok, source_key: "in/nothing.png" };
     const cases = [
       { path: "/batch-completed", jobs: [ok, ok], status: "completed", completed: 2, failed: 0 },
@@ -244,7 +248,7 @@ describe("delivery", () => {
     const ids: string[] = [];
     for (const body of bodies) {
       ids.push(
-        await submit(stack, "image/colors", { source_bucket: TEST_BUCKET, source_key: "in/x.png", ...body }),
+        await submit(stack, "image/colors", { source_bucket: stack.bucket, source_key: "in/x.png", ...body }),
       );
     }
     for (const id of ids) {
@@ -336,7 +340,7 @@ describe("delivery", () => {
       for (let b = 0; b < 5; b++) {
         const jobs = Array.from({ length: 100 }, () => ({
           type: "image_colors",
-          source_bucket: TEST_BUCKET,
+          source_bucket: stack.bucket,
           source_key: "in/x.png",
           webhook_url: `${receiver.url}/slow`,
         }));
@@ -353,7 +357,7 @@ describe("delivery", () => {
       // Every delivery slot to this receiver is now taken and none is answered; the API is unaffected.
       for (let i = 0; i < 20; i++) {
         const id = await submit(stack, "image/colors", {
-          source_bucket: TEST_BUCKET,
+          source_bucket: stack.bucket,
           source_key: "in/y.png",
         });
         const res = await stack.request(`/api/v1/jobs/${id}`);
@@ -396,7 +400,7 @@ describe("address policy (the chart's default: private targets refused)", () => 
     for (const webhook_url of urls) {
       ids.push(
         await submit(stack, "image/colors", {
-          source_bucket: TEST_BUCKET,
+          source_bucket: stack.bucket,
           source_key: "in/x.png",
           webhook_url,
         }),

@@ -1,11 +1,24 @@
-// A whole API process for tests, on real parts: its own redis-server, the embedded S3-protocol
-// store, and the API listening on a free port. Each stack has its own key prefix and data dir.
+// A whole API process for tests, on real parts: its own redis-server, an S3-protocol store, and the
+// API listening on a free port. Each stack has its own key prefix and data dir.
+//
+// The store is the embedded one (local/s3), one per stack, unless S3_ENDPOINT names an outside server
+// (with S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY and optionally S3_REGION, as `media-service` reads
+// them): then every stack uses that server, with a bucket of its own (test files run in parallel
+// processes), created at start and emptied and deleted at close. Tests write to `stack.bucket`.
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
-import { CreateBucketCommand } from "@aws-sdk/client-s3";
+import {
+  AbortMultipartUploadCommand,
+  CreateBucketCommand,
+  DeleteBucketCommand,
+  DeleteObjectsCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  S3Client,
+} from "@aws-sdk/client-s3";
 import { pino } from "pino";
 import { buildApi, type Api } from "../../api/server.js";
 import { LocalExecutor } from "../../controller/local-executor.js";
@@ -13,8 +26,7 @@ import { loadConfig, type Config } from "../../core/config/load.js";
 import type { Logger } from "../../core/logger.js";
 import { createMetricsRegistry } from "../../core/metrics.js";
 import { openCoreServices, type CoreServices } from "../../core/services.js";
-import { createS3Client } from "../../core/storage/s3.js";
-import { startEmbeddedS3, type EmbeddedS3 } from "../../local/s3/server.js";
+import { startEmbeddedS3 } from "../../local/s3/server.js";
 import { startNotifier } from "../../controller/webhooks/start.js";
 import { startTestRedis, type TestRedis } from "./redis.js";
 
@@ -24,7 +36,9 @@ export interface TestStack {
   services: CoreServices;
   api: Api;
   redis: TestRedis;
-  s3: EmbeddedS3;
+  s3: TestS3;
+  /** The stack's bucket on its store, made at start. */
+  bucket: string;
   /** Present when started with `executor: true`. */
   executor?: LocalExecutor;
   /** Present when started with `notifier: true`; restartable. */
@@ -49,21 +63,48 @@ export interface TestStackOptions {
   notifier?: boolean;
 }
 
+/** The object store a stack uses (path-style addressing). */
+export interface TestS3 {
+  url: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  region: string;
+  /**
+   * Releases what the stack holds on the store: stops its embedded store, or empties and deletes its
+   * bucket on the outside server. Idempotent; the stack's close() calls it.
+   */
+  close(): Promise<void>;
+}
+
+/** The credentials of a stack's embedded store. */
 export const TEST_ACCESS_KEY = "test-access-key";
 export const TEST_SECRET_KEY = "test-secret-key";
+/** The bucket of a stack on its embedded store; on an outside server each stack has its own. */
 export const TEST_BUCKET = "media-test";
+
+/** The outside S3-protocol server the environment names (S3_ENDPOINT and its credentials), if any. */
+export function outsideS3FromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+): { url: string; accessKeyId: string; secretAccessKey: string; region: string } | undefined {
+  const url = env.S3_ENDPOINT;
+  if (!url) return undefined;
+  const accessKeyId = env.S3_ACCESS_KEY_ID;
+  const secretAccessKey = env.S3_SECRET_ACCESS_KEY;
+  if (!accessKeyId || !secretAccessKey) {
+    throw new Error(
+      `S3_ENDPOINT is set (${url}): the tests need S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY too`,
+    );
+  }
+  return { url, accessKeyId, secretAccessKey, region: env.S3_REGION || "us-east-1" };
+}
 
 export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
   const ownsRedis = !options.redis;
   const redis = options.redis ?? (await startTestRedis());
   const dataDir = await mkdtemp(join(tmpdir(), "media-service-test-"));
-  const s3 = await startEmbeddedS3({
-    host: "127.0.0.1",
-    port: 0,
-    dataDir: join(dataDir, "s3"),
-    accessKeyId: TEST_ACCESS_KEY,
-    secretAccessKey: TEST_SECRET_KEY,
-  });
+  const outside = outsideS3FromEnv();
+  const bucket = outside ? `${TEST_BUCKET}-${randomUUID()}` : TEST_BUCKET;
+  const s3 = outside ? outsideS3(outside, bucket) : await embeddedS3(join(dataDir, "s3"));
   const config = loadConfig({
     env: {},
     overrides: mergeDeep(
@@ -72,8 +113,9 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
         redis: { url: redis.url, key_prefix: `t-${randomUUID().slice(0, 8)}` },
         storage: {
           endpoint: s3.url,
-          access_key_id: TEST_ACCESS_KEY,
-          secret_access_key: TEST_SECRET_KEY,
+          region: s3.region,
+          access_key_id: s3.accessKeyId,
+          secret_access_key: s3.secretAccessKey,
           force_path_style: true,
         },
         data_dir: dataDir,
@@ -92,13 +134,8 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     },
   });
   const logger = pino({ level: "debug" }, sink) as unknown as Logger;
-  // The bucket is made on the embedded store itself, whatever endpoint the stack is configured with.
-  const admin = createS3Client({ ...config.storage, endpoint: s3.url });
-  try {
-    await admin.send(new CreateBucketCommand({ Bucket: TEST_BUCKET }));
-  } finally {
-    admin.destroy();
-  }
+  // The bucket is made on the store itself, whatever endpoint the stack is configured with.
+  await withAdmin(s3, (admin) => admin.send(new CreateBucketCommand({ Bucket: bucket })));
   const services = openCoreServices(config, logger, "api");
   await services.ready(10_000);
   const metrics = createMetricsRegistry(services.store);
@@ -137,6 +174,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     api,
     redis,
     s3,
+    bucket,
     ...(executor ? { executor } : {}),
     ...(notifier ? { notifier } : {}),
     startNotifier: launchNotifier,
@@ -162,6 +200,66 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       await rm(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+async function embeddedS3(dataDir: string): Promise<TestS3> {
+  const embedded = await startEmbeddedS3({
+    host: "127.0.0.1",
+    port: 0,
+    dataDir,
+    accessKeyId: TEST_ACCESS_KEY,
+    secretAccessKey: TEST_SECRET_KEY,
+  });
+  return {
+    url: embedded.url,
+    accessKeyId: TEST_ACCESS_KEY,
+    secretAccessKey: TEST_SECRET_KEY,
+    region: "us-east-1",
+    close: () => embedded.close(),
+  };
+}
+
+function outsideS3(server: Omit<TestS3, "close">, bucket: string): TestS3 {
+  let closing: Promise<void> | undefined;
+  const s3: TestS3 = {
+    ...server,
+    close: () => (closing ??= withAdmin(s3, (admin) => deleteBucket(admin, bucket))),
+  };
+  return s3;
+}
+
+async function withAdmin<T>(s3: TestS3, use: (admin: S3Client) => Promise<T>): Promise<T> {
+  const admin = new S3Client({
+    endpoint: s3.url,
+    region: s3.region,
+    forcePathStyle: true,
+    credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
+  });
+  try {
+    return await use(admin);
+  } finally {
+    admin.destroy();
+  }
+}
+
+/** Empties a bucket (objects and unfinished multipart uploads) and deletes it. */
+async function deleteBucket(admin: S3Client, bucket: string): Promise<void> {
+  for (;;) {
+    const { Uploads = [] } = await admin.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
+    for (const { Key, UploadId } of Uploads) {
+      await admin.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key, UploadId }));
+    }
+    const { Contents = [] } = await admin.send(new ListObjectsV2Command({ Bucket: bucket }));
+    if (Contents.length > 0) {
+      const Objects = Contents.map(({ Key }) => ({ Key }));
+      const { Errors = [] } = await admin.send(
+        new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects, Quiet: true } }),
+      );
+      if (Errors.length > 0) throw new Error(`emptying ${bucket}: ${JSON.stringify(Errors)}`);
+    }
+    if (Uploads.length === 0 && Contents.length === 0) break;
+  }
+  await admin.send(new DeleteBucketCommand({ Bucket: bucket }));
 }
 
 function mergeDeep(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {

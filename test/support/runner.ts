@@ -9,12 +9,11 @@ import type { JobType } from "../../core/jobs/types.js";
 import type { Logger } from "../../core/logger.js";
 import { runJob, type RunOutcome } from "../../runner/run-job.js";
 import type { TestStack } from "./api.js";
-import { TEST_BUCKET } from "./api.js";
 import { claimJob } from "./store.js";
 
 /** Puts an object in the stack's bucket. */
 export async function putObject(stack: TestStack, key: string, body: Buffer): Promise<void> {
-  await stack.services.s3.send(new PutObjectCommand({ Bucket: TEST_BUCKET, Key: key, Body: body }));
+  await stack.services.s3.send(new PutObjectCommand({ Bucket: stack.bucket, Key: key, Body: body }));
 }
 
 /**

@@ -7,6 +7,7 @@ import {
   CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
   GetObjectCommand,
+  HeadBucketCommand,
   PutObjectCommand,
   UploadPartCommand,
   type S3Client,
@@ -123,9 +124,36 @@ export async function uploadFile(
       await multipartUpload(s3, bucket, key, path, size, contentType, signal);
     }
   } catch (err) {
-    throw storeError(err, bucket, key, "destination");
+    throw await uploadError(s3, err, bucket, key, signal);
   }
   return size;
+}
+
+/**
+ * A store may answer a PUT it refuses (no such bucket, access denied) before it reads the body, and
+ * close the connection: the client then sees only the broken connection (EPIPE, ECONNRESET), not the
+ * answer (versitygw does this; requests of 2 MB and more wait for 100-continue and see the answer).
+ * A failure without an answer is explained by asking about the bucket, so a missing destination
+ * bucket still fails the job at once, with a message that names it. (A 403 there proves nothing: a
+ * credential may write objects without the right to HEAD their bucket.)
+ */
+async function uploadError(
+  s3: S3Client,
+  err: unknown,
+  bucket: string,
+  key: string,
+  signal: AbortSignal,
+): Promise<Error> {
+  const answered = (err as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata
+    ?.httpStatusCode;
+  if (answered === undefined && !signal.aborted) {
+    const status = await s3.send(new HeadBucketCommand({ Bucket: bucket }), { abortSignal: signal }).then(
+      () => undefined,
+      (headErr: { $metadata?: { httpStatusCode?: number } }) => headErr.$metadata?.httpStatusCode,
+    );
+    if (status === 404) return new PermanentError(`destination bucket ${bucket} does not exist`);
+  }
+  return storeError(err, bucket, key, "destination");
 }
 
 /**

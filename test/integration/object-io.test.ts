@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -12,6 +13,7 @@ import {
   ListMultipartUploadsCommand,
   ListObjectsV2Command,
   PutObjectCommand,
+  S3Client,
 } from "@aws-sdk/client-s3";
 import { PermanentError } from "../../runner/errors.js";
 import { downloadObject, MULTIPART_THRESHOLD, uploadFile } from "../../runner/object-io.js";
@@ -110,5 +112,44 @@ describe("runner object transfers", () => {
       (err: unknown) =>
         err instanceof PermanentError && /destination bucket no-such-bucket does not exist/.test(err.message),
     );
+  });
+
+  test("a PUT cut off without an answer asks about the bucket: a missing one is permanent", async () => {
+    // What versitygw does to a PUT it refuses before reading the body: the answer is lost with the
+    // connection. Here the connection is cut without one; HEAD on the bucket says what is wrong.
+    let bucketStatus = 404;
+    const server = createServer((req, res) => {
+      if (req.method === "PUT") return req.socket.destroy();
+      res.writeHead(bucketStatus).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as { port: number };
+    const client = new S3Client({
+      endpoint: `http://127.0.0.1:${port}`,
+      region: "us-east-1",
+      forcePathStyle: true,
+      credentials: { accessKeyId: "a", secretAccessKey: "b" },
+      maxAttempts: 1,
+    });
+    try {
+      const path = join(dir, "cut.bin");
+      await writeFile(path, "x");
+      await assert.rejects(
+        uploadFile(client, "gone", "k", path, "text/plain", never()),
+        (err: unknown) =>
+          err instanceof PermanentError && err.message === "destination bucket gone does not exist",
+      );
+      // The bucket is there, or HEAD on it is not allowed: the broken connection stays transient.
+      for (bucketStatus of [200, 403]) {
+        await assert.rejects(
+          uploadFile(client, "there", "k", path, "text/plain", never()),
+          (err: unknown) => err instanceof Error && !(err instanceof PermanentError),
+        );
+      }
+    } finally {
+      client.destroy();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });

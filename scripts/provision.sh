@@ -4,7 +4,7 @@
 # build run first, so every one of them takes the path a newcomer takes. When everything is present it
 # prints nothing and returns at once.
 #
-#   scripts/provision.sh start|test|bench|k8s|fresh|contract|ci|image
+#   scripts/provision.sh start|test|bench|k8s|fresh|contract|versitygw|ci|image
 #
 #   start  the local stack: redis-server (unless REDIS_URL is set), ffmpeg and ffprobe, a font for
 #          watermark text
@@ -13,7 +13,10 @@
 #   k8s    openssl (the test control plane's certificates); Node 24
 #   fresh  Docker Engine and debootstrap (test/e2e/fresh-machine.sh)
 #   contract  redis-server and Python's venv (test/contract/schemathesis.sh installs Schemathesis)
-#   ci     all of the above
+#   versitygw  the versitygw S3 gateway (npm run test:s3-compat runs the tests against it), built once
+#          from its Go module into ~/.cache/media-service/versitygw-<version>/ (about 10 minutes on
+#          2 cores; a Go toolchain is fetched from the Go module proxy when `go` is missing or too old)
+#   ci     all of the above but versitygw, which npm run test:s3-compat builds in its own CI step
 #   image  what the container image runs: start's programs, tini, CA certificates
 #
 # Debian and Ubuntu: apt-get, as root or through passwordless sudo. macOS: Homebrew. Anywhere else, or
@@ -23,9 +26,9 @@ set -euo pipefail
 
 profile="${1:-}"
 case "$profile" in
-  start | test | bench | k8s | fresh | contract | ci | image) ;;
+  start | test | bench | k8s | fresh | contract | versitygw | ci | image) ;;
   *)
-    echo "usage: scripts/provision.sh start|test|bench|k8s|fresh|contract|ci|image" >&2
+    echo "usage: scripts/provision.sh start|test|bench|k8s|fresh|contract|versitygw|ci|image" >&2
     exit 2
     ;;
 esac
@@ -39,6 +42,7 @@ case "$profile" in
   k8s) what="npm run test:k8s" ;;
   fresh) what="test/e2e/fresh-machine.sh" ;;
   contract) what="test/contract/schemathesis.sh" ;;
+  versitygw) what="npm run test:s3-compat" ;;
   ci) what=".ci/run" ;;
   image) what="the container image" ;;
 esac
@@ -46,7 +50,7 @@ esac
 # ---- Node ----------------------------------------------------------------------------------------
 node_version="$(node -p 'process.versions.node' 2>/dev/null || echo none)"
 node_major="${node_version%%.*}"
-if [[ "$profile" != image && "$profile" != fresh && "$node_major" != "$NODE_TARGET" ]]; then
+if [[ "$profile" != image && "$profile" != fresh && "$profile" != versitygw && "$node_major" != "$NODE_TARGET" ]]; then
   if [[ "$profile" == k8s || "$profile" == ci ]] && { [[ "$node_major" == none ]] || ((node_major < NODE_TARGET)); }; then
     say "$what needs Node ${NODE_TARGET} (this is Node ${node_version}; the Kubernetes client does not load on older ones): install Node ${NODE_TARGET} from https://nodejs.org or your version manager (nvm install ${NODE_TARGET})"
     exit 1
@@ -54,6 +58,53 @@ if [[ "$profile" != image && "$profile" != fresh && "$node_major" != "$NODE_TARG
   if [[ "$node_major" == none ]] || ((node_major < NODE_TARGET)); then
     say "media-service targets Node ${NODE_TARGET}; this is Node ${node_version}, which runs it for development only (install Node ${NODE_TARGET} from https://nodejs.org or with nvm install ${NODE_TARGET})"
   fi
+fi
+
+# ---- versitygw -----------------------------------------------------------------------------------
+# An S3 gateway other than our embedded store, for the tests run against an outside object store and
+# the benchmarks that compare the two. Built once with `go install` from its Go module through the Go
+# module proxy (no git clone), as the test control plane's binaries are (scripts/k8s/), and cached
+# outside the repository; test/support/versitygw.ts looks for it in the same place.
+VERSITYGW_VERSION=1.8.0
+VERSITYGW_MIN_GO=1.25.0 # its go.mod's `go` line
+if [[ "$profile" == versitygw ]]; then
+  vgw_dir="${XDG_CACHE_HOME:-$HOME/.cache}/media-service/versitygw-${VERSITYGW_VERSION}"
+  vgw_module="github.com/versity/versitygw/cmd/versitygw@v${VERSITYGW_VERSION}"
+  [[ -x "$vgw_dir/versitygw" ]] && exit 0
+  if [[ "${MEDIA_SERVICE_PROVISION:-}" == check ]]; then
+    say "versitygw ${VERSITYGW_VERSION} is not built (no $vgw_dir/versitygw); to build it: GOBIN=$vgw_dir go install $vgw_module"
+    exit 1
+  fi
+  log() { say "$*"; }
+  die() {
+    say "$*"
+    exit 1
+  }
+  # shellcheck source=scripts/k8s/go-toolchain.sh
+  source "$(dirname "${BASH_SOURCE[0]}")/k8s/go-toolchain.sh"
+  mkdir -p "$vgw_dir"
+  # One build at a time (parallel runs wait for the first one).
+  exec 9>"$vgw_dir/.lock"
+  if ! flock -n 9; then
+    say "another run is building versitygw; waiting ..."
+    flock 9
+  fi
+  [[ -x "$vgw_dir/versitygw" ]] && exit 0
+  ensure_go "$VERSITYGW_MIN_GO" go1.26.8 "${XDG_CACHE_HOME:-$HOME/.cache}/media-service/go"
+  log="$(mktemp "${TMPDIR:-/tmp}/media-service-versitygw.XXXXXX")"
+  partial="$(mktemp -d "$vgw_dir/partial.XXXXXX")"
+  say "building versitygw ${VERSITYGW_VERSION} with $(go env GOVERSION) into $vgw_dir (once; about 10 minutes on 2 cores; output in $log) ..."
+  started=$SECONDS
+  if ! GOBIN="$partial" go install "$vgw_module" >"$log" 2>&1; then
+    tail -n 20 "$log" >&2
+    rm -rf "$partial"
+    say "building versitygw failed (the whole output is in $log); to do it by hand: GOBIN=$vgw_dir go install $vgw_module"
+    exit 1
+  fi
+  mv "$partial/versitygw" "$vgw_dir/versitygw"
+  rm -rf "$partial" "$log"
+  say "built versitygw ${VERSITYGW_VERSION} in $((SECONDS - started)) s"
+  exit 0
 fi
 
 # ---- What each profile needs ---------------------------------------------------------------------

@@ -2,7 +2,7 @@
 // not install, the list of what is missing with the one command to run.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -75,6 +75,25 @@ test("an unknown profile is a usage error", () => {
   assert.equal(run.status, 2);
   assert.match(
     run.stderr,
-    /^usage: scripts\/provision\.sh start\|test\|bench\|k8s\|fresh\|contract\|ci\|image/,
+    /^usage: scripts\/provision\.sh start\|test\|bench\|k8s\|fresh\|contract\|versitygw\|ci\|image/,
   );
+});
+
+test("versitygw: once built it returns at once and silently; unbuilt, a check names the build", () => {
+  const cache = mkdtempSync(join(tmpdir(), "media-service-provision-cache-"));
+  after(() => rmSync(cache, { recursive: true, force: true }));
+  const env = { ...process.env, XDG_CACHE_HOME: cache, MEDIA_SERVICE_PROVISION: "check" };
+  const missing = spawnSync("bash", [SCRIPT, "versitygw"], { encoding: "utf8", env });
+  assert.equal(missing.status, 1);
+  const dir = join(cache, "media-service/versitygw-1.8.0");
+  assert.equal(
+    missing.stderr,
+    `media-service: versitygw 1.8.0 is not built (no ${dir}/versitygw); to build it: GOBIN=${dir} go install github.com/versity/versitygw/cmd/versitygw@v1.8.0\n`,
+  );
+
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "versitygw"), "#!/bin/sh\n", { mode: 0o755 });
+  const built = spawnSync("bash", [SCRIPT, "versitygw"], { encoding: "utf8", env });
+  assert.equal(built.status, 0, built.stderr);
+  assert.equal(built.stdout + built.stderr, "");
 });

@@ -9,6 +9,8 @@
 //   thumbnail  a video thumbnail 50 minutes in vs plain ffmpeg (runner.ts)
 //   rss        peak RSS resizing a 50-megapixel JPEG vs vipsthumbnail (runner.ts)
 //   webhooks   API submit latency alone vs while 500 webhooks go to a slow receiver (webhooks.ts)
+//   s3         small PUTs and GETs: the embedded object store vs versitygw (s3.ts; versitygw built
+//              once by `bash scripts/provision.sh versitygw`)
 //   k8s        the Kubernetes executor on the test control plane: submit → Job created latency, and
 //              the peak of running Jobs while 1000 jobs drain under a cap of 10 (k8s.ts; Node 24,
 //              `npm run build` first, the control-plane binaries of `npm run build:k8s`)
@@ -178,6 +180,7 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
   thumbnail: thumbnailBenchmark,
   rss: rssBenchmark,
   webhooks: async () => (await import("./webhooks.js")).webhooksBenchmark(),
+  s3: async () => (await import("./s3.js")).s3Benchmark(),
   // Loaded only when run: @kubernetes/client-node needs Node 24.
   k8s: async () => (await import("./k8s.js")).k8sBenchmark(),
 };

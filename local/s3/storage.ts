@@ -324,6 +324,10 @@ export class Storage {
   private readonly uploadLocks = new KeyedMutex();
   private readonly bucketLocks = new KeyedRWLock();
   private readonly indexes = new Map<string, Promise<KeyIndex>>();
+  /** Bucket records read so far (this process is the directory's only writer). */
+  private readonly buckets = new Map<string, BucketInfo>();
+  /** Bumped by every bucket deletion: a record read across one is not kept. */
+  private bucketDeletions = 0;
 
   private constructor(
     readonly dataDir: string,
@@ -471,7 +475,12 @@ export class Storage {
   // ---- buckets -------------------------------------------------------------------------------
 
   async bucketInfo(bucket: string): Promise<BucketInfo | undefined> {
-    return this.readJson<BucketInfo>(path.join(this.bucketDir(bucket), "bucket.json"));
+    const known = this.buckets.get(bucket);
+    if (known) return known;
+    const deletions = this.bucketDeletions;
+    const info = await this.readJson<BucketInfo>(path.join(this.bucketDir(bucket), "bucket.json"));
+    if (info && deletions === this.bucketDeletions) this.buckets.set(bucket, info);
+    return info;
   }
 
   async requireBucket(bucket: string): Promise<BucketInfo> {
@@ -522,7 +531,14 @@ export class Storage {
       await this.requireBucket(bucket);
       if (await this.hasObjects(bucket)) throw bucketNotEmpty(bucket);
       this.indexes.delete(bucket);
-      await this.removeTree(dir);
+      this.bucketDeletions++;
+      this.buckets.delete(bucket);
+      try {
+        await this.removeTree(dir);
+      } finally {
+        this.bucketDeletions++;
+        this.buckets.delete(bucket);
+      }
     });
   }
 

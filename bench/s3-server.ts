@@ -1,0 +1,18 @@
+// The embedded S3-protocol store alone in a process of its own (as versitygw runs in its own), for
+// the object-store benchmark: data under a fresh temporary directory. Prints one JSON line with its
+// URL and credentials, then serves until killed.
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startEmbeddedS3 } from "../local/s3/server.js";
+
+const dataDir = await mkdtemp(join(process.env.BENCH_DATA_DIR ?? tmpdir(), "media-service-bench-s3-"));
+const credentials = { accessKeyId: "bench-access-key", secretAccessKey: "bench-secret-key" };
+const s3 = await startEmbeddedS3({ port: 0, dataDir, ...credentials });
+console.log(JSON.stringify({ url: s3.url, region: "us-east-1", ...credentials }));
+process.once("SIGTERM", () => {
+  void s3
+    .close()
+    .then(() => rm(dataDir, { recursive: true, force: true }))
+    .finally(() => process.exit(0));
+});

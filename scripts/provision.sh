@@ -13,7 +13,8 @@
 #   k8s    openssl (the test control plane's certificates); Node 24
 #   fresh  Docker Engine and debootstrap (test/e2e/fresh-machine.sh)
 #   contract  redis-server and Python's venv (test/contract/schemathesis.sh installs Schemathesis)
-#   versitygw  the versitygw S3 gateway (npm run test:s3-compat runs the tests against it), built once
+#   versitygw  the versitygw S3 gateway (npm run test:s3-compat runs the tests against it, npm run
+#          bench compares the embedded store with it), built once
 #          from its Go module into ~/.cache/media-service/versitygw-<version>/ (about 10 minutes on
 #          2 cores; a Go toolchain is fetched from the Go module proxy when `go` is missing or too old)
 #   ci     all of the above but versitygw, which npm run test:s3-compat builds in its own CI step

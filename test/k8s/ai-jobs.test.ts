@@ -12,7 +12,8 @@ import { startControlPlane, type ControlPlane } from "./support/control-plane.js
 import { startClusterStack, startRunnerNode, type ClusterStack } from "./support/cluster-stack.js";
 import type { NodeAgent } from "./support/node-agent.js";
 
-const B = TEST_BUCKET;
+/** The cluster stack's bucket (its own on an outside S3 server), set when it starts. */
+let B = TEST_BUCKET;
 /** The client's model classes as plain data. */
 const plain = (value: unknown): unknown => JSON.parse(JSON.stringify(value));
 const KEY = "sk-cluster-default-key-0123";
@@ -48,6 +49,7 @@ describe("AI jobs in runner Jobs", () => {
         },
       },
     });
+    B = cs.stack.bucket;
     await cs.startController("controller-ai");
     await cs.put(
       "in/red.jpg",

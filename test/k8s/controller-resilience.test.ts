@@ -19,7 +19,8 @@ import {
 } from "./support/cluster-stack.js";
 import type { NodeAgent } from "./support/node-agent.js";
 
-const B = TEST_BUCKET;
+/** The cluster stack's bucket (its own on an outside S3 server), set when it starts. */
+let B = TEST_BUCKET;
 let cp: ControlPlane;
 let agent: NodeAgent;
 
@@ -102,6 +103,7 @@ describe("a controller killed in the middle of a burst", () => {
       kubernetes: { max_running_jobs: 4 },
       executor: { lease: "5s" },
     });
+    B = cs.stack.bucket;
     await cs.put("in/small.png", await makeImage({ width: 96, height: 64, format: "png", photo: true }));
   });
   after(async () => {
@@ -147,6 +149,7 @@ describe("two controller replicas", () => {
   let cs: ClusterStack;
   before(async () => {
     cs = await startClusterStack({ cp });
+    B = cs.stack.bucket;
     await cs.put("in/small.png", await makeImage({ width: 96, height: 64, format: "png", photo: true }));
   });
   after(async () => {
@@ -209,6 +212,7 @@ describe("a burst larger than the running-Jobs cap", () => {
   let cs: ClusterStack;
   before(async () => {
     cs = await startClusterStack({ cp, kubernetes: { max_running_jobs: 10 } });
+    B = cs.stack.bucket;
     await cs.put("in/small.png", await makeImage({ width: 96, height: 64, format: "png", photo: true }));
   });
   after(async () => {
@@ -238,6 +242,7 @@ describe("reconcile: the store and the cluster made to agree", () => {
   let cs: ClusterStack;
   before(async () => {
     cs = await startClusterStack({ cp, executor: { lease: "4s" } });
+    B = cs.stack.bucket;
     await cs.put(
       "in/long.wav",
       await readFile(await makeAudio({ durationSeconds: 900, sampleRate: 8000, channels: 1 })),

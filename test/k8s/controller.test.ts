@@ -19,7 +19,8 @@ import {
 } from "./support/cluster-stack.js";
 import type { NodeAgent } from "./support/node-agent.js";
 
-const B = TEST_BUCKET;
+/** The cluster stack's bucket (its own on an outside S3 server), set when it starts. */
+let B = TEST_BUCKET;
 
 let cp: ControlPlane;
 let agent: NodeAgent;
@@ -61,6 +62,7 @@ describe("runner Jobs for media jobs", () => {
       cp,
       kubernetes: { max_running_jobs: 8, unschedulable_timeout: "3s" },
     });
+    B = cs.stack.bucket;
     controller = await cs.startController("controller-a");
     await cs.put("in/photo.jpg", await makeImage({ width: 640, height: 480, format: "jpeg", photo: true }));
     await cs.put("in/mark.png", await makeImage({ width: 64, height: 64, format: "png" }));

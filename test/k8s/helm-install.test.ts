@@ -19,13 +19,7 @@ import {
   type V1CustomResourceDefinition,
 } from "@kubernetes/client-node";
 import { freePort } from "../../core/net.js";
-import {
-  startTestStack,
-  TEST_ACCESS_KEY,
-  TEST_BUCKET,
-  TEST_SECRET_KEY,
-  type TestStack,
-} from "../support/api.js";
+import { startTestStack, type TestStack } from "../support/api.js";
 import { makeImage } from "../support/media.js";
 import { DIST_CLI, eventually, kubeConfigFrom, startRunnerNode } from "./support/cluster-stack.js";
 import { startControlPlane, type ControlPlane } from "./support/control-plane.js";
@@ -122,8 +116,9 @@ describe("helm install on the test control plane", () => {
       redis: { enabled: false, external: { url: stack.redis.url } },
       s3: {
         endpoint: stack.s3.url,
-        accessKeyId: TEST_ACCESS_KEY,
-        secretAccessKey: TEST_SECRET_KEY,
+        region: stack.s3.region,
+        accessKeyId: stack.s3.accessKeyId,
+        secretAccessKey: stack.s3.secretAccessKey,
         forcePathStyle: true,
       },
       // Pods of the test node agent share the host's network: one replica each, on free ports.
@@ -173,15 +168,15 @@ describe("helm install on the test control plane", () => {
 
     const png = await makeImage({ width: 320, height: 200, format: "png" });
     await stack.services.s3.send(
-      new PutObjectCommand({ Bucket: TEST_BUCKET, Key: "helm/in.png", Body: png }),
+      new PutObjectCommand({ Bucket: stack.bucket, Key: "helm/in.png", Body: png }),
     );
     const submit = await fetch(`http://127.0.0.1:${apiPort}/api/v1/jobs/image/resize`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-api-key": apiKey },
       body: JSON.stringify({
-        source_bucket: TEST_BUCKET,
+        source_bucket: stack.bucket,
         source_key: "helm/in.png",
-        dest_bucket: TEST_BUCKET,
+        dest_bucket: stack.bucket,
         dest_key: "helm/out.webp",
         width: 160,
         height: 100,
@@ -208,7 +203,7 @@ describe("helm install on the test control plane", () => {
     assert.equal(job?.status, "completed", job?.error);
     assert.equal(job?.result?.metadata.width, 160);
     assert.equal(job?.result?.metadata.format, "webp");
-    await stack.services.s3.send(new HeadObjectCommand({ Bucket: TEST_BUCKET, Key: "helm/out.webp" }));
+    await stack.services.s3.send(new HeadObjectCommand({ Bucket: stack.bucket, Key: "helm/out.webp" }));
 
     const jobs = await kc()
       .makeApiClient(BatchV1Api)

@@ -21,13 +21,7 @@ import {
 } from "@kubernetes/client-node";
 import { CONTROLLER_RULES } from "../../../controller/kubernetes/rbac.js";
 import type { Job } from "../../../core/jobs/records.js";
-import {
-  startTestStack,
-  TEST_ACCESS_KEY,
-  TEST_BUCKET,
-  TEST_SECRET_KEY,
-  type TestStack,
-} from "../../support/api.js";
+import { startTestStack, type TestStack } from "../../support/api.js";
 import { freePort } from "../../support/ports.js";
 import type { ControlPlane } from "./control-plane.js";
 import { startNodeAgent, type NodeAgent, type NodeAgentOptions } from "./node-agent.js";
@@ -146,7 +140,7 @@ export async function startClusterStack(options: ClusterStackOptions): Promise<C
     namespace,
     body: {
       metadata: { name: S3_SECRET },
-      stringData: { "access-key-id": TEST_ACCESS_KEY, "secret-access-key": TEST_SECRET_KEY },
+      stringData: { "access-key-id": stack.s3.accessKeyId, "secret-access-key": stack.s3.secretAccessKey },
     },
   });
   for (const [name, stringData] of Object.entries(options.secrets ?? {})) {
@@ -165,8 +159,9 @@ export async function startClusterStack(options: ClusterStackOptions): Promise<C
     redis: { url: stack.redis.url, key_prefix: stack.config.redis.keyPrefix },
     storage: {
       endpoint: stack.s3.url,
-      access_key_id: TEST_ACCESS_KEY,
-      secret_access_key: TEST_SECRET_KEY,
+      region: stack.s3.region,
+      access_key_id: stack.s3.accessKeyId,
+      secret_access_key: stack.s3.secretAccessKey,
       force_path_style: true,
     },
     executor: { kind: "kubernetes", ...(options.executor ?? {}) },
@@ -256,7 +251,7 @@ export async function startClusterStack(options: ClusterStackOptions): Promise<C
     startController,
     async put(key, body, contentType = "application/octet-stream") {
       await stack.services.s3.send(
-        new PutObjectCommand({ Bucket: TEST_BUCKET, Key: key, Body: body, ContentType: contentType }),
+        new PutObjectCommand({ Bucket: stack.bucket, Key: key, Body: body, ContentType: contentType }),
       );
     },
     async submit(path, body) {

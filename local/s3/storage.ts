@@ -326,6 +326,8 @@ export class Storage {
   private readonly indexes = new Map<string, Promise<KeyIndex>>();
   /** Bucket records read so far (this process is the directory's only writer). */
   private readonly buckets = new Map<string, BucketInfo>();
+  /** Object shard directories known to exist (forgotten when a bucket is deleted). */
+  private readonly shards = new Set<string>();
   /** Bumped by every bucket deletion: a record read across one is not kept. */
   private bucketDeletions = 0;
 
@@ -533,6 +535,7 @@ export class Storage {
       this.indexes.delete(bucket);
       this.bucketDeletions++;
       this.buckets.delete(bucket);
+      this.shards.clear();
       try {
         await this.removeTree(dir);
       } finally {
@@ -634,7 +637,8 @@ export class Storage {
     return this.bucketLocks.shared(bucket, () =>
       this.keyLocks.run(this.lockKey(bucket, key), async () => {
         await this.requireBucket(bucket);
-        const previous = await this.readMeta(bucket, key);
+        const conditional = conditions.ifNoneMatch !== undefined || conditions.ifMatch !== undefined;
+        const previous = conditional ? await this.readMeta(bucket, key) : undefined;
         if (conditions.ifNoneMatch !== undefined && previous) {
           const tags = conditions.ifNoneMatch.split(",").map(unquoteEtag);
           if (tags.includes("*") || tags.includes(unquoteEtag(previous.etag)))
@@ -647,7 +651,11 @@ export class Storage {
             throw preconditionFailed("If-Match");
         }
         const file = this.objectPath(bucket, key);
-        await mkdir(path.dirname(file), { recursive: true });
+        const shard = path.dirname(file);
+        if (!this.shards.has(shard)) {
+          await mkdir(shard, { recursive: true });
+          this.shards.add(shard);
+        }
         await rename(temp.path, file);
         await this.indexUpdate(bucket, (index) => index.upsert(indexEntry(meta)));
         return meta;

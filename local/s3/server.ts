@@ -245,6 +245,8 @@ export async function startEmbeddedS3(opts: EmbeddedS3Options): Promise<Embedded
   };
   server.on("request", (req: IncomingMessage, res: ServerResponse) => dispatch(req, res, false));
   server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => dispatch(req, res, true));
+  // Any other Expect value (S3 ignores it): without this listener Node answers 417 by itself.
+  server.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => dispatch(req, res, false));
   server.on("clientError", (err: NodeJS.ErrnoException, socket) => {
     if (err.code !== "ECONNRESET" && socket.writable)
       socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");

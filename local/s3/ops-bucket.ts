@@ -13,6 +13,7 @@ import {
 } from "./errors.js";
 import { header } from "./http.js";
 import type { ListPage } from "./keyindex.js";
+import type { DeleteConditions } from "./storage.js";
 import { readPayload } from "./payload.js";
 import { parseXml, childElements, childText } from "./xml-parse.js";
 import {
@@ -236,11 +237,25 @@ export async function deleteObjects(ctx: RequestContext): Promise<void> {
     const key = childText(object, "Key");
     if (key === undefined) throw malformedXml();
     const versionId = childText(object, "VersionId");
+    const etag = childText(object, "ETag")?.trim();
+    const mtime = childText(object, "LastModifiedTime")?.trim();
+    const size = childText(object, "Size")?.trim();
     try {
       if (key === "" || Buffer.byteLength(key) > 1024) throw invalidArgument("Invalid key");
       if (versionId !== undefined && versionId !== "null")
         throw invalidArgument("Invalid version id specified");
-      await ctx.storage.deleteObject(ctx.bucket, key);
+      const conditions: DeleteConditions = {};
+      if (etag !== undefined) conditions.ifMatch = etag;
+      if (mtime !== undefined) {
+        const t = Date.parse(mtime);
+        if (Number.isNaN(t)) throw malformedXml();
+        conditions.lastModified = t;
+      }
+      if (size !== undefined) {
+        if (!/^\d{1,16}$/.test(size)) throw malformedXml();
+        conditions.size = Number(size);
+      }
+      await ctx.storage.deleteObject(ctx.bucket, key, conditions);
       if (!quiet) deleted.push(key);
     } catch (err) {
       if (!(err instanceof S3Error)) throw err;

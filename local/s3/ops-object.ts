@@ -23,7 +23,13 @@ import {
 } from "./http.js";
 import { receivePayload } from "./payload.js";
 import { decodePathComponent } from "./sigv4.js";
-import { isValidBucketName, type ObjectMeta, type StoredChecksum, type WriteConditions } from "./storage.js";
+import {
+  isValidBucketName,
+  type DeleteConditions,
+  type ObjectMeta,
+  type StoredChecksum,
+  type WriteConditions,
+} from "./storage.js";
 import { renderCopyObjectResult } from "./xml.js";
 
 /** GetObject query parameters that override response headers. */
@@ -179,10 +185,37 @@ export async function getObject(ctx: RequestContext): Promise<void> {
   }
 }
 
+/** If-Match, x-amz-if-match-last-modified-time and x-amz-if-match-size of a DeleteObject. */
+function deleteConditions(ctx: RequestContext): DeleteConditions {
+  const conditions: DeleteConditions = {};
+  const ifMatch = header(ctx.req, "if-match");
+  if (ifMatch !== undefined) conditions.ifMatch = ifMatch;
+  const mtime = header(ctx.req, "x-amz-if-match-last-modified-time");
+  if (mtime !== undefined) {
+    const t = Date.parse(mtime);
+    if (Number.isNaN(t))
+      throw invalidArgument("Invalid x-amz-if-match-last-modified-time", {
+        ArgumentName: "x-amz-if-match-last-modified-time",
+        ArgumentValue: mtime,
+      });
+    conditions.lastModified = t;
+  }
+  const size = header(ctx.req, "x-amz-if-match-size");
+  if (size !== undefined) {
+    if (!/^\d{1,16}$/.test(size.trim()))
+      throw invalidArgument("Invalid x-amz-if-match-size", {
+        ArgumentName: "x-amz-if-match-size",
+        ArgumentValue: size,
+      });
+    conditions.size = Number(size.trim());
+  }
+  return conditions;
+}
+
 export async function deleteObject(ctx: RequestContext): Promise<void> {
   const versionId = ctx.query.get("versionId");
   if (versionId !== undefined && versionId !== "null") throw noSuchVersion(versionId);
-  await ctx.storage.deleteObject(ctx.bucket, ctx.key);
+  await ctx.storage.deleteObject(ctx.bucket, ctx.key, deleteConditions(ctx));
   ctx.res.writeHead(204);
   ctx.res.end();
 }

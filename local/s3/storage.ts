@@ -145,6 +145,16 @@ export interface WriteConditions {
   ifNoneMatch?: string;
 }
 
+/** Preconditions of a DeleteObject / DeleteObjects entry; a missing object is not an error. */
+export interface DeleteConditions {
+  /** If-Match / <ETag>: the current object's ETag must match ("*" = any). */
+  ifMatch?: string;
+  /** x-amz-if-match-last-modified-time / <LastModifiedTime>, ms since the epoch (whole seconds compared). */
+  lastModified?: number;
+  /** x-amz-if-match-size / <Size>. */
+  size?: number;
+}
+
 export interface CompletePart {
   partNumber: number;
   etag: string;
@@ -664,12 +674,24 @@ export class Storage {
   }
 
   /** Returns whether an object was deleted. */
-  async deleteObject(bucket: string, key: string): Promise<boolean> {
+  async deleteObject(bucket: string, key: string, conditions: DeleteConditions = {}): Promise<boolean> {
     return this.bucketLocks.shared(bucket, () =>
       this.keyLocks.run(this.lockKey(bucket, key), async () => {
         await this.requireBucket(bucket);
         const previous = await this.readMeta(bucket, key);
         if (!previous) return false;
+        if (conditions.ifMatch !== undefined) {
+          const tags = conditions.ifMatch.split(",").map(unquoteEtag);
+          if (!tags.includes("*") && !tags.includes(unquoteEtag(previous.etag)))
+            throw preconditionFailed("If-Match");
+        }
+        if (
+          conditions.lastModified !== undefined &&
+          Math.floor(Date.parse(previous.lastModified) / 1000) !== Math.floor(conditions.lastModified / 1000)
+        )
+          throw preconditionFailed("x-amz-if-match-last-modified-time");
+        if (conditions.size !== undefined && previous.size !== conditions.size)
+          throw preconditionFailed("x-amz-if-match-size");
         await rm(this.objectPath(bucket, key), { force: true });
         await this.indexUpdate(bucket, (index) => index.remove(key));
         return true;

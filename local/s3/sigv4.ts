@@ -334,9 +334,10 @@ export function authenticate(req: SigV4Request, creds: Credentials, now = Date.n
       throw malformed("X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"");
     if (credential.date !== amzDate.slice(0, 8))
       throw malformed("Invalid credential date. Date is not the same as X-Amz-Date.");
+    if (/^-\d+$/.test(expiresRaw)) throw malformed("X-Amz-Expires must be non-negative");
     if (!/^\d+$/.test(expiresRaw)) throw malformed("X-Amz-Expires should be a number");
+    // 0 is a valid value (as on S3): the URL has expired by the time it is used (403 below).
     const expires = Number(expiresRaw);
-    if (expires < 1) throw malformed("X-Amz-Expires must be non-negative");
     if (expires > MAX_PRESIGN_EXPIRES_S)
       throw malformed("X-Amz-Expires must be less than a week (in seconds) that is 604800");
     const signedHeaders = parseSignedHeaders(signedHeadersRaw, malformed);

@@ -172,6 +172,14 @@ export async function startEmbeddedS3(opts: EmbeddedS3Options): Promise<Embedded
       const query = new Map<string, string>();
       for (const [name, value] of parseQuery(rawQuery)) if (!query.has(name)) query.set(name, value);
 
+      if (method === "OPTIONS") {
+        // A CORS preflight is never signed. This server has no CORS configuration: answer as S3
+        // does for a bucket without one, instead of failing the (absent) signature.
+        operation = "PreflightRequest";
+        if (!req.headers.origin || !req.headers["access-control-request-method"])
+          throw new S3Error("BadRequest", 400, "Insufficient information. Origin request header needed.");
+        throw new S3Error("AccessForbidden", 403, "CORSResponse: CORS is not enabled for this bucket.");
+      }
       const auth = authenticate({ method, rawPath, rawQuery, rawHeaders: req.rawHeaders }, credentials);
       const storage = await storageReady;
       if (bucket !== "" && !isValidBucketName(bucket)) throw invalidBucketName(bucket);

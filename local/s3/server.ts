@@ -22,7 +22,7 @@ import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pino, type Logger } from "pino";
 import type { RequestContext } from "./context.js";
-import { S3Error, internalError, invalidBucketName, invalidUri, keyTooLong } from "./errors.js";
+import { S3Error, internalError, invalidBucketName, invalidUri, keyTooLong, noSuchBucket } from "./errors.js";
 import { header } from "./http.js";
 import { route } from "./router.js";
 import { authenticate, decodePathComponent, parseQuery } from "./sigv4.js";
@@ -180,6 +180,18 @@ export async function startEmbeddedS3(opts: EmbeddedS3Options): Promise<Embedded
           throw new S3Error("BadRequest", 400, "Insufficient information. Origin request header needed.");
         throw new S3Error("AccessForbidden", 403, "CORSResponse: CORS is not enabled for this bucket.");
       }
+      // An anonymous request for a bucket that does not exist: 404 NoSuchBucket, as S3 answers it,
+      // rather than 403 (nothing is revealed that this single-tenant store does not show anyway).
+      const anonymous =
+        req.headers.authorization === undefined &&
+        !/(?:^|&)(?:X-Amz-Algorithm|X-Amz-Signature|AWSAccessKeyId|Signature)=/.test(rawQuery);
+      if (
+        anonymous &&
+        bucket !== "" &&
+        isValidBucketName(bucket) &&
+        !(await (await storageReady).bucketInfo(bucket))
+      )
+        throw noSuchBucket(bucket);
       const auth = authenticate({ method, rawPath, rawQuery, rawHeaders: req.rawHeaders }, credentials);
       const storage = await storageReady;
       if (bucket !== "" && !isValidBucketName(bucket)) throw invalidBucketName(bucket);

@@ -233,6 +233,7 @@ export async function completeMultipartUpload(ctx: RequestContext): Promise<void
   });
   if (parts.length === 0) throw malformedXml();
   let fullObjectChecksum: string | undefined;
+  let compositeChecksum: string | undefined;
   if (upload.checksumAlgorithm && upload.checksumType === "FULL_OBJECT") {
     fullObjectChecksum = header(ctx.req, `x-amz-checksum-${upload.checksumAlgorithm}`)?.trim();
     if (
@@ -241,10 +242,15 @@ export async function completeMultipartUpload(ctx: RequestContext): Promise<void
     ) {
       throw invalidRequest(`Value for x-amz-checksum-${upload.checksumAlgorithm} header is invalid.`);
     }
+  } else if (upload.checksumAlgorithm) {
+    // COMPOSITE: the checksum of the part checksums, with or without S3's "-<parts>" suffix;
+    // checked against the one computed on completion (storage.completeUpload).
+    compositeChecksum = header(ctx.req, `x-amz-checksum-${upload.checksumAlgorithm}`)?.trim();
   }
   const done = await ctx.storage.completeUpload(ctx.bucket, uploadId, ctx.key, parts, {
     conditions,
     ...(fullObjectChecksum !== undefined ? { fullObjectChecksum } : {}),
+    ...(compositeChecksum !== undefined ? { compositeChecksum } : {}),
   });
   reply(done);
 }

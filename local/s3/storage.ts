@@ -893,7 +893,7 @@ export class Storage {
     uploadId: string,
     key: string,
     requested: CompletePart[],
-    options: { conditions?: WriteConditions; fullObjectChecksum?: string } = {},
+    options: { conditions?: WriteConditions; fullObjectChecksum?: string; compositeChecksum?: string } = {},
   ): Promise<CompletedUpload> {
     const dir = this.uploadDir(bucket, uploadId);
     return this.uploadLocks.run(`${bucket}/${uploadId}`, async () => {
@@ -947,11 +947,22 @@ export class Storage {
           checksum = { algorithm, value, type: "FULL_OBJECT" };
         } else if (algorithm && selected.every((p) => p.checksum?.algorithm === algorithm)) {
           const digests = selected.map((p) => Buffer.from(p.checksum!.value, "base64"));
-          checksum = {
-            algorithm,
-            value: `${checksumBase64(algorithm, ...digests)}-${selected.length}`,
-            type: "COMPOSITE",
-          };
+          const composite = checksumBase64(algorithm, ...digests);
+          const asserted = options.compositeChecksum;
+          if (
+            asserted !== undefined &&
+            asserted !== composite &&
+            asserted !== `${composite}-${selected.length}`
+          ) {
+            throw badDigest(
+              `The ${algorithm.toUpperCase()} you specified did not match the calculated checksum.`,
+            );
+          }
+          checksum = { algorithm, value: `${composite}-${selected.length}`, type: "COMPOSITE" };
+        } else if (algorithm && options.compositeChecksum !== undefined) {
+          throw badDigest(
+            `The ${algorithm.toUpperCase()} you specified did not match the calculated checksum.`,
+          );
         }
         const md5s = Buffer.concat(selected.map((p) => Buffer.from(unquoteEtag(p.etag), "hex")));
         const etag = `"${createHash("md5").update(md5s).digest("hex")}-${selected.length}"`;

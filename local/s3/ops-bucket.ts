@@ -158,12 +158,9 @@ export async function listObjectsV2(ctx: RequestContext): Promise<void> {
   const encodingType = parseEncodingType(ctx);
   const startAfter = ctx.query.get("start-after");
   const continuationToken = ctx.query.get("continuation-token");
-  if (continuationToken === "")
-    throw invalidArgument("The continuation token provided is incorrect", {
-      ArgumentName: "continuation-token",
-    });
+  // An empty token is a first page (echoed back empty), as on S3.
   const position =
-    continuationToken !== undefined
+    continuationToken !== undefined && continuationToken !== ""
       ? decodeToken(continuationToken)
       : startAfter
         ? { after: startAfter }

@@ -52,7 +52,7 @@ export function objectAttributesFromRequest(req: IncomingMessage): ObjectAttribu
         .split(",")
         .map((s) => s.trim())
         .filter((s) => s !== "" && s.toLowerCase() !== "aws-chunked")
-        .join(",");
+        .join(", ");
       if (value === "") continue;
     }
     headers[name] = value;

@@ -30,7 +30,7 @@ import {
   type StoredChecksum,
   type WriteConditions,
 } from "./storage.js";
-import { renderCopyObjectResult } from "./xml.js";
+import { renderCopyObjectResult, renderObjectAttributes } from "./xml.js";
 
 /** GetObject query parameters that override response headers. */
 const RESPONSE_OVERRIDES: Record<string, string> = {
@@ -155,10 +155,16 @@ export async function getObject(ctx: RequestContext): Promise<void> {
       const value = ctx.query.get(param);
       if (value !== undefined) headers[name] = value;
     }
-    // Full-object checksums only describe complete responses (S3 sends none for ranges).
+    // Full-object checksums only describe complete responses (S3 sends none for ranges); a part
+    // is described by its own checksum (part 1 of a single-part object is the whole object).
     const whole = !range || (range.start === 0 && range.end === meta.size - 1 && partNumber === undefined);
-    if (meta.checksum && whole && header(ctx.req, "x-amz-checksum-mode")?.toUpperCase() === "ENABLED") {
-      Object.assign(headers, checksumHeaders(meta.checksum));
+    if (meta.checksum && header(ctx.req, "x-amz-checksum-mode")?.toUpperCase() === "ENABLED") {
+      if (partNumber !== undefined) {
+        const value = meta.partSizes ? meta.partChecksums?.[partNumber - 1] : meta.checksum.value;
+        if (value !== undefined) Object.assign(headers, checksumHeaders({ ...meta.checksum, value }));
+      } else if (whole) {
+        Object.assign(headers, checksumHeaders(meta.checksum));
+      }
     }
     let status = 200;
     let length = meta.size;
@@ -297,6 +303,7 @@ export async function copyObject(ctx: RequestContext): Promise<void> {
         etag: src.etag,
         ...(src.checksum ? { checksum: src.checksum } : {}),
         ...(src.partSizes ? { partSizes: src.partSizes } : {}),
+        ...(src.partChecksums ? { partChecksums: src.partChecksums } : {}),
       },
       conditions,
     );
@@ -304,4 +311,42 @@ export async function copyObject(ctx: RequestContext): Promise<void> {
   } finally {
     await temp.discard();
   }
+}
+
+const OBJECT_ATTRIBUTES = ["ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"];
+
+/** GetObjectAttributes (GET ?attributes with x-amz-object-attributes). */
+export async function getObjectAttributes(ctx: RequestContext): Promise<void> {
+  const versionId = ctx.query.get("versionId");
+  if (versionId !== undefined && versionId !== "null") throw noSuchVersion(versionId);
+  const wanted = new Set(
+    (header(ctx.req, "x-amz-object-attributes") ?? "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s !== ""),
+  );
+  if (wanted.size === 0)
+    throw invalidRequest(
+      "The x-amz-object-attributes header specifying the attributes to be retrieved is either missing or empty",
+    );
+  for (const name of wanted)
+    if (!OBJECT_ATTRIBUTES.includes(name)) throw invalidArgument("Invalid attribute name specified.");
+  const number = (name: string, fallback: number): number => {
+    const raw = header(ctx.req, name);
+    if (raw === undefined) return fallback;
+    if (!/^\d{1,9}$/.test(raw.trim()))
+      throw invalidArgument(`Invalid ${name}`, { ArgumentName: name, ArgumentValue: raw });
+    return Number(raw.trim());
+  };
+  const maxParts = Math.min(number("x-amz-max-parts", 1000), 1000);
+  const marker = number("x-amz-part-number-marker", 0);
+  const meta = await ctx.storage.headObject(ctx.bucket, ctx.key);
+  if (checkReadConditions((name) => header(ctx.req, name), meta) === "not-modified") {
+    ctx.res.writeHead(304, { ETag: meta.etag });
+    ctx.res.end();
+    return;
+  }
+  sendXml(ctx, 200, renderObjectAttributes(meta, wanted, { maxParts, marker }), {
+    "Last-Modified": new Date(meta.lastModified).toUTCString(),
+  });
 }

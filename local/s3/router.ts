@@ -42,7 +42,6 @@ const UNSUPPORTED_BUCKET_SUBRESOURCES = [
 
 const UNSUPPORTED_OBJECT_SUBRESOURCES = [
   "acl",
-  "attributes",
   "legal-hold",
   "renameObject",
   "restore",
@@ -112,9 +111,11 @@ export function route(
     case "GET":
       if (query.has("uploadId")) return { operation: "ListParts", handler: multipartOps.listParts };
       if (sub) throw unsupportedOperation(`object ?${sub}`);
+      if (query.has("attributes"))
+        return { operation: "GetObjectAttributes", handler: objectOps.getObjectAttributes };
       return { operation: "GetObject", handler: objectOps.getObject };
     case "HEAD":
-      if (sub) throw unsupportedOperation(`object ?${sub} (HEAD)`);
+      if (sub || query.has("attributes")) throw unsupportedOperation(`object ?${sub ?? "attributes"} (HEAD)`);
       return { operation: "HeadObject", handler: objectOps.getObject };
     case "PUT":
       if (query.has("partNumber") || query.has("uploadId")) {

@@ -105,6 +105,8 @@ export interface ObjectMeta extends ObjectAttributes {
   checksum?: StoredChecksum;
   /** Sizes of the parts of an object assembled by a multipart upload (for GET ?partNumber). */
   partSizes?: number[];
+  /** Base64 checksums (checksum.algorithm) of those parts, when every part had one. */
+  partChecksums?: string[];
 }
 
 /** What CompleteMultipartUpload answers. */
@@ -978,6 +980,9 @@ export class Storage {
             etag,
             ...(checksum ? { checksum } : {}),
             partSizes: selected.map((p) => p.size),
+            ...(algorithm && selected.every((p) => p.checksum?.algorithm === algorithm)
+              ? { partChecksums: selected.map((p) => p.checksum!.value) }
+              : {}),
           },
           options.conditions,
         );

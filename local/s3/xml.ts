@@ -4,7 +4,7 @@
 
 import type { ChecksumAlgorithm } from "./checksum.js";
 import type { IndexEntry, ListPage } from "./keyindex.js";
-import type { BucketInfo, PartMeta, StoredChecksum, UploadMeta } from "./storage.js";
+import type { BucketInfo, ObjectMeta, PartMeta, StoredChecksum, UploadMeta } from "./storage.js";
 
 const NS = "http://s3.amazonaws.com/doc/2006-03-01/";
 
@@ -322,5 +322,46 @@ export function renderListMultipartUploads(r: ListUploadsRender): string {
         el("ChecksumAlgorithm", u.checksumAlgorithm?.toUpperCase()),
       ),
     ),
+  );
+}
+
+/** GetObjectAttributes: the attributes asked for; ObjectParts only for multipart objects. */
+export function renderObjectAttributes(
+  meta: ObjectMeta,
+  wanted: Set<string>,
+  page: { maxParts: number; marker: number },
+): string {
+  let parts = "";
+  if (wanted.has("ObjectParts") && meta.partSizes) {
+    const all = meta.partSizes.map((size, i) => ({ number: i + 1, size, checksum: meta.partChecksums?.[i] }));
+    const after = all.filter((p) => p.number > page.marker);
+    const shown = after.slice(0, page.maxParts);
+    const truncated = after.length > shown.length;
+    parts = node(
+      "ObjectParts",
+      el("PartsCount", all.length),
+      el("PartNumberMarker", page.marker),
+      el("NextPartNumberMarker", shown.length ? shown[shown.length - 1]!.number : page.marker),
+      el("MaxParts", page.maxParts),
+      el("IsTruncated", truncated),
+      ...shown.map((p) =>
+        node(
+          "Part",
+          el("PartNumber", p.number),
+          el("Size", p.size),
+          p.checksum !== undefined && meta.checksum
+            ? el(`Checksum${meta.checksum.algorithm.toUpperCase()}`, p.checksum)
+            : "",
+        ),
+      ),
+    );
+  }
+  return doc(
+    "GetObjectAttributesResponse",
+    wanted.has("ETag") ? el("ETag", meta.etag.replace(/^"|"$/g, "")) : "",
+    wanted.has("Checksum") && meta.checksum ? node("Checksum", checksumElements(meta.checksum)) : "",
+    parts,
+    wanted.has("StorageClass") ? el("StorageClass", "STANDARD") : "",
+    wanted.has("ObjectSize") ? el("ObjectSize", meta.size) : "",
   );
 }

@@ -192,6 +192,9 @@ export async function startEmbeddedS3(opts: EmbeddedS3Options): Promise<Embedded
         !(await (await storageReady).bucketInfo(bucket))
       )
         throw noSuchBucket(bucket);
+      // Unsigned requests for what this server does not implement (a browser POST form upload,
+      // ?acl, ...) get the 501 that names it, not a 403 for the missing signature.
+      if (anonymous) route(method, bucket, key, query, header(req, "x-amz-copy-source") !== undefined);
       const auth = authenticate({ method, rawPath, rawQuery, rawHeaders: req.rawHeaders }, credentials);
       const storage = await storageReady;
       if (bucket !== "" && !isValidBucketName(bucket)) throw invalidBucketName(bucket);

@@ -24,6 +24,7 @@ import {
   DeleteObjectCommand,
   DeleteObjectsCommand,
   GetBucketLocationCommand,
+  GetObjectAttributesCommand,
   GetObjectCommand,
   GetObjectTaggingCommand,
   HeadBucketCommand,
@@ -1573,6 +1574,161 @@ describe("embedded S3 server", () => {
       assert.equal(res.body, "top secret");
       const tampered = await rawRequest(url.replace("secret.txt", "secret.txx"));
       assert.equal(tampered.status, 403);
+    });
+  });
+
+  describe("found by Ceph's s3-tests", () => {
+    before(() => client.send(new CreateBucketCommand({ Bucket: "suite" })));
+
+    test("an Expect header other than 100-continue is ignored, as S3 does, not answered 417", async () => {
+      const body = Buffer.from("expectations");
+      const captured = await capture(new PutObjectCommand({ Bucket: "suite", Key: "expect", Body: body }));
+      const res = await rawRequest(urlOf(s3.url, captured), {
+        method: "PUT",
+        headers: { ...captured.headers, expect: "200" },
+        body,
+      });
+      assert.equal(res.status, 200, res.body);
+    });
+
+    test("DeleteObject with If-Match deletes only the version it names", async () => {
+      const put = await client.send(new PutObjectCommand({ Bucket: "suite", Key: "cond", Body: "v1" }));
+      await rejectsWith(
+        client.send(new DeleteObjectCommand({ Bucket: "suite", Key: "cond", IfMatch: '"0123"' })),
+        "PreconditionFailed",
+        412,
+      );
+      await client.send(new HeadObjectCommand({ Bucket: "suite", Key: "cond" }));
+      await client.send(new DeleteObjectCommand({ Bucket: "suite", Key: "cond", IfMatch: put.ETag }));
+      await rejectsWith(
+        client.send(new HeadObjectCommand({ Bucket: "suite", Key: "cond" })),
+        "NotFound",
+        404,
+      );
+    });
+
+    test("a presigned URL that expires at once is expired (403), not malformed", async () => {
+      await client.send(new PutObjectCommand({ Bucket: "suite", Key: "presigned", Body: "x" }));
+      const signer = new SignatureV4({
+        credentials: { accessKeyId: ACCESS_KEY, secretAccessKey: SECRET_KEY },
+        region: "us-east-1",
+        service: "s3",
+        sha256: Hash.bind(null, "sha256"),
+        uriEscapePath: false,
+      });
+      const presigned = await signer.presign(
+        {
+          method: "GET",
+          protocol: "http:",
+          hostname: "127.0.0.1",
+          port: s3.port,
+          path: "/suite/presigned",
+          query: {},
+          headers: { host: `127.0.0.1:${s3.port}`, "x-amz-content-sha256": "UNSIGNED-PAYLOAD" },
+        },
+        { expiresIn: 0 },
+      );
+      assert.equal(presigned.query?.["X-Amz-Expires"], "0");
+      const query = new URLSearchParams(presigned.query as Record<string, string>).toString();
+      const expired = await rawRequest(`${s3.url}/suite/presigned?${query}`);
+      assert.equal(expired.status, 403);
+      assert.match(expired.body, /<Code>AccessDenied<\/Code>[\s\S]*expired/);
+    });
+
+    test("a CORS preflight is refused as by a bucket without CORS, not as a bad signature", async () => {
+      const noOrigin = await rawRequest(`${s3.url}/suite/k`, { method: "OPTIONS" });
+      assert.equal(noOrigin.status, 400);
+      const preflight = await rawRequest(`${s3.url}/suite/k`, {
+        method: "OPTIONS",
+        headers: { origin: "http://example.com", "access-control-request-method": "GET" },
+      });
+      assert.equal(preflight.status, 403);
+      assert.match(preflight.body, /<Code>AccessForbidden<\/Code>/);
+    });
+
+    test("anonymous: a bucket that does not exist is NoSuchBucket; one that does is AccessDenied", async () => {
+      const missing = await rawRequest(`${s3.url}/no-such-bucket-here/k`);
+      assert.equal(missing.status, 404);
+      assert.match(missing.body, /<Code>NoSuchBucket<\/Code>/);
+      const existing = await rawRequest(`${s3.url}/suite/k`);
+      assert.equal(existing.status, 403);
+      assert.match(existing.body, /<Code>AccessDenied<\/Code>/);
+    });
+
+    test("an unsigned request for a feature the store does not offer is 501, not 403", async () => {
+      const res = await rawRequest(`${s3.url}/suite?acl`);
+      assert.equal(res.status, 501);
+      assert.match(res.body, /<Code>NotImplemented<\/Code>/);
+    });
+
+    test("CompleteMultipartUpload checks a composite checksum it is given", async () => {
+      const { UploadId } = await client.send(
+        new CreateMultipartUploadCommand({ Bucket: "suite", Key: "composite", ChecksumAlgorithm: "CRC32" }),
+      );
+      const part = await client.send(
+        new UploadPartCommand({
+          Bucket: "suite",
+          Key: "composite",
+          UploadId,
+          PartNumber: 1,
+          Body: Buffer.from("one part"),
+          ChecksumAlgorithm: "CRC32",
+        }),
+      );
+      const parts = [{ PartNumber: 1, ETag: part.ETag, ChecksumCRC32: part.ChecksumCRC32 }];
+      await rejectsWith(
+        client.send(
+          new CompleteMultipartUploadCommand({
+            Bucket: "suite",
+            Key: "composite",
+            UploadId,
+            ChecksumCRC32: "AAAAAA==-1",
+            MultipartUpload: { Parts: parts },
+          }),
+        ),
+        "BadDigest",
+        400,
+      );
+      const done = await client.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: "suite",
+          Key: "composite",
+          UploadId,
+          MultipartUpload: { Parts: parts },
+        }),
+      );
+      const right = await client.send(
+        new GetObjectAttributesCommand({
+          Bucket: "suite",
+          Key: "composite",
+          ObjectAttributes: ["ETag", "Checksum", "ObjectParts", "ObjectSize", "StorageClass"],
+        }),
+      );
+      assert.equal(`"${right.ETag}"`, done.ETag);
+      assert.equal(right.ObjectSize, 8);
+      assert.equal(right.StorageClass, "STANDARD");
+      assert.equal(right.ObjectParts?.TotalPartsCount, 1);
+      assert.equal(right.Checksum?.ChecksumCRC32, done.ChecksumCRC32);
+    });
+
+    test("ListObjectsV2 with an empty continuation token lists from the start", async () => {
+      await client.send(new PutObjectCommand({ Bucket: "suite", Key: "listed", Body: "x" }));
+      const listed = await client.send(new ListObjectsV2Command({ Bucket: "suite", ContinuationToken: "" }));
+      assert.ok(listed.Contents?.some((o) => o.Key === "listed"));
+    });
+
+    test("Content-Encoding is kept as sent once aws-chunked is taken off", async () => {
+      await client.send(
+        new PutObjectCommand({
+          Bucket: "suite",
+          Key: "encoded",
+          Body: Readable.from([Buffer.from("compressed, twice")]),
+          ContentLength: 17,
+          ContentEncoding: "gzip, br",
+        }),
+      );
+      const got = await client.send(new HeadObjectCommand({ Bucket: "suite", Key: "encoded" }));
+      assert.equal(got.ContentEncoding, "gzip, br");
     });
   });
 

@@ -107,6 +107,8 @@ export const malformedXml = () =>
 export const maxMessageLengthExceeded = () =>
   new S3Error("MaxMessageLengthExceeded", 400, "Your request was too big.");
 
+export const missingContentLength = () =>
+  new S3Error("MissingContentLength", 411, "You must provide the Content-Length HTTP header.");
 export const entityTooLarge = (maxSize: number) =>
   new S3Error("EntityTooLarge", 400, "Your proposed upload exceeds the maximum allowed object size.", {
     MaxSizeAllowed: String(maxSize),

@@ -25,7 +25,7 @@ import {
   parseCopySource,
   writeConditions,
 } from "./ops-object.js";
-import { readPayload, receivePayload } from "./payload.js";
+import { readPayload, receivePayload, requireBodyLength } from "./payload.js";
 import { uriEncode } from "./sigv4.js";
 import type { ChecksumType, CompletedUpload, CompletePart } from "./storage.js";
 import { childElements, childText, parseXml } from "./xml-parse.js";
@@ -99,6 +99,7 @@ export async function uploadPart(ctx: RequestContext): Promise<void> {
   const partNumber = partNumberParam(ctx);
   const uploadId = uploadIdParam(ctx);
   const upload = await ctx.storage.getUpload(ctx.bucket, uploadId, ctx.key);
+  requireBodyLength(ctx.req);
   ctx.beginBody();
   const temp = await ctx.storage.createTemp();
   try {

@@ -21,7 +21,7 @@ import {
   parseRange,
   type ByteRange,
 } from "./http.js";
-import { receivePayload } from "./payload.js";
+import { receivePayload, requireBodyLength } from "./payload.js";
 import { decodePathComponent } from "./sigv4.js";
 import {
   isValidBucketName,
@@ -73,6 +73,7 @@ export async function putObject(ctx: RequestContext): Promise<void> {
   await ctx.storage.requireBucket(ctx.bucket);
   const attributes = objectAttributesFromRequest(ctx.req);
   const conditions = writeConditions(ctx);
+  requireBodyLength(ctx.req);
   ctx.beginBody();
   const temp = await ctx.storage.createTemp();
   try {

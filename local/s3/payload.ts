@@ -26,6 +26,7 @@ import {
   invalidDigest,
   invalidRequest,
   notImplemented,
+  missingContentLength,
 } from "./errors.js";
 import type { S3Error } from "./errors.js";
 import { UNSIGNED_PAYLOAD, chunkSignature, trailerSignature, type AuthResult } from "./sigv4.js";
@@ -278,6 +279,16 @@ class Collector extends Writable {
     this.chunks.push(chunk);
     callback();
   }
+}
+
+/**
+ * Object data must say how long it is: a request with neither Content-Length nor Transfer-Encoding
+ * has no body at all in HTTP/1.1, and storing it as an empty object would lose what the client
+ * meant to send (S3 answers 411 as well).
+ */
+export function requireBodyLength(req: IncomingMessage): void {
+  if (req.headers["content-length"] === undefined && req.headers["transfer-encoding"] === undefined)
+    throw missingContentLength();
 }
 
 /** Read a small request body (XML documents) with the same integrity checks as object data. */

@@ -1711,6 +1711,36 @@ describe("embedded S3 server", () => {
       assert.equal(right.Checksum?.ChecksumCRC32, done.ChecksumCRC32);
     });
 
+    test("a PUT that says nothing of its length is 411, not an empty object", async () => {
+      const captured = await capture(new PutObjectCommand({ Bucket: "suite", Key: "lengthless", Body: "" }), {
+        "content-length": undefined,
+      });
+      const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = http.request(urlOf(s3.url, captured), {
+          method: "PUT",
+          headers: captured.headers,
+          agent: false,
+        });
+        // Neither Content-Length nor Transfer-Encoding on the wire: Node sends neither for a PUT
+        // ended without a body once useChunkedEncodingByDefault is off.
+        req.useChunkedEncodingByDefault = false;
+        req.on("response", (r) => {
+          let body = "";
+          r.on("data", (c: Buffer) => (body += c.toString()));
+          r.on("end", () => resolve({ status: r.statusCode ?? 0, body }));
+        });
+        req.on("error", reject);
+        req.end();
+      });
+      assert.equal(res.status, 411, res.body);
+      assert.match(res.body, /<Code>MissingContentLength<\/Code>/);
+      await rejectsWith(
+        client.send(new HeadObjectCommand({ Bucket: "suite", Key: "lengthless" })),
+        "NotFound",
+        404,
+      );
+    });
+
     test("ListObjectsV2 with an empty continuation token lists from the start", async () => {
       await client.send(new PutObjectCommand({ Bucket: "suite", Key: "listed", Body: "x" }));
       const listed = await client.send(new ListObjectsV2Command({ Bucket: "suite", ContinuationToken: "" }));

@@ -27,7 +27,7 @@ function config(kubernetes: Record<string, unknown> = {}, extra: Record<string, 
     overrides: {
       redis: { url: `redis://:${SENTINEL}@redis:6379/0`, key_prefix: "media-test" },
       storage: {
-        endpoint: "http://minio:9000",
+        endpoint: "http://objects:9000",
         region: "eu-west-1",
         access_key_id: `AKIA${SENTINEL}`,
         secret_access_key: SENTINEL,
@@ -301,7 +301,7 @@ describe("buildJobManifest", () => {
     for (const e of env.values()) {
       if (e.valueFrom) assert.equal(e.value, undefined, e.name);
     }
-    assert.equal(env.get("S3_ENDPOINT")!.value, "http://minio:9000");
+    assert.equal(env.get("S3_ENDPOINT")!.value, "http://objects:9000");
     assert.equal(env.get("S3_REGION")!.value, "eu-west-1");
     assert.equal(env.get("S3_FORCE_PATH_STYLE")!.value, "true");
     assert.equal(env.get("REDIS_KEY_PREFIX")!.value, "media-test");

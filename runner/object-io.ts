@@ -22,6 +22,11 @@ const PART_CONCURRENCY = 4;
 
 const where = (bucket: string, key: string) => `s3://${bucket}/${key}`;
 
+/** The HTTP status the object store answered a failed request with; undefined when none came. */
+function answeredStatus(err: unknown): number | undefined {
+  return (err as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata?.httpStatusCode;
+}
+
 /** The object store's refusals that the same request will always meet again. */
 function storeError(
   err: unknown,
@@ -29,14 +34,9 @@ function storeError(
   key: string,
   role: "source" | "destination" | "object",
 ): Error {
-  const e = err as {
-    name?: string;
-    Code?: string;
-    $metadata?: { httpStatusCode?: number };
-    message?: string;
-  };
+  const e = err as { name?: string; Code?: string };
   const code = e.name ?? e.Code;
-  const status = e.$metadata?.httpStatusCode;
+  const status = answeredStatus(err);
   if (code === "NoSuchKey" || code === "NotFound" || (status === 404 && code !== "NoSuchBucket")) {
     return new PermanentError(`${role} ${where(bucket, key)} not found`);
   }
@@ -144,13 +144,10 @@ async function uploadError(
   key: string,
   signal: AbortSignal,
 ): Promise<Error> {
-  const answered = (err as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata
-    ?.httpStatusCode;
-  if (answered === undefined && !signal.aborted) {
-    const status = await s3.send(new HeadBucketCommand({ Bucket: bucket }), { abortSignal: signal }).then(
-      () => undefined,
-      (headErr: { $metadata?: { httpStatusCode?: number } }) => headErr.$metadata?.httpStatusCode,
-    );
+  if (answeredStatus(err) === undefined && !signal.aborted) {
+    const status = await s3
+      .send(new HeadBucketCommand({ Bucket: bucket }), { abortSignal: signal })
+      .then(() => undefined, answeredStatus);
     if (status === 404) return new PermanentError(`destination bucket ${bucket} does not exist`);
   }
   return storeError(err, bucket, key, "destination");

@@ -16,6 +16,12 @@ export class S3Error extends Error {
 }
 
 export const accessDenied = (message = "Access Denied") => new S3Error("AccessDenied", 403, message);
+/** The AccessDenied of a request that carries no signature at all. */
+export class AnonymousRequestDenied extends S3Error {
+  constructor() {
+    super("AccessDenied", 403, "Access Denied");
+  }
+}
 
 export const invalidAccessKeyId = (accessKeyId: string) =>
   new S3Error(

@@ -2,8 +2,14 @@
 // Range parsing and conditional-request evaluation, with S3's semantics.
 
 import type { IncomingMessage, OutgoingHttpHeaders } from "node:http";
-import { invalidRange, metadataTooLarge, notImplemented, preconditionFailed } from "./errors.js";
-import { unquoteEtag, type ObjectAttributes, type ObjectMeta } from "./storage.js";
+import {
+  invalidRange,
+  metadataTooLarge,
+  notImplemented,
+  preconditionFailed,
+  type S3Error,
+} from "./errors.js";
+import { etagMatches, type DeleteConditions, type ObjectAttributes, type ObjectMeta } from "./storage.js";
 
 export const DEFAULT_CONTENT_TYPE = "binary/octet-stream";
 
@@ -37,6 +43,28 @@ export function refuseUnsupportedWriteFeatures(req: IncomingMessage): void {
     const refused = UNSUPPORTED_WRITE_HEADERS.find(([prefix]) => name.startsWith(prefix));
     if (refused) throw notImplemented(`${refused[1]} is not supported by this server (header ${name}).`);
   }
+}
+
+/**
+ * A delete's preconditions from their raw values (a DeleteObject's headers, a DeleteObjects
+ * entry's elements); `invalid` makes the error for a value that cannot be read.
+ */
+export function deleteConditions(
+  raw: { ifMatch: string | undefined; lastModified: string | undefined; size: string | undefined },
+  invalid: (field: "lastModified" | "size", value: string) => S3Error,
+): DeleteConditions {
+  const conditions: DeleteConditions = {};
+  if (raw.ifMatch !== undefined) conditions.ifMatch = raw.ifMatch;
+  if (raw.lastModified !== undefined) {
+    const t = Date.parse(raw.lastModified);
+    if (Number.isNaN(t)) throw invalid("lastModified", raw.lastModified);
+    conditions.lastModified = t;
+  }
+  if (raw.size !== undefined) {
+    if (!/^\d{1,16}$/.test(raw.size.trim())) throw invalid("size", raw.size);
+    conditions.size = Number(raw.size.trim());
+  }
+  return conditions;
 }
 
 /** Content-Type, stored representation headers and x-amz-meta-* of a PUT / CreateMultipartUpload. */
@@ -110,11 +138,6 @@ export function parseRange(value: string | undefined, size: number): ByteRange |
   if (last !== "" && end < start) return undefined;
   if (start >= size) throw invalidRange(size);
   return { start, end: Math.min(end, size - 1) };
-}
-
-function etagMatches(list: string, etag: string): boolean {
-  const tags = list.split(",").map(unquoteEtag);
-  return tags.includes("*") || tags.includes(unquoteEtag(etag));
 }
 
 /** Whole seconds, as HTTP dates carry no finer precision. */

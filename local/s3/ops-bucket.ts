@@ -11,9 +11,8 @@ import {
   maxMessageLengthExceeded,
   notImplemented,
 } from "./errors.js";
-import { header } from "./http.js";
+import { deleteConditions, header } from "./http.js";
 import type { ListPage } from "./keyindex.js";
-import type { DeleteConditions } from "./storage.js";
 import { readPayload } from "./payload.js";
 import { parseXml, childElements, childText } from "./xml-parse.js";
 import {
@@ -241,17 +240,7 @@ export async function deleteObjects(ctx: RequestContext): Promise<void> {
       if (key === "" || Buffer.byteLength(key) > 1024) throw invalidArgument("Invalid key");
       if (versionId !== undefined && versionId !== "null")
         throw invalidArgument("Invalid version id specified");
-      const conditions: DeleteConditions = {};
-      if (etag !== undefined) conditions.ifMatch = etag;
-      if (mtime !== undefined) {
-        const t = Date.parse(mtime);
-        if (Number.isNaN(t)) throw malformedXml();
-        conditions.lastModified = t;
-      }
-      if (size !== undefined) {
-        if (!/^\d{1,16}$/.test(size)) throw malformedXml();
-        conditions.size = Number(size);
-      }
+      const conditions = deleteConditions({ ifMatch: etag, lastModified: mtime, size }, () => malformedXml());
       await ctx.storage.deleteObject(ctx.bucket, key, conditions);
       if (!quiet) deleted.push(key);
     } catch (err) {

@@ -14,6 +14,7 @@ import {
 } from "./errors.js";
 import {
   checkReadConditions,
+  deleteConditions,
   header,
   objectAttributesFromRequest,
   refuseUnsupportedWriteFeatures,
@@ -23,13 +24,7 @@ import {
 } from "./http.js";
 import { receivePayload, requireBodyLength } from "./payload.js";
 import { decodePathComponent } from "./sigv4.js";
-import {
-  isValidBucketName,
-  type DeleteConditions,
-  type ObjectMeta,
-  type StoredChecksum,
-  type WriteConditions,
-} from "./storage.js";
+import { isValidBucketName, type ObjectMeta, type StoredChecksum, type WriteConditions } from "./storage.js";
 import { renderCopyObjectResult, renderObjectAttributes } from "./xml.js";
 
 /** GetObject query parameters that override response headers. */
@@ -192,37 +187,28 @@ export async function getObject(ctx: RequestContext): Promise<void> {
   }
 }
 
-/** If-Match, x-amz-if-match-last-modified-time and x-amz-if-match-size of a DeleteObject. */
-function deleteConditions(ctx: RequestContext): DeleteConditions {
-  const conditions: DeleteConditions = {};
-  const ifMatch = header(ctx.req, "if-match");
-  if (ifMatch !== undefined) conditions.ifMatch = ifMatch;
-  const mtime = header(ctx.req, "x-amz-if-match-last-modified-time");
-  if (mtime !== undefined) {
-    const t = Date.parse(mtime);
-    if (Number.isNaN(t))
-      throw invalidArgument("Invalid x-amz-if-match-last-modified-time", {
-        ArgumentName: "x-amz-if-match-last-modified-time",
-        ArgumentValue: mtime,
-      });
-    conditions.lastModified = t;
-  }
-  const size = header(ctx.req, "x-amz-if-match-size");
-  if (size !== undefined) {
-    if (!/^\d{1,16}$/.test(size.trim()))
-      throw invalidArgument("Invalid x-amz-if-match-size", {
-        ArgumentName: "x-amz-if-match-size",
-        ArgumentValue: size,
-      });
-    conditions.size = Number(size.trim());
-  }
-  return conditions;
-}
+/** The headers of a DeleteObject's preconditions besides If-Match. */
+const DELETE_CONDITION_HEADERS = {
+  lastModified: "x-amz-if-match-last-modified-time",
+  size: "x-amz-if-match-size",
+} as const;
 
 export async function deleteObject(ctx: RequestContext): Promise<void> {
   const versionId = ctx.query.get("versionId");
   if (versionId !== undefined && versionId !== "null") throw noSuchVersion(versionId);
-  await ctx.storage.deleteObject(ctx.bucket, ctx.key, deleteConditions(ctx));
+  const conditions = deleteConditions(
+    {
+      ifMatch: header(ctx.req, "if-match"),
+      lastModified: header(ctx.req, DELETE_CONDITION_HEADERS.lastModified),
+      size: header(ctx.req, DELETE_CONDITION_HEADERS.size),
+    },
+    (field, value) =>
+      invalidArgument(`Invalid ${DELETE_CONDITION_HEADERS[field]}`, {
+        ArgumentName: DELETE_CONDITION_HEADERS[field],
+        ArgumentValue: value,
+      }),
+  );
+  await ctx.storage.deleteObject(ctx.bucket, ctx.key, conditions);
   ctx.res.writeHead(204);
   ctx.res.end();
 }
@@ -289,23 +275,14 @@ export async function copyObject(ctx: RequestContext): Promise<void> {
   const { meta: src, temp } = await ctx.storage.cloneToTemp(source.bucket, source.key);
   try {
     checkCopySourceConditions(ctx, src);
-    const attributes = replacement ?? {
-      contentType: src.contentType,
-      headers: src.headers,
-      userMetadata: src.userMetadata,
-    };
+    // The copy is the source's content with everything stored about it (size, ETag, checksums,
+    // parts), under its own key and time, and the source's attributes unless replaced.
+    const { key: _key, lastModified: _lastModified, ...stored } = src;
     const meta = await ctx.storage.commitObject(
       ctx.bucket,
       ctx.key,
       temp,
-      {
-        ...attributes,
-        size: src.size,
-        etag: src.etag,
-        ...(src.checksum ? { checksum: src.checksum } : {}),
-        ...(src.partSizes ? { partSizes: src.partSizes } : {}),
-        ...(src.partChecksums ? { partChecksums: src.partChecksums } : {}),
-      },
+      { ...stored, ...replacement },
       conditions,
     );
     sendXml(ctx, 200, renderCopyObjectResult(meta.etag, meta.lastModified, meta.checksum));

@@ -22,10 +22,18 @@ import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pino, type Logger } from "pino";
 import type { RequestContext } from "./context.js";
-import { S3Error, internalError, invalidBucketName, invalidUri, keyTooLong, noSuchBucket } from "./errors.js";
+import {
+  AnonymousRequestDenied,
+  S3Error,
+  internalError,
+  invalidBucketName,
+  invalidUri,
+  keyTooLong,
+  noSuchBucket,
+} from "./errors.js";
 import { header } from "./http.js";
 import { route } from "./router.js";
-import { authenticate, decodePathComponent, parseQuery } from "./sigv4.js";
+import { authenticate, decodePathComponent, parseQuery, type AuthResult } from "./sigv4.js";
 import { Storage, isValidBucketName } from "./storage.js";
 import { renderError, type Owner } from "./xml.js";
 
@@ -180,26 +188,25 @@ export async function startEmbeddedS3(opts: EmbeddedS3Options): Promise<Embedded
           throw new S3Error("BadRequest", 400, "Insufficient information. Origin request header needed.");
         throw new S3Error("AccessForbidden", 403, "CORSResponse: CORS is not enabled for this bucket.");
       }
-      // An anonymous request for a bucket that does not exist: 404 NoSuchBucket, as S3 answers it,
-      // rather than 403 (nothing is revealed that this single-tenant store does not show anyway).
-      const anonymous =
-        req.headers.authorization === undefined &&
-        !/(?:^|&)(?:X-Amz-Algorithm|X-Amz-Signature|AWSAccessKeyId|Signature)=/.test(rawQuery);
-      if (
-        anonymous &&
-        bucket !== "" &&
-        isValidBucketName(bucket) &&
-        !(await (await storageReady).bucketInfo(bucket))
-      )
-        throw noSuchBucket(bucket);
-      // Unsigned requests for what this server does not implement (a browser POST form upload,
-      // ?acl, ...) get the 501 that names it, not a 403 for the missing signature.
-      if (anonymous) route(method, bucket, key, query, header(req, "x-amz-copy-source") !== undefined);
-      const auth = authenticate({ method, rawPath, rawQuery, rawHeaders: req.rawHeaders }, credentials);
+      const copying = header(req, "x-amz-copy-source") !== undefined;
+      let auth: AuthResult;
+      try {
+        auth = authenticate({ method, rawPath, rawQuery, rawHeaders: req.rawHeaders }, credentials);
+      } catch (err) {
+        if (err instanceof AnonymousRequestDenied) {
+          // An unsigned request gets what S3 says before it asks for a signature: 404 NoSuchBucket
+          // for a bucket that does not exist (nothing this single-tenant store hides), and the 501
+          // that names a feature this server does not offer (a browser POST form upload, ?acl).
+          if (bucket !== "" && isValidBucketName(bucket) && !(await (await storageReady).bucketInfo(bucket)))
+            throw noSuchBucket(bucket);
+          route(method, bucket, key, query, copying);
+        }
+        throw err;
+      }
       const storage = await storageReady;
       if (bucket !== "" && !isValidBucketName(bucket)) throw invalidBucketName(bucket);
       if (Buffer.byteLength(key, "utf8") > 1024) throw keyTooLong();
-      const selected = route(method, bucket, key, query, header(req, "x-amz-copy-source") !== undefined);
+      const selected = route(method, bucket, key, query, copying);
       operation = selected.operation;
 
       const ctx: RequestContext = {

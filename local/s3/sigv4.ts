@@ -11,6 +11,7 @@
 
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import {
+  AnonymousRequestDenied,
   accessDenied,
   authorizationHeaderMalformed,
   authorizationQueryParametersError,
@@ -311,7 +312,7 @@ export function authenticate(req: SigV4Request, creds: Credentials, now = Date.n
         "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.",
       );
     }
-    throw accessDenied();
+    throw new AnonymousRequestDenied();
   }
 
   if (presigned) {

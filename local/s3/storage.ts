@@ -173,6 +173,12 @@ export function unquoteEtag(etag: string): string {
     .replace(/^"(.*)"$/, "$1");
 }
 
+/** Whether an If-Match / If-None-Match list ("*" or ETags, comma-separated) names `etag`. */
+export function etagMatches(list: string, etag: string): boolean {
+  const tags = list.split(",").map(unquoteEtag);
+  return tags.includes("*") || tags.includes(unquoteEtag(etag));
+}
+
 /** S3 bucket naming rules (general purpose buckets). */
 export function isValidBucketName(name: string): boolean {
   if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(name)) return false;
@@ -231,15 +237,20 @@ async function readRecord<T extends { size: number }>(handle: FileHandle, file: 
   return meta;
 }
 
-/** The record of the file at `file`, or undefined when there is none. */
-async function readRecordFile<T extends { size: number }>(file: string): Promise<T | undefined> {
-  let handle: FileHandle;
+/** The file opened for reading, or undefined when it does not exist. */
+async function openIfExists(file: string): Promise<FileHandle | undefined> {
   try {
-    handle = await open(file, "r");
+    return await open(file, "r");
   } catch (err) {
     if (isNotFound(err)) return undefined;
     throw err;
   }
+}
+
+/** The record of the file at `file`, or undefined when there is none. */
+async function readRecordFile<T extends { size: number }>(file: string): Promise<T | undefined> {
+  const handle = await openIfExists(file);
+  if (!handle) return undefined;
   try {
     return await readRecord<T>(handle, file);
   } finally {
@@ -545,14 +556,13 @@ export class Storage {
       await this.requireBucket(bucket);
       if (await this.hasObjects(bucket)) throw bucketNotEmpty(bucket);
       this.indexes.delete(bucket);
-      this.bucketDeletions++;
-      this.buckets.delete(bucket);
-      this.shards.clear();
       try {
         await this.removeTree(dir);
       } finally {
+        // After the directory is gone, so no read that began before can bring the record back.
         this.bucketDeletions++;
         this.buckets.delete(bucket);
+        this.shards.clear();
       }
     });
   }
@@ -592,13 +602,8 @@ export class Storage {
   async openObject(bucket: string, key: string): Promise<{ meta: ObjectMeta; handle: FileHandle }> {
     await this.requireBucket(bucket);
     const file = this.objectPath(bucket, key);
-    let handle: FileHandle;
-    try {
-      handle = await open(file, "r");
-    } catch (err) {
-      if (isNotFound(err)) throw noSuchKey(key);
-      throw err;
-    }
+    const handle = await openIfExists(file);
+    if (!handle) throw noSuchKey(key);
     try {
       const meta = await readRecord<ObjectMeta>(handle, file);
       if (meta.key !== key) throw noSuchKey(key);
@@ -651,16 +656,15 @@ export class Storage {
         await this.requireBucket(bucket);
         const conditional = conditions.ifNoneMatch !== undefined || conditions.ifMatch !== undefined;
         const previous = conditional ? await this.readMeta(bucket, key) : undefined;
-        if (conditions.ifNoneMatch !== undefined && previous) {
-          const tags = conditions.ifNoneMatch.split(",").map(unquoteEtag);
-          if (tags.includes("*") || tags.includes(unquoteEtag(previous.etag)))
-            throw preconditionFailed("If-None-Match");
-        }
+        if (
+          conditions.ifNoneMatch !== undefined &&
+          previous &&
+          etagMatches(conditions.ifNoneMatch, previous.etag)
+        )
+          throw preconditionFailed("If-None-Match");
         if (conditions.ifMatch !== undefined) {
           if (!previous) throw noSuchKey(key);
-          const tags = conditions.ifMatch.split(",").map(unquoteEtag);
-          if (!tags.includes("*") && !tags.includes(unquoteEtag(previous.etag)))
-            throw preconditionFailed("If-Match");
+          if (!etagMatches(conditions.ifMatch, previous.etag)) throw preconditionFailed("If-Match");
         }
         const file = this.objectPath(bucket, key);
         const shard = path.dirname(file);
@@ -682,11 +686,8 @@ export class Storage {
         await this.requireBucket(bucket);
         const previous = await this.readMeta(bucket, key);
         if (!previous) return false;
-        if (conditions.ifMatch !== undefined) {
-          const tags = conditions.ifMatch.split(",").map(unquoteEtag);
-          if (!tags.includes("*") && !tags.includes(unquoteEtag(previous.etag)))
-            throw preconditionFailed("If-Match");
-        }
+        if (conditions.ifMatch !== undefined && !etagMatches(conditions.ifMatch, previous.etag))
+          throw preconditionFailed("If-Match");
         if (
           conditions.lastModified !== undefined &&
           Math.floor(Date.parse(previous.lastModified) / 1000) !== Math.floor(conditions.lastModified / 1000)
@@ -921,13 +922,20 @@ export class Storage {
       const algorithm = upload.checksumAlgorithm;
       const fullChecksum =
         algorithm && upload.checksumType === "FULL_OBJECT" ? createChecksummer(algorithm) : undefined;
+      // Every part's checksum, when every part has one of the upload's algorithm.
+      const partChecksums =
+        algorithm && selected.every((p) => p.checksum?.algorithm === algorithm)
+          ? selected.map((p) => p.checksum!.value)
+          : undefined;
+      const mismatch = () =>
+        badDigest(`The ${algorithm?.toUpperCase()} you specified did not match the calculated checksum.`);
+      const partFile = (partNumber: number) => this.partPath(bucket, uploadId, partNumber);
       const temp = await this.createTemp();
       try {
         await pipeline(async function* () {
           for (const part of selected) {
             if (part.size === 0) continue;
-            const file = path.join(dir, `${part.partNumber}.part`);
-            for await (const chunk of createReadStream(file, {
+            for await (const chunk of createReadStream(partFile(part.partNumber), {
               start: 0,
               end: part.size - 1,
               highWaterMark: 1024 * 1024,
@@ -941,30 +949,21 @@ export class Storage {
         let checksum: StoredChecksum | undefined;
         if (algorithm && fullChecksum) {
           const value = fullChecksum.digest().toString("base64");
-          if (options.fullObjectChecksum !== undefined && options.fullObjectChecksum !== value) {
-            throw badDigest(
-              `The ${algorithm.toUpperCase()} you specified did not match the calculated checksum.`,
-            );
-          }
+          if (options.fullObjectChecksum !== undefined && options.fullObjectChecksum !== value)
+            throw mismatch();
           checksum = { algorithm, value, type: "FULL_OBJECT" };
-        } else if (algorithm && selected.every((p) => p.checksum?.algorithm === algorithm)) {
-          const digests = selected.map((p) => Buffer.from(p.checksum!.value, "base64"));
-          const composite = checksumBase64(algorithm, ...digests);
+        } else if (algorithm && partChecksums) {
+          const composite = checksumBase64(algorithm, ...partChecksums.map((v) => Buffer.from(v, "base64")));
           const asserted = options.compositeChecksum;
           if (
             asserted !== undefined &&
             asserted !== composite &&
             asserted !== `${composite}-${selected.length}`
-          ) {
-            throw badDigest(
-              `The ${algorithm.toUpperCase()} you specified did not match the calculated checksum.`,
-            );
-          }
+          )
+            throw mismatch();
           checksum = { algorithm, value: `${composite}-${selected.length}`, type: "COMPOSITE" };
         } else if (algorithm && options.compositeChecksum !== undefined) {
-          throw badDigest(
-            `The ${algorithm.toUpperCase()} you specified did not match the calculated checksum.`,
-          );
+          throw mismatch();
         }
         const md5s = Buffer.concat(selected.map((p) => Buffer.from(unquoteEtag(p.etag), "hex")));
         const etag = `"${createHash("md5").update(md5s).digest("hex")}-${selected.length}"`;
@@ -980,9 +979,7 @@ export class Storage {
             etag,
             ...(checksum ? { checksum } : {}),
             partSizes: selected.map((p) => p.size),
-            ...(algorithm && selected.every((p) => p.checksum?.algorithm === algorithm)
-              ? { partChecksums: selected.map((p) => p.checksum!.value) }
-              : {}),
+            ...(partChecksums ? { partChecksums } : {}),
           },
           options.conditions,
         );

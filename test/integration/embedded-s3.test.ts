@@ -52,6 +52,15 @@ import { authenticate, chunkSignature, deriveSigningKey } from "../../local/s3/s
 const ACCESS_KEY = "AKIDEMBEDDEDTEST";
 const SECRET_KEY = "embedded-test-secret/with+chars";
 
+/** AWS's own SigV4 signer, with the test credentials. */
+const testSigner = () =>
+  new SignatureV4({
+    credentials: { accessKeyId: ACCESS_KEY, secretAccessKey: SECRET_KEY },
+    region: "us-east-1",
+    service: "s3",
+    sha256: Hash.bind(null, "sha256"),
+    uriEscapePath: false,
+  });
 const md5 = (data: Uint8Array) => createHash("md5").update(data).digest("hex");
 const sha256 = (data: Uint8Array | string) => createHash("sha256").update(data).digest("hex");
 
@@ -82,7 +91,14 @@ interface RawResponse {
 
 function rawRequest(
   url: string,
-  options: { method?: string; headers?: Record<string, string>; body?: Buffer; agent?: http.Agent } = {},
+  options: {
+    method?: string;
+    headers?: Record<string, string>;
+    body?: Buffer;
+    agent?: http.Agent;
+    /** Send neither Content-Length nor Transfer-Encoding (Node's default for a PUT is chunked). */
+    lengthless?: boolean;
+  } = {},
 ): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -101,6 +117,7 @@ function rawRequest(
         res.on("error", reject);
       },
     );
+    if (options.lengthless) req.useChunkedEncodingByDefault = false;
     req.on("error", reject);
     req.end(options.body);
   });
@@ -590,13 +607,7 @@ describe("embedded S3 server", () => {
       // curl send it; Node's HTTP client writes a header's characters as single bytes).
       const note = "ünïcødé 日本語";
       const body = Buffer.from("utf-8 metadata");
-      const signer = new SignatureV4({
-        credentials: { accessKeyId: ACCESS_KEY, secretAccessKey: SECRET_KEY },
-        region: "us-east-1",
-        service: "s3",
-        sha256: Hash.bind(null, "sha256"),
-        uriEscapePath: false,
-      });
+      const signer = testSigner();
       const signed = await signer.sign({
         method: "PUT",
         protocol: "http:",
@@ -1609,13 +1620,7 @@ describe("embedded S3 server", () => {
 
     test("a presigned URL that expires at once is expired (403), not malformed", async () => {
       await client.send(new PutObjectCommand({ Bucket: "suite", Key: "presigned", Body: "x" }));
-      const signer = new SignatureV4({
-        credentials: { accessKeyId: ACCESS_KEY, secretAccessKey: SECRET_KEY },
-        region: "us-east-1",
-        service: "s3",
-        sha256: Hash.bind(null, "sha256"),
-        uriEscapePath: false,
-      });
+      const signer = testSigner();
       const presigned = await signer.presign(
         {
           method: "GET",
@@ -1715,22 +1720,10 @@ describe("embedded S3 server", () => {
       const captured = await capture(new PutObjectCommand({ Bucket: "suite", Key: "lengthless", Body: "" }), {
         "content-length": undefined,
       });
-      const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = http.request(urlOf(s3.url, captured), {
-          method: "PUT",
-          headers: captured.headers,
-          agent: false,
-        });
-        // Neither Content-Length nor Transfer-Encoding on the wire: Node sends neither for a PUT
-        // ended without a body once useChunkedEncodingByDefault is off.
-        req.useChunkedEncodingByDefault = false;
-        req.on("response", (r) => {
-          let body = "";
-          r.on("data", (c: Buffer) => (body += c.toString()));
-          r.on("end", () => resolve({ status: r.statusCode ?? 0, body }));
-        });
-        req.on("error", reject);
-        req.end();
+      const res = await rawRequest(urlOf(s3.url, captured), {
+        method: "PUT",
+        headers: captured.headers,
+        lengthless: true,
       });
       assert.equal(res.status, 411, res.body);
       assert.match(res.body, /<Code>MissingContentLength<\/Code>/);

@@ -30,12 +30,12 @@ K8S_VERSION="${MEDIA_K8S_VERSION:-v1.36.3}"
 MIN_GO="${MEDIA_K8S_MIN_GO:-1.26.0}"
 GO_BOOTSTRAP="${MEDIA_K8S_GO_TOOLCHAIN:-go1.26.8}"
 # Bump when the set of binaries or the way they are built changes, so stale caches are rebuilt.
-STAMP_FORMAT=2
+STAMP_FORMAT=3
 CACHE_ROOT="${MEDIA_SERVICE_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/media-service/k8s}"
 OUT_DIR="$CACHE_ROOT/$K8S_VERSION"
 BIN_DIR="$OUT_DIR/bin"
 STAMP="$BIN_DIR/.stamp"
-BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler)
+BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
 
 log() { printf '[k8s-build] %s\n' "$*" >&2; }
 die() {
@@ -148,6 +148,8 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
 )
 EOF
 
@@ -168,9 +170,11 @@ T=$(now)
 (cd "$WORK" && go build -trimpath -ldflags="-s -w$VERSION_LDFLAGS" -o "$NEW_BIN/" \
   k8s.io/kubernetes/cmd/kube-apiserver \
   k8s.io/kubernetes/cmd/kube-controller-manager \
-  k8s.io/kubernetes/cmd/kube-scheduler) ||
+  k8s.io/kubernetes/cmd/kube-scheduler \
+  k8s.io/kubernetes/cmd/kubelet \
+  k8s.io/kubernetes/cmd/kube-proxy) ||
   die "go build of the Kubernetes components failed (see above)"
-log "built kube-apiserver, kube-controller-manager, kube-scheduler ($(elapsed "$T"))"
+log "built kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy ($(elapsed "$T"))"
 
 T=$(now)
 (cd "$WORK" && go build -trimpath -ldflags="-s -w" -o "$NEW_BIN/etcd" go.etcd.io/etcd/server/v3) ||

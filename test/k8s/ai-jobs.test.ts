@@ -1,4 +1,4 @@
-// AI jobs through the Kubernetes executor: runner pods on the test node agent call a local
+// AI jobs through the Kubernetes executor: runner containers on the real node call a local
 // OpenAI-compatible provider (test/support/ai-provider.ts) with the settings and the key the
 // controller gave the pod: the job's own provider, its key by Secret reference only.
 import assert from "node:assert/strict";
@@ -8,9 +8,8 @@ import { makeVideo, removeMediaDirs } from "../support/av.js";
 import { TestAiProvider } from "../support/ai-provider.js";
 import { TEST_BUCKET } from "../support/api.js";
 import { makeImage } from "../support/media.js";
-import { startControlPlane, type ControlPlane } from "./support/control-plane.js";
-import { startClusterStack, startRunnerNode, type ClusterStack } from "./support/cluster-stack.js";
-import type { NodeAgent } from "./support/node-agent.js";
+import { startTestCluster, type TestCluster } from "./support/cluster.js";
+import { startClusterStack, type ClusterStack } from "./support/cluster-stack.js";
 
 /** The cluster stack's bucket (its own on an outside S3 server), set when it starts. */
 let B = TEST_BUCKET;
@@ -20,28 +19,26 @@ const KEY = "sk-cluster-default-key-0123";
 const SECOND_KEY = "sk-cluster-second-key-4567";
 
 describe("AI jobs in runner Jobs", () => {
-  let cp: ControlPlane;
-  let agent: NodeAgent;
+  let cluster: TestCluster;
   let provider: TestAiProvider;
   let second: TestAiProvider;
   let cs: ClusterStack;
 
   before(async () => {
-    cp = await startControlPlane({ scheduler: true });
-    agent = await startRunnerNode(cp);
+    cluster = await startTestCluster();
     provider = await TestAiProvider.start({ apiKey: KEY, model: "vision-test", maxImageSide: 640 });
     second = await TestAiProvider.start({ apiKey: SECOND_KEY, model: "second-model" });
     cs = await startClusterStack({
-      cp,
+      cluster,
       kubernetes: { ai_secret: { name: "ai-default" } },
       secrets: { "ai-default": { "api-key": KEY }, "ai-second": { token: SECOND_KEY } },
       ai: {
-        base_url: provider.baseUrl,
+        base_url: await cluster.node.expose(provider.baseUrl),
         model: "vision-test",
         max_image_side: 640,
         providers: {
           second: {
-            base_url: second.baseUrl,
+            base_url: await cluster.node.expose(second.baseUrl),
             model: "second-model",
             structured_output: "json_object",
             api_key_secret: { name: "ai-second", key: "token" },
@@ -59,8 +56,7 @@ describe("AI jobs in runner Jobs", () => {
   });
   after(async () => {
     await cs?.close();
-    await agent?.stop();
-    await cp?.stop();
+    await cluster?.stop();
     await provider?.close();
     await second?.close();
     removeMediaDirs();

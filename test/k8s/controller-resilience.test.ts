@@ -8,32 +8,25 @@ import { TEST_BUCKET } from "../support/api.js";
 import { makeAudio } from "../support/av.js";
 import { makeImage } from "../support/media.js";
 import { readFile } from "node:fs/promises";
-import { startControlPlane, type ControlPlane } from "./support/control-plane.js";
+import { startTestCluster, type TestCluster } from "./support/cluster.js";
 import {
   eventually,
   kubeConfigFrom,
   startClusterStack,
-  startRunnerNode,
   type ClusterStack,
   type ControllerProcess,
 } from "./support/cluster-stack.js";
-import type { NodeAgent } from "./support/node-agent.js";
 
 /** The cluster stack's bucket (its own on an outside S3 server), set when it starts. */
 let B = TEST_BUCKET;
-let cp: ControlPlane;
-let agent: NodeAgent;
+let cluster: TestCluster;
 
 before(async () => {
-  cp = await startControlPlane({ scheduler: true });
-  agent = await startRunnerNode(cp, {
-    capacity: { cpu: "32", memory: "64Gi", pods: "250" },
-  });
+  cluster = await startTestCluster();
 });
 
 after(async () => {
-  await agent?.stop();
-  await cp?.stop();
+  await cluster?.stop();
 });
 
 async function submitColors(cs: ClusterStack, count: number): Promise<string[]> {
@@ -72,7 +65,7 @@ async function eventCounts(cs: ClusterStack, event: string): Promise<Map<string,
 async function watchRunningJobs(
   namespace: string,
 ): Promise<{ peak(): number; created(): number; stop(): void }> {
-  const watch = new Watch(kubeConfigFrom(cp.kubeconfigPath));
+  const watch = new Watch(kubeConfigFrom(cluster.cp.kubeconfigPath));
   const unfinished = new Set<string>();
   const seen = new Set<string>();
   let peak = 0;
@@ -99,7 +92,7 @@ describe("a controller killed in the middle of a burst", () => {
   let cs: ClusterStack;
   before(async () => {
     cs = await startClusterStack({
-      cp,
+      cluster,
       kubernetes: { max_running_jobs: 4 },
       executor: { lease: "5s" },
     });
@@ -148,7 +141,7 @@ describe("a controller killed in the middle of a burst", () => {
 describe("two controller replicas", () => {
   let cs: ClusterStack;
   before(async () => {
-    cs = await startClusterStack({ cp });
+    cs = await startClusterStack({ cluster });
     B = cs.stack.bucket;
     await cs.put("in/small.png", await makeImage({ width: 96, height: 64, format: "png", photo: true }));
   });
@@ -211,7 +204,7 @@ describe("two controller replicas", () => {
 describe("a burst larger than the running-Jobs cap", () => {
   let cs: ClusterStack;
   before(async () => {
-    cs = await startClusterStack({ cp, kubernetes: { max_running_jobs: 10 } });
+    cs = await startClusterStack({ cluster, kubernetes: { max_running_jobs: 10 } });
     B = cs.stack.bucket;
     await cs.put("in/small.png", await makeImage({ width: 96, height: 64, format: "png", photo: true }));
   });
@@ -241,7 +234,7 @@ describe("a burst larger than the running-Jobs cap", () => {
 describe("reconcile: the store and the cluster made to agree", () => {
   let cs: ClusterStack;
   before(async () => {
-    cs = await startClusterStack({ cp, executor: { lease: "4s" } });
+    cs = await startClusterStack({ cluster, executor: { lease: "4s" } });
     B = cs.stack.bucket;
     await cs.put(
       "in/long.wav",
@@ -275,7 +268,9 @@ describe("reconcile: the store and the cluster made to agree", () => {
           template: {
             spec: {
               restartPolicy: "Never",
-              containers: [{ name: "runner", image: "media-service:test", command: ["sleep", "600"] }],
+              containers: [
+                { name: "runner", image: cluster.image, imagePullPolicy: "Never", command: ["sleep", "600"] },
+              ],
             },
           },
         },

@@ -1,54 +1,39 @@
 // The Kubernetes executor end to end on a real control plane: the API (own redis-server and S3
 // store), `media-service controller` processes with the chart's Role, runner Jobs created by them,
-// pods scheduled by kube-scheduler onto the test node agent, which runs `media-service runner` as
-// local processes. Every scenario asserts the job records and the Kubernetes objects.
+// pods scheduled by kube-scheduler onto the real node, whose kubelet runs `media-service runner` in
+// containers of the project's image under containerd. Every scenario asserts the job records and the
+// Kubernetes objects.
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { after, before, describe, test } from "node:test";
 import { makeAudio, makeVideo, removeMediaDirs } from "../support/av.js";
 import { TEST_BUCKET } from "../support/api.js";
 import { makeImage } from "../support/media.js";
-import { startControlPlane, type ControlPlane } from "./support/control-plane.js";
+import { startTestCluster, type TestCluster } from "./support/cluster.js";
 import {
   eventually,
-  JOB_ID_LABEL,
   startClusterStack,
-  startRunnerNode,
   type ClusterStack,
   type ControllerProcess,
 } from "./support/cluster-stack.js";
-import type { NodeAgent } from "./support/node-agent.js";
 
 /** The cluster stack's bucket (its own on an outside S3 server), set when it starts. */
 let B = TEST_BUCKET;
 
-let cp: ControlPlane;
-let agent: NodeAgent;
-/** Job ids whose first runner pod "crashes" (the node agent fails it with exit code 1 before it runs). */
-const crashFirstAttempt = new Set<string>();
-const crashed = new Set<string>();
+let cluster: TestCluster;
 
 before(async () => {
-  cp = await startControlPlane({ scheduler: true });
-  agent = await startRunnerNode(cp, {
-    // 3 CPUs: a job asking for 4 (within kubernetes.max_resources) fits on no node.
-    capacity: { cpu: "3", memory: "16Gi", pods: "250" },
-    beforeStart: (pod) => {
-      const id = pod.metadata?.annotations?.[JOB_ID_LABEL];
-      if (id && crashFirstAttempt.has(id) && !crashed.has(id)) {
-        crashed.add(id);
-        return { exitCode: 1, message: "simulated runner crash" };
-      }
-      return undefined;
-    },
-  });
+  cluster = await startTestCluster();
 });
 
 after(async () => {
-  await agent?.stop();
-  await cp?.stop();
+  await cluster?.stop();
   removeMediaDirs();
 });
+
+/** Whether any container of the media job's pods still runs on the node (as containerd sees it). */
+const runnerRunning = async (cs: ClusterStack, id: string) =>
+  (await cluster.node.runningPods()).some((p) => p.startsWith(`${cs.namespace}/media-${id}-`));
 
 const tail = async (c: ControllerProcess) =>
   (await readFile(c.logPath, "utf8")).split("\n").slice(-40).join("\n");
@@ -59,8 +44,8 @@ describe("runner Jobs for media jobs", () => {
 
   before(async () => {
     cs = await startClusterStack({
-      cp,
-      kubernetes: { max_running_jobs: 8, unschedulable_timeout: "3s" },
+      cluster,
+      kubernetes: { max_running_jobs: 8, unschedulable_timeout: "20s" },
     });
     B = cs.stack.bucket;
     controller = await cs.startController("controller-a");
@@ -123,6 +108,9 @@ describe("runner Jobs for media jobs", () => {
       assert.equal(condition.type, job.status === "completed" ? "Complete" : "Failed", type);
       const pods = await cs.kubePods(id);
       assert.equal(pods.length, 1, `${type}: one pod`);
+      const status = pods[0]!.status!.containerStatuses![0]!;
+      assert.match(status.containerID ?? "", /^containerd:\/\/[0-9a-f]{64}$/, `${type}: a real container`);
+      assert.match(status.imageID ?? "", /sha256:[0-9a-f]{64}/, `${type}: of a real image`);
     }
     const resized = await cs.stack.services.store.getJob(submitted.image_resize);
     assert.deepEqual((resized!.result as { metadata: unknown }).metadata, {
@@ -203,8 +191,8 @@ describe("runner Jobs for media jobs", () => {
       return j?.status?.conditions?.some((c) => c.type === "Failed" && c.status === "True") ? j : undefined;
     });
     assert.equal(kjob.spec!.activeDeadlineSeconds, 2);
-    await eventually("the runner process to be gone", async () =>
-      agent.running().some((p) => p.includes(`media-${id}`)) ? undefined : true,
+    await eventually("the runner container to be gone", async () =>
+      (await runnerRunning(cs, id)) ? undefined : true,
     );
   });
 
@@ -229,18 +217,22 @@ describe("runner Jobs for media jobs", () => {
     );
   });
 
-  test("a transient failure (runner crash) is retried by a new pod and the job completes", async () => {
-    const body = {
-      source_bucket: B, source_key: "in/photo.jpg", dest_bucket: B, dest_key: "out/retried.jpg", width: 64, height: 48,
-    }; // prettier-ignore
-    // The id is known only after submit; the crash hook reads the set when the pod starts, later.
-    const id = await cs.submit("image/resize", body);
-    crashFirstAttempt.add(id);
-    const job = await cs.finished(id);
-    if (!crashed.has(id)) {
-      // The pod started before the hook knew the id: nothing was injected, the scenario did not happen.
-      assert.fail("the crash was not injected (the pod started before the hook was armed)");
-    }
+  test("a transient failure (the runner container killed) is retried by a new pod and the job completes", async () => {
+    await cs.put(
+      "in/crash.wav",
+      await readFile(await makeAudio({ durationSeconds: 1200, sampleRate: 8000, channels: 1 })),
+    );
+    const id = await cs.submit("audio/convert", {
+      source_bucket: B, source_key: "in/crash.wav", dest_bucket: B, dest_key: "out/retried.mp3", format: "mp3",
+    }); // prettier-ignore
+    // The first runner container is SIGKILLed from outside (a node problem, not the job's fault).
+    const containerId = await eventually("the first runner container to run", async () => {
+      const [pod] = await cs.kubePods(id);
+      const status = pod?.status?.containerStatuses?.[0];
+      return status?.state?.running ? status.containerID?.replace("containerd://", "") : undefined;
+    });
+    await cluster.node.ctr(["tasks", "kill", "--signal", "SIGKILL", containerId]);
+    const job = await cs.finished(id, 240_000);
     assert.equal(job.status, "completed", job.error);
     const kjob = await eventually("the Job to complete", async () => {
       const [j] = await cs.kubeJobs(id);
@@ -250,6 +242,8 @@ describe("runner Jobs for media jobs", () => {
     assert.equal(pods.length, 2, "one failed pod, one that succeeded");
     const phases = pods.map((p) => p.status!.phase).sort();
     assert.deepEqual(phases, ["Failed", "Succeeded"]);
+    const killed = pods.find((p) => p.status!.phase === "Failed")!;
+    assert.equal(killed.status!.containerStatuses![0]!.state!.terminated!.exitCode, 137);
     assert.equal(kjob.status!.failed, 1);
     assert.equal(kjob.status!.succeeded, 1);
   });
@@ -291,8 +285,8 @@ describe("runner Jobs for media jobs", () => {
     await eventually("the cancelled job's Job to be gone", async () =>
       (await cs.kubeJobs(longId)).length === 0 ? true : undefined,
     );
-    await eventually("no runner left for the cancelled job", async () =>
-      agent.running().some((p) => p.includes(`media-${longId}`)) ? undefined : true,
+    await eventually("no runner container left for the cancelled job", async () =>
+      (await runnerRunning(cs, longId)) ? undefined : true,
     );
   });
 

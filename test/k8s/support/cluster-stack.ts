@@ -1,7 +1,9 @@
 // The whole service on the test control plane: the API with its own redis-server and embedded S3
 // store (test/support/api.ts), a namespace with the controller's ServiceAccount, Role (exactly
 // CONTROLLER_RULES) and the Secrets runner pods read, and `media-service controller` processes
-// (the built dist/cli.js) running the Kubernetes executor with that ServiceAccount's token.
+// (the built dist/cli.js) running the Kubernetes executor with that ServiceAccount's token. Its runner
+// Jobs run as containers of the project's image on the real node; they reach the stack's Redis and S3
+// store through the node's relays (node.expose).
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { closeSync, openSync, readFileSync } from "node:fs";
@@ -23,8 +25,7 @@ import { CONTROLLER_RULES } from "../../../controller/kubernetes/rbac.js";
 import type { Job } from "../../../core/jobs/records.js";
 import { startTestStack, type TestStack } from "../../support/api.js";
 import { freePort } from "../../support/ports.js";
-import type { ControlPlane } from "./control-plane.js";
-import { startNodeAgent, type NodeAgent, type NodeAgentOptions } from "./node-agent.js";
+import type { TestCluster } from "./cluster.js";
 import { deathSignalPrefix, onTestExit } from "./processes.js";
 import { eventually } from "./eventually.js";
 
@@ -38,7 +39,7 @@ const REDIS_SECRET = "media-service-redis";
 const S3_SECRET = "media-service-s3";
 
 export interface ClusterStackOptions {
-  cp: ControlPlane;
+  cluster: TestCluster;
   /** Raw overrides of the controller's `kubernetes` section (snake_case, as in config.yaml). */
   kubernetes?: Record<string, unknown>;
   /** Raw overrides of the controller's `executor` section. */
@@ -65,6 +66,8 @@ export interface ControllerProcess {
 export interface ClusterStack {
   namespace: string;
   stack: TestStack;
+  /** The stack's Redis and S3 store as runner pods reach them. */
+  podUrls: { redis: string; s3: string };
   admin: { core: CoreV1Api; batch: BatchV1Api; coordination: CoordinationV1Api };
   startController(name: string): Promise<ControllerProcess>;
   put(key: string, body: Buffer | Uint8Array, contentType?: string): Promise<void>;
@@ -81,19 +84,6 @@ const killControllers = () => {
   for (const c of liveChildren) c.kill("SIGKILL");
 };
 
-/** A test node agent that runs `media-service` as the built dist/cli.js, with this PATH. */
-export function startRunnerNode(
-  cp: ControlPlane,
-  options: Omit<NodeAgentOptions, "kubeconfigPath" | "commands"> = {},
-): Promise<NodeAgent> {
-  return startNodeAgent({
-    kubeconfigPath: cp.kubeconfigPath,
-    commands: { "media-service": [process.execPath, DIST_CLI] },
-    ...options,
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...options.env },
-  });
-}
-
 export function kubeConfigFrom(path: string): KubeConfig {
   const kc = new KubeConfig();
   kc.loadFromFile(path);
@@ -101,7 +91,7 @@ export function kubeConfigFrom(path: string): KubeConfig {
 }
 
 export async function startClusterStack(options: ClusterStackOptions): Promise<ClusterStack> {
-  const { cp } = options;
+  const { cp, node } = options.cluster;
   const namespace = `media-${randomBytes(4).toString("hex")}`;
   const adminKc = kubeConfigFrom(cp.kubeconfigPath);
   const core = adminKc.makeApiClient(CoreV1Api);
@@ -117,6 +107,7 @@ export async function startClusterStack(options: ClusterStackOptions): Promise<C
     },
   });
   const dir = await mkdtemp(join(tmpdir(), "media-service-cluster-"));
+  const podUrls = { redis: await node.expose(stack.redis.url), s3: await node.expose(stack.s3.url) };
 
   await core.createNamespace({ body: { metadata: { name: namespace } } });
   await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: CONTROLLER_SA } } });
@@ -134,7 +125,7 @@ export async function startClusterStack(options: ClusterStackOptions): Promise<C
   });
   await core.createNamespacedSecret({
     namespace,
-    body: { metadata: { name: REDIS_SECRET }, stringData: { "redis-url": stack.redis.url } },
+    body: { metadata: { name: REDIS_SECRET }, stringData: { "redis-url": podUrls.redis } },
   });
   await core.createNamespacedSecret({
     namespace,
@@ -158,7 +149,8 @@ export async function startClusterStack(options: ClusterStackOptions): Promise<C
   const controllerConfig = {
     redis: { url: stack.redis.url, key_prefix: stack.config.redis.keyPrefix },
     storage: {
-      endpoint: stack.s3.url,
+      // What the controller hands to runner pods, so the address pods reach.
+      endpoint: podUrls.s3,
       region: stack.s3.region,
       access_key_id: stack.s3.accessKeyId,
       secret_access_key: stack.s3.secretAccessKey,
@@ -167,7 +159,8 @@ export async function startClusterStack(options: ClusterStackOptions): Promise<C
     executor: { kind: "kubernetes", ...(options.executor ?? {}) },
     kubernetes: {
       namespace,
-      image: "media-service:test",
+      image: options.cluster.image,
+      image_pull_policy: "Never",
       redis_secret: { name: REDIS_SECRET },
       s3_secret: { name: S3_SECRET },
       reconcile_interval: "2s",
@@ -247,6 +240,7 @@ export async function startClusterStack(options: ClusterStackOptions): Promise<C
   return {
     namespace,
     stack,
+    podUrls,
     admin: { core, batch, coordination },
     startController,
     async put(key, body, contentType = "application/octet-stream") {

@@ -14,6 +14,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { freePort } from "../../support/ports.js";
+import { hostAddress, KUBERNETES_SERVICE_IP as SERVICE_IP, SERVICE_CIDR } from "./network.js";
 import { deathSignalPrefix, isAlive, onTestExit } from "./processes.js";
 
 const execFileP = promisify(execFile);
@@ -22,8 +23,6 @@ const BUILD_SCRIPT = resolve(
   dirname(fileURLToPath(import.meta.url)),
   "../../../scripts/k8s/build-control-plane.sh",
 );
-const SERVICE_CIDR = "10.0.0.0/24";
-const SERVICE_IP = "10.0.0.1";
 const SA_ISSUER = "https://kubernetes.default.svc.cluster.local";
 const STOP_GRACE_MS = 5_000;
 const LOG_TAIL_LINES = 40;
@@ -488,10 +487,11 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   try {
     // PKI
     const pki = await Pki.create(join(dir, "pki"));
-    const [serving, admin, kcm, scheduler, sa] = await Promise.all([
+    const nodeIp = hostAddress();
+    const [serving, admin, kubeletClient, kcm, scheduler, sa] = await Promise.all([
       pki.issue("apiserver", "kube-apiserver", {
         server: {
-          ips: ["127.0.0.1", SERVICE_IP],
+          ips: ["127.0.0.1", SERVICE_IP, nodeIp],
           dns: [
             "localhost",
             "kubernetes",
@@ -502,6 +502,8 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
         },
       }),
       pki.issue("admin", "media-service-test-admin", { groups: ["system:masters"] }),
+      // How the API server authenticates to kubelets (logs, exec), as kubeadm's apiserver-kubelet-client.
+      pki.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client", { groups: ["system:masters"] }),
       pki.issue("kube-controller-manager", "system:kube-controller-manager", {}),
       options.scheduler ? pki.issue("kube-scheduler", "system:kube-scheduler", {}) : undefined,
       pki.serviceAccountKeys(),
@@ -550,23 +552,26 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
         join(binDir, "kube-apiserver"),
         [
           `--etcd-servers=${etcdUrl}`,
-          "--bind-address=127.0.0.1",
-          "--advertise-address=127.0.0.1",
+          // On every interface: pods reach it through the kubernetes Service (10.0.0.1:443), whose
+          // endpoint is this host's address.
+          "--bind-address=0.0.0.0",
+          `--advertise-address=${nodeIp}`,
           `--secure-port=${port}`,
           `--cert-dir=${join(dir, "apiserver-certs")}`,
+          `--kubelet-client-certificate=${kubeletClient.cert}`,
+          `--kubelet-client-key=${kubeletClient.key}`,
+          "--kubelet-preferred-address-types=InternalIP",
           `--tls-cert-file=${serving.cert}`,
           `--tls-private-key-file=${serving.key}`,
           `--client-ca-file=${pki.caCert}`,
           "--authorization-mode=Node,RBAC",
           // Default plugins (NamespaceLifecycle, LimitRanger, ServiceAccount, Priority, ResourceQuota,
-          // PodSecurity, webhooks, …) plus NodeRestriction for the future test node agent.
+          // PodSecurity, webhooks, …) plus NodeRestriction, which holds each kubelet to its own Node.
           "--enable-admission-plugins=NodeRestriction",
           `--service-account-issuer=${SA_ISSUER}`,
           `--service-account-key-file=${sa.pub}`,
           `--service-account-signing-key-file=${sa.key}`,
           `--service-cluster-ip-range=${SERVICE_CIDR}`,
-          // 127.0.0.1 is not a valid Endpoints address; nothing in the tests needs the kubernetes service.
-          "--endpoint-reconciler-type=none",
           "--allow-privileged=false",
           "--profiling=false",
           "--v=1",

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Builds (once) what a real Kubernetes node needs beyond kubelet and kube-proxy (which
+# build-control-plane.sh builds from the same Kubernetes module): containerd 2 with its runc shim and
+# ctr, runc, CoreDNS for cluster DNS, and the pod sandbox ("pause") program — all from their Go modules
+# through the Go module proxy (pause from the C source k8s.io/kubernetes carries), no git clone, no
+# registry. The CNI plugins come from Debian (scripts/provision.sh k8s).
+#
+# Debian 12's containerd is 1.6, and Kubernetes 1.36 needs containerd >= 2.0; 2.2 is the newest line
+# that keeps cgroup v1 supported (its maintained branch does until 2029), which this kind of machine
+# runs.
+#
+# Cached outside the repository in
+#   ${MEDIA_SERVICE_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/media-service/node}/<versions>/bin/
+# with a stamp; a second run only checks it. MEDIA_NODE_PRINT_BIN=1 prints only the bin directory.
+set -euo pipefail
+
+CONTAINERD_VERSION="${MEDIA_CONTAINERD_VERSION:-v2.2.9}"
+COREDNS_VERSION="${MEDIA_COREDNS_VERSION:-v1.14.7}"
+RUNC_VERSION="${MEDIA_RUNC_VERSION:-v1.3.6}"
+K8S_VERSION="${MEDIA_K8S_VERSION:-v1.36.3}"
+MIN_GO=1.25.0
+GO_BOOTSTRAP=go1.26.8
+STAMP_FORMAT=2
+CACHE_ROOT="${MEDIA_SERVICE_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/media-service/node}"
+OUT_DIR="$CACHE_ROOT/containerd-${CONTAINERD_VERSION}_runc-${RUNC_VERSION}_coredns-${COREDNS_VERSION}_k8s-${K8S_VERSION}"
+BIN_DIR="$OUT_DIR/bin"
+STAMP="$BIN_DIR/.stamp"
+BINARIES=(containerd containerd-shim-runc-v2 ctr runc coredns pause)
+
+log() { printf '[node-build] %s\n' "$*" >&2; }
+die() {
+  log "ERROR: $*"
+  exit 1
+}
+done_msg() { if [[ "${MEDIA_NODE_PRINT_BIN:-}" == 1 ]]; then printf '%s\n' "$BIN_DIR"; fi; }
+is_cached() {
+  [[ -f "$STAMP" ]] || return 1
+  grep -qx "format=$STAMP_FORMAT" <(head -n1 "$STAMP") || return 1
+  local b
+  for b in "${BINARIES[@]}"; do [[ -x "$BIN_DIR/$b" ]] || return 1; done
+}
+
+if is_cached; then
+  log "cached: $BIN_DIR"
+  done_msg
+  exit 0
+fi
+mkdir -p "$CACHE_ROOT"
+# shellcheck source=scripts/k8s/go-toolchain.sh
+source "$(dirname "${BASH_SOURCE[0]}")/go-toolchain.sh"
+exec 9>"$CACHE_ROOT/.lock"
+if ! flock -n 9; then
+  log "another build holds $CACHE_ROOT/.lock; waiting…"
+  flock 9
+fi
+if is_cached; then
+  done_msg
+  exit 0
+fi
+
+started=$SECONDS
+ensure_go "$MIN_GO" "$GO_BOOTSTRAP" "${XDG_CACHE_HOME:-$HOME/.cache}/media-service/go"
+export GOFLAGS="-buildvcs=false"
+mkdir -p "$OUT_DIR"
+NEW_BIN=$(mktemp -d "$OUT_DIR/bin.new.XXXXXX")
+chmod 755 "$NEW_BIN"
+trap 'rm -rf "$NEW_BIN"' EXIT
+
+# containerd: static, without the btrfs and devmapper snapshotters (cgo; overlayfs is the one used).
+log "building containerd $CONTAINERD_VERSION (containerd, containerd-shim-runc-v2, ctr) with $(go env GOVERSION)…"
+T=$SECONDS
+cd_ver="-X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION"
+CGO_ENABLED=0 GOBIN="$NEW_BIN" go install -trimpath -tags "no_btrfs no_devmapper no_zfs" -ldflags "-s -w $cd_ver" \
+  "github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD_VERSION" \
+  "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION" \
+  "github.com/containerd/containerd/v2/cmd/ctr@$CONTAINERD_VERSION" ||
+  die "go install of containerd $CONTAINERD_VERSION failed (see above)"
+log "built containerd in $((SECONDS - T)) s"
+
+log "building runc $RUNC_VERSION (with seccomp)…"
+T=$SECONDS
+CGO_ENABLED=1 GOBIN="$NEW_BIN" go install -trimpath -tags seccomp -ldflags "-s -w -X main.version=${RUNC_VERSION#v}" \
+  "github.com/opencontainers/runc@$RUNC_VERSION" ||
+  die "go install of runc $RUNC_VERSION failed (see above; it needs gcc and libseccomp-dev)"
+log "built runc in $((SECONDS - T)) s"
+
+log "building CoreDNS $COREDNS_VERSION…"
+T=$SECONDS
+CGO_ENABLED=0 GOBIN="$NEW_BIN" go install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION" ||
+  die "go install of CoreDNS $COREDNS_VERSION failed (see above)"
+log "built CoreDNS in $((SECONDS - T)) s"
+
+# The pod sandbox: Kubernetes' own pause.c (build/pause/linux), static, from the module's source.
+log "building pause from k8s.io/kubernetes@$K8S_VERSION…"
+pause_src="$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')/build/pause/linux/pause.c"
+[[ -f "$pause_src" ]] || die "no $pause_src"
+gcc -Os -static -Wall -Werror -DVERSION="\"media-service-${K8S_VERSION}\"" -o "$NEW_BIN/pause" "$pause_src" ||
+  die "compiling pause.c failed (static glibc: Debian's libc6-dev)"
+strip "$NEW_BIN/pause"
+
+"$NEW_BIN/containerd" --version >/dev/null || die "the built containerd does not run"
+"$NEW_BIN/coredns" -version >/dev/null || die "the built coredns does not run"
+"$NEW_BIN/runc" --version >/dev/null || die "the built runc does not run"
+{
+  echo "format=$STAMP_FORMAT"
+  echo "containerd=$CONTAINERD_VERSION runc=$RUNC_VERSION coredns=$COREDNS_VERSION pause=k8s-$K8S_VERSION go=$(go env GOVERSION)"
+  echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+} >"$NEW_BIN/.stamp"
+rm -rf "$BIN_DIR"
+mv "$NEW_BIN" "$BIN_DIR"
+trap - EXIT
+log "done in $((SECONDS - started)) s: $(du -sh "$BIN_DIR" | cut -f1) in $BIN_DIR"
+done_msg

@@ -59,9 +59,19 @@ export function jobTimeoutMs(
     : config.executor.timeoutsMs[job.type];
 }
 
-/** Where a job's time came from, for the message of a job that ran out of it. */
+/**
+ * Where a job's time came from, for the message of a job that ran out of it: the setting the user can
+ * change. The executor derives the deadline it passes from the same settings, so only a deadline that
+ * differs from the job's own timeout_seconds is named as the executor's.
+ */
 function timeoutSource(job: Pick<Job, "type" | "timeout_seconds">, deadlineSeconds?: number): string {
-  if (deadlineSeconds !== undefined) return RUNNER_ENV.jobTimeoutSeconds;
+  if (
+    deadlineSeconds !== undefined &&
+    job.timeout_seconds !== undefined &&
+    deadlineSeconds !== job.timeout_seconds
+  ) {
+    return RUNNER_ENV.jobTimeoutSeconds;
+  }
   return job.timeout_seconds !== undefined ? "timeout_seconds" : `executor.timeouts.${job.type}`;
 }
 

@@ -90,6 +90,25 @@ describe("JOB_TIMEOUT_SECONDS", () => {
     assert.ok(elapsed < 30_000, `stopped at its deadline, not at timeout_seconds (${elapsed} ms)`);
   });
 
+  for (const [name, timeout, setting] of [
+    ["its own timeout_seconds", 1, "timeout_seconds"],
+    ["its type's timeout", undefined, "executor.timeouts.audio_convert"],
+  ] as const) {
+    test(`a deadline the executor derived from ${name} is reported as ${setting}, the setting to change`, async () => {
+      const id = await submitAndClaim(stack, "audio_convert", "audio/convert", {
+        source_bucket: stack.bucket,
+        source_key: "in/long.wav",
+        dest_bucket: stack.bucket,
+        dest_key: "out/long-own.mp3",
+        format: "mp3",
+        ...(timeout === undefined ? {} : { timeout_seconds: timeout }),
+      });
+      const { logger } = capturingLogger();
+      assert.equal(await runOne(id, stack.config, logger, { JOB_TIMEOUT_SECONDS: "1" }), EXIT_PERMANENT);
+      assert.equal((await stack.services.store.getJob(id))?.error, `job timed out after 1 s (${setting})`);
+    });
+  }
+
   test("a job with a shorter timeout_seconds gets the longer JOB_TIMEOUT_SECONDS", async () => {
     const id = await submitAndClaim(stack, "image_colors", "image/colors", {
       source_bucket: stack.bucket,

@@ -217,7 +217,7 @@ describe("runner Jobs for media jobs", () => {
     );
   });
 
-  test("a transient failure (the runner container killed) is retried by a new pod and the job completes", async () => {
+  test("a runner stopped mid-job (SIGTERM, as on a node shutting down) is retried by a new pod and the job completes", async () => {
     await cs.put(
       "in/crash.wav",
       await readFile(await makeAudio({ durationSeconds: 1200, sampleRate: 8000, channels: 1 })),
@@ -225,13 +225,14 @@ describe("runner Jobs for media jobs", () => {
     const id = await cs.submit("audio/convert", {
       source_bucket: B, source_key: "in/crash.wav", dest_bucket: B, dest_key: "out/retried.mp3", format: "mp3",
     }); // prettier-ignore
-    // The first runner container is SIGKILLed from outside (a node problem, not the job's fault).
+    // The first runner container is stopped from outside (not the job's fault). Not SIGKILL: exit code
+    // 137 is what the kernel's OOM kill gives, which fails the Job at once by its pod failure policy.
     const containerId = await eventually("the first runner container to run", async () => {
       const [pod] = await cs.kubePods(id);
       const status = pod?.status?.containerStatuses?.[0];
       return status?.state?.running ? status.containerID?.replace("containerd://", "") : undefined;
     });
-    await cluster.node.ctr(["tasks", "kill", "--signal", "SIGKILL", containerId]);
+    await cluster.node.ctr(["tasks", "kill", "--signal", "SIGTERM", containerId]);
     const job = await cs.finished(id, 240_000);
     assert.equal(job.status, "completed", job.error);
     const kjob = await eventually("the Job to complete", async () => {
@@ -243,7 +244,7 @@ describe("runner Jobs for media jobs", () => {
     const phases = pods.map((p) => p.status!.phase).sort();
     assert.deepEqual(phases, ["Failed", "Succeeded"]);
     const killed = pods.find((p) => p.status!.phase === "Failed")!;
-    assert.equal(killed.status!.containerStatuses![0]!.state!.terminated!.exitCode, 137);
+    assert.notEqual(killed.status!.containerStatuses![0]!.state!.terminated!.exitCode, 0);
     assert.equal(kjob.status!.failed, 1);
     assert.equal(kjob.status!.succeeded, 1);
   });

@@ -11,9 +11,10 @@
 #      without API keys, and with them the example it prints works from the host through the
 #      published ports.
 #
-# Docker Engine and debootstrap come through scripts/provision.sh (profile fresh). The bare image is
-# cached by its Node and npm versions. Inside the containers npm trusts the host's CA bundle, as
-# behind a corporate proxy. Needs root (debootstrap, dockerd).
+# Docker Engine and debootstrap come through scripts/docker-engine.sh (scripts/provision.sh, profile
+# fresh), the bare image through scripts/base-image.sh, which caches it by its Node and npm versions.
+# Inside the containers npm trusts the host's CA bundle, as behind a corporate proxy. Needs root
+# (debootstrap, dockerd).
 #
 # Environment: DEBIAN_MIRROR (default http://deb.debian.org/debian), FRESH_KEEP=1 keeps the containers
 # for a look afterwards, FRESH_SKIP_IMAGE=1 skips part 3.
@@ -21,10 +22,6 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
-NODE_MAJOR=24
-NPM_MAJOR=11
-MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-CACHE="${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/media-service/fresh-machine"
 HOST_CA="${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}"
 RUN_ID="$$"
 APP=/root/media-service
@@ -51,57 +48,13 @@ trap cleanup EXIT
 # ---- Docker Engine -------------------------------------------------------------------------------
 log "Docker Engine and debootstrap"
 bash scripts/provision.sh fresh
-if ! docker info >/dev/null 2>&1; then
-  if [[ -d /run/systemd/system ]]; then
-    systemctl start docker
-  else
-    echo "starting dockerd (log: /var/log/media-service-dockerd.log)"
-    nohup dockerd >/var/log/media-service-dockerd.log 2>&1 &
-  fi
-  for _ in $(seq 60); do
-    docker info >/dev/null 2>&1 && break
-    sleep 1
-  done
-  docker info >/dev/null 2>&1 || die "the Docker daemon did not start (see /var/log/media-service-dockerd.log)"
-fi
+bash scripts/docker-engine.sh
 echo "docker $(docker version --format '{{.Server.Version}}'), storage driver $(docker info --format '{{.Driver}}')"
 
 # ---- The bare image: Debian 12 minbase + Node 24 + npm -------------------------------------------
-case "$(uname -m)" in
-  x86_64) arch=x64 ;;
-  aarch64 | arm64) arch=arm64 ;;
-  *) die "no node-linux package for $(uname -m)" ;;
-esac
-mkdir -p "$CACHE"
-node_tgz="$CACHE/$(cd "$CACHE" && npm pack --silent "node-linux-${arch}@${NODE_MAJOR}" 2>/dev/null | tail -n1)"
-npm_tgz="$CACHE/$(cd "$CACHE" && npm pack --silent "npm@${NPM_MAJOR}" 2>/dev/null | tail -n1)"
-[[ -f "$node_tgz" && -f "$npm_tgz" ]] || die "could not fetch node-linux-${arch}@${NODE_MAJOR} and npm@${NPM_MAJOR} from the npm registry"
-node_version="$(basename "$node_tgz" .tgz)" && node_version="${node_version##*-}"
-npm_version="$(basename "$npm_tgz" .tgz)" && npm_version="${npm_version##*-}"
-BASE="media-service-fresh/debian12:node${node_version}-npm${npm_version}"
-
-if docker image inspect "$BASE" >/dev/null 2>&1; then
-  log "bare image $BASE (cached)"
-else
-  log "bare image $BASE: debootstrap bookworm (minbase) from $MIRROR"
-  rootfs="$work/rootfs"
-  debootstrap --variant=minbase bookworm "$rootfs" "$MIRROR" >"$work/debootstrap.log" 2>&1 ||
-    {
-      tail -n 20 "$work/debootstrap.log" >&2
-      die "debootstrap failed"
-    }
-  mkdir -p "$rootfs/usr/local/lib/node_modules/npm" "$work/node"
-  tar -xzf "$node_tgz" -C "$work/node" --strip-components=1
-  install -m 755 "$work/node/bin/node" "$rootfs/usr/local/bin/node"
-  tar -xzf "$npm_tgz" -C "$rootfs/usr/local/lib/node_modules/npm" --strip-components=1
-  ln -s ../lib/node_modules/npm/bin/npm-cli.js "$rootfs/usr/local/bin/npm"
-  ln -s ../lib/node_modules/npm/bin/npx-cli.js "$rootfs/usr/local/bin/npx"
-  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-  tar -C "$rootfs" -c . | docker import \
-    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-    --change 'CMD ["bash"]' - "$BASE" >/dev/null
-  rm -rf "$rootfs"
-fi
+log "bare image: Debian 12 (debootstrap minbase), Node 24 and npm from the npm registry"
+BASE="$(bash scripts/base-image.sh)" || die "could not make the bare image (see above)"
+echo "$BASE"
 docker run --rm "$BASE" bash -c 'echo "node $(node --version), npm $(npm --version)";
   for p in redis-server ffmpeg curl gcc python3; do command -v $p >/dev/null && echo "unexpected: $p" && exit 1; done; true'
 
@@ -214,7 +167,7 @@ mkdir -p "$work/ca-base"
 cp "$HOST_CA" "$work/ca-base/host-ca.crt"
 printf 'FROM %s\nCOPY host-ca.crt /usr/local/share/host-ca.crt\nENV NODE_EXTRA_CA_CERTS=/usr/local/share/host-ca.crt\n' "$BASE" \
   >"$work/ca-base/Dockerfile"
-build_base="media-service-fresh/debian12-ca:node${node_version}"
+build_base="${BASE}-ca"
 DOCKER_BUILDKIT=0 docker build -q -t "$build_base" "$work/ca-base" >/dev/null
 image="media-service:fresh-$RUN_ID"
 mkdir -p "$work/ctx"

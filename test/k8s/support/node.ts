@@ -11,7 +11,16 @@
 // files one after another.
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmdirSync, statSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import { createServer, connect, type Server } from "node:net";
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -310,6 +319,36 @@ async function removeStaleNodes(): Promise<void> {
   }
 }
 
+// One node at a time on a machine: the bridge, kube-proxy's chains and the pod range are machine-wide.
+// A second test process (another `npm run test:k8s`, a benchmark) waits for the first one's node.
+const LOCK = join(tmpdir(), "media-service-node.lock");
+
+async function acquireMachineLock(log: (m: string) => void): Promise<() => void> {
+  let announced = false;
+  for (;;) {
+    try {
+      await mkdir(LOCK);
+      await writeFile(join(LOCK, "pid"), String(process.pid));
+      return () => rmSync(LOCK, { recursive: true, force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      const holder = Number(await readFile(join(LOCK, "pid"), "utf8").catch(() => "0"));
+      if (holder && !isAlive(holder)) {
+        await rm(LOCK, { recursive: true, force: true });
+        continue;
+      }
+      if (!announced) {
+        announced = true;
+        log(`test node: waiting for the node of process ${holder || "?"} to stop`);
+        process.stderr.write(
+          `test node: another test node (process ${holder || "?"}) runs on this machine; waiting for it\n`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+}
+
 const liveNodes = new Map<string, NodeRecord>();
 function killNodesSync(): void {
   for (const record of liveNodes.values()) killCgroups(record.id);
@@ -503,6 +542,8 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
   phase("binaries");
 
   onTestExit(killNodesSync);
+  const releaseLock = await acquireMachineLock(log);
+  onTestExit(releaseLock);
   await removeStaleNodes();
   const id = `media-node-${randomBytes(4).toString("hex")}`;
   const name = id;
@@ -527,6 +568,7 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
       await teardown(dir, record);
       liveNodes.delete(dir);
       if (!keep) await rm(dir, { recursive: true, force: true }).catch(() => {});
+      releaseLock();
     })());
 
   const waitFor = (p: Proc, what: string, check: () => Promise<boolean>, limitMs = 120_000) =>

@@ -18,7 +18,9 @@
 #          from its Go module into ~/.cache/media-service/versitygw-<version>/ (about 10 minutes on
 #          2 cores; a Go toolchain is fetched from the Go module proxy when `go` is missing or too old)
 #   ci     all of the above but versitygw, which npm run test:s3-compat builds in its own CI step
-#   image  what the container image runs: start's programs, tini, CA certificates
+#   image  what the container image runs: start's programs, tini, CA certificates, and the shared
+#          libraries of the image's own ffmpeg build (MP3, Opus, Vorbis, AV1, WebP); the Dockerfile
+#          puts that ffmpeg in place first, so Debian's ffmpeg package is not installed there
 #
 # Debian and Ubuntu: apt-get, as root or through passwordless sudo. macOS: Homebrew. Anywhere else, or
 # without the rights to install, it stops with the one command to run.
@@ -123,6 +125,11 @@ certs       | ca-certificates   | -       | the container image reaches HTTPS ob
 docker      | docker.io         | -       | the fresh-machine test runs the README in a bare Debian container
 debootstrap | debootstrap       | -       | the fresh-machine test makes its bare Debian image
 pyvenv      | python3-venv      | python  | the contract test installs Schemathesis into a Python virtual environment
+lame        | libmp3lame0       | -       | the image ffmpeg encodes MP3 with LAME
+opus        | libopus0          | -       | the image ffmpeg encodes Opus with libopus
+vorbis      | libvorbisenc2     | -       | the image ffmpeg encodes Vorbis with libvorbis
+dav1d       | libdav1d6         | -       | the image ffmpeg decodes AV1 with dav1d
+webp        | libwebp7          | -       | the image ffmpeg writes WebP thumbnails with libwebp
 '
 have() { command -v "$1" >/dev/null 2>&1; }
 check_redis() { have redis-server; }
@@ -140,6 +147,17 @@ check_certs() { [ -s /etc/ssl/certs/ca-certificates.crt ]; }
 check_docker() { have dockerd && have docker; }
 check_debootstrap() { have debootstrap; }
 check_pyvenv() { have python3 && python3 -c 'import venv, ensurepip' >/dev/null 2>&1; }
+# A shared library the dynamic linker finds (ldconfig's cache: /sbin is not on every user's PATH).
+have_lib() {
+  local cache
+  cache="$(ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null || true)"
+  [[ "$cache" == *[[:space:]]"$1 ("* ]]
+}
+check_lame() { have_lib libmp3lame.so.0; }
+check_opus() { have_lib libopus.so.0; }
+check_vorbis() { have_lib libvorbisenc.so.2; }
+check_dav1d() { have_lib libdav1d.so.6; }
+check_webp() { have_lib libwebp.so.7; }
 
 case "$profile" in
   start)
@@ -152,7 +170,7 @@ case "$profile" in
   fresh) wanted=(docker debootstrap) ;;
   contract) wanted=(redis pyvenv) ;;
   ci) wanted=(redis ffmpeg font procps vips openssl docker debootstrap pyvenv) ;;
-  image) wanted=(redis ffmpeg font tini certs) ;;
+  image) wanted=(redis ffmpeg font tini certs lame opus vorbis dav1d webp) ;;
 esac
 
 field() {

@@ -12,9 +12,9 @@
 #      published ports.
 #
 # Docker Engine and debootstrap come through scripts/docker-engine.sh (scripts/provision.sh, profile
-# fresh), the bare image through scripts/base-image.sh, which caches it by its Node and npm versions.
-# Inside the containers npm trusts the host's CA bundle, as behind a corporate proxy. Needs root
-# (debootstrap, dockerd).
+# fresh), the bare image through scripts/base-image.sh, which caches it by its Node and npm versions,
+# and part 3's image through scripts/build-image.sh, as a developer builds it. Inside the containers
+# npm trusts the host's CA bundle, as behind a corporate proxy. Needs root (debootstrap, dockerd).
 #
 # Environment: DEBIAN_MIRROR (default http://deb.debian.org/debian), FRESH_KEEP=1 keeps the containers
 # for a look afterwards, FRESH_SKIP_IMAGE=1 skips part 3.
@@ -160,24 +160,19 @@ grep -E '^ℹ (tests|pass|fail|skipped)' "$work/test.log"
 }
 
 # ---- 3. The image as an all-in-one ---------------------------------------------------------------
-log "3. the image from the Dockerfile, on the same bare base (classic builder)"
-# The build stage's npm must trust the host's CA too: a base with the bundle added, as one builds
-# behind a corporate proxy. The runtime stage installs its packages over plain-HTTP Debian mirrors.
-mkdir -p "$work/ca-base"
-cp "$HOST_CA" "$work/ca-base/host-ca.crt"
-printf 'FROM %s\nCOPY host-ca.crt /usr/local/share/host-ca.crt\nENV NODE_EXTRA_CA_CERTS=/usr/local/share/host-ca.crt\n' "$BASE" \
-  >"$work/ca-base/Dockerfile"
-build_base="${BASE}-ca"
-DOCKER_BUILDKIT=0 docker build -q -t "$build_base" "$work/ca-base" >/dev/null
-image="media-service:fresh-$RUN_ID"
-mkdir -p "$work/ctx"
-tar -xf "$work/src.tar" -C "$work/ctx"
-if ! DOCKER_BUILDKIT=0 docker build --build-arg "NODE_IMAGE=$build_base" -t "$image" "$work/ctx" >"$work/build.log" 2>&1; then
+log "3. the image from the Dockerfile, on the same bare base (scripts/build-image.sh)"
+# As a developer builds it: npm and apt in the build trust the host's CA too, and the image keeps
+# nothing of it.
+if ! image="$(IMAGE="media-service:fresh-$RUN_ID" NODE_IMAGE="$BASE" bash scripts/build-image.sh 2>"$work/build.log")"; then
   tail -n 40 "$work/build.log"
-  die "docker build failed"
+  die "scripts/build-image.sh failed"
 fi
-trap 'docker rmi -f "$image" >/dev/null 2>&1 || true; cleanup' EXIT
-docker image inspect -f 'image {{.Id}}: {{.Size}} bytes' "$image"
+trap 'docker rmi -f "$image" "media-service:fresh-$RUN_ID" >/dev/null 2>&1 || true; cleanup' EXIT
+docker image inspect -f "image $image {{.Id}}: {{.Size}} bytes" "$image"
+# shellcheck disable=SC2016
+docker run --rm --entrypoint sh "$image" -c \
+  'test -z "${NODE_EXTRA_CA_CERTS:-}" && test -z "$(find / -xdev -name build-ca.pem 2>/dev/null)" && test ! -e /etc/apt/apt.conf.d/99build-ca' ||
+  die "the build's CA bundle reached the image"
 
 log "3. docker run IMAGE start without API keys is refused"
 if docker run --rm "$image" start >"$work/refused.log" 2>&1; then die "start served 0.0.0.0 without API keys"; fi

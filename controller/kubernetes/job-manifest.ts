@@ -14,6 +14,8 @@ export const RUNNER_CONTAINER = "runner";
 export const PERMANENT_EXIT_CODE = 2;
 /** 128 + SIGKILL: what a container killed by the kernel at its memory limit exits with. */
 export const OOM_KILLED_EXIT_CODE = 137;
+/** The runner container's command, before its `--job <id>`. */
+export const RUNNER_COMMAND = ["tini", "--", "media-service", "runner"] as const;
 export const SCRATCH_MOUNT = "/scratch";
 export const RUNNER_UID = 10001;
 export const TERMINATION_MESSAGE_PATH = "/dev/termination-log";
@@ -243,7 +245,10 @@ export function buildJobManifest(job: Job, settings: KubernetesSettings, timeout
               name: RUNNER_CONTAINER,
               image: settings.image,
               imagePullPolicy: settings.imagePullPolicy,
-              command: ["media-service", "runner", "--job", job.id],
+              // Under tini, as the image's entrypoint runs everything: the runner is not PID 1, so a
+              // SIGTERM (deletion, eviction, a cancel) stops it even before it installs its handler,
+              // and the processes it starts (ffmpeg) are reaped.
+              command: [...RUNNER_COMMAND, "--job", job.id],
               env: runnerEnv(job, settings, timeoutSeconds),
               resources: containerResources(job, settings),
               volumeMounts: [{ name: "scratch", mountPath: SCRATCH_MOUNT }],

@@ -94,6 +94,8 @@ describe("runner Jobs for media jobs", () => {
       assert.equal(kjob.metadata!.labels!["media-service.io/job-type"], type);
       assert.equal(kjob.metadata!.labels!["app.kubernetes.io/managed-by"], "media-service-controller");
       assert.deepEqual(kjob.spec!.template.spec!.containers[0]!.command, [
+        "tini",
+        "--",
         "media-service",
         "runner",
         "--job",
@@ -249,6 +251,33 @@ describe("runner Jobs for media jobs", () => {
     assert.equal(kjob.status!.succeeded, 1);
   });
 
+  test("a runner pod evicted through the Eviction API (as a node drain does) is replaced without counting a failure", async () => {
+    await cs.put(
+      "in/evict.wav",
+      await readFile(await makeAudio({ durationSeconds: 1200, sampleRate: 8000, channels: 1 })),
+    );
+    const id = await cs.submit("audio/convert", {
+      source_bucket: B, source_key: "in/evict.wav", dest_bucket: B, dest_key: "out/evicted.mp3", format: "mp3",
+    }); // prettier-ignore
+    const podName = await eventually("the first runner container to run", async () => {
+      const [pod] = await cs.kubePods(id);
+      return pod?.status?.containerStatuses?.[0]?.state?.running ? pod.metadata!.name : undefined;
+    });
+    await cs.admin.core.createNamespacedPodEviction({
+      name: podName!,
+      namespace: cs.namespace,
+      body: { metadata: { name: podName!, namespace: cs.namespace } },
+    });
+    const job = await cs.finished(id, 240_000);
+    assert.equal(job.status, "completed", job.error);
+    const kjob = await eventually("the Job to complete", async () => {
+      const [j] = await cs.kubeJobs(id);
+      return j?.status?.conditions?.some((c) => c.type === "Complete" && c.status === "True") ? j : undefined;
+    });
+    assert.equal(kjob.status!.failed ?? 0, 0, "the eviction is not counted against the retries");
+    assert.equal(kjob.status!.succeeded, 1);
+  });
+
   test("a job no node can take fails after unschedulable_timeout and its Job is deleted", async () => {
     const id = await cs.submit("image/colors", {
       source_bucket: B, source_key: "in/photo.jpg", resources: { cpu: "4" },
@@ -304,5 +333,41 @@ describe("runner Jobs for media jobs", () => {
 
   after(async () => {
     if (process.exitCode) console.error(await tail(controller));
+  });
+});
+
+describe("a runner image that cannot be pulled", () => {
+  let cs: ClusterStack;
+
+  before(async () => {
+    cs = await startClusterStack({
+      cluster,
+      kubernetes: {
+        image: "media-service:tag-that-does-not-exist",
+        image_pull_policy: "IfNotPresent",
+        start_failure_timeout: "5s",
+      },
+    });
+    await cs.startController("controller-pull");
+    await cs.put("in/photo.jpg", await makeImage({ width: 64, height: 48, format: "jpeg" }));
+  });
+  after(async () => {
+    await cs?.close();
+  });
+
+  test("fails the job with the image named, after start_failure_timeout, and deletes its Job", async () => {
+    const id = await cs.submit("image/colors", {
+      source_bucket: cs.stack.bucket,
+      source_key: "in/photo.jpg",
+    });
+    const job = await cs.finished(id);
+    assert.equal(job.status, "failed");
+    assert.match(
+      job.error!,
+      /the runner image "media-service:tag-that-does-not-exist" cannot be pulled \((ErrImagePull|ImagePullBackOff)\)/,
+    );
+    await eventually("the Job to be deleted", async () =>
+      (await cs.kubeJobs(id)).length === 0 ? true : undefined,
+    );
   });
 });

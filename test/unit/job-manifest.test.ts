@@ -160,7 +160,7 @@ describe("buildJobManifest", () => {
     assert.equal(m.metadata!.annotations![ANNOTATIONS.batchId], j.batch_id);
     assert.equal(m.metadata!.annotations![ANNOTATIONS.jobId], j.id);
     assert.deepEqual(m.spec!.template.metadata!.labels, labels);
-    assert.deepEqual(container(m).command, ["media-service", "runner", "--job", j.id]);
+    assert.deepEqual(container(m).command, ["tini", "--", "media-service", "runner", "--job", j.id]);
     assert.equal(container(m).image, "registry.example/media-service:1.2.3");
     assert.equal(container(m).imagePullPolicy, "IfNotPresent");
 

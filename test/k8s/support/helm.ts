@@ -15,16 +15,18 @@ export const ALL_ON_VALUES = join(CHART, "ci/all-on-values.yaml");
 let bin: string | undefined;
 const home = mkdtempSync(join(tmpdir(), "media-service-helm-"));
 
-/** The helm binary (building it on first use, which is a no-op once cached). */
+/** The helm binary: $HELM, else the cached build (building it on first use, a no-op once cached). */
 export function helmBin(): string {
-  bin ??= join(
-    execFileSync("bash", [join(ROOT, "scripts/k8s/build-helm.sh")], {
-      env: { ...process.env, MEDIA_HELM_PRINT_BIN: "1" },
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "inherit"],
-    }).trim(),
-    "helm",
-  );
+  bin ??=
+    process.env.HELM ||
+    join(
+      execFileSync("bash", [join(ROOT, "scripts/k8s/build-helm.sh")], {
+        env: { ...process.env, MEDIA_HELM_PRINT_BIN: "1" },
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "inherit"],
+      }).trim(),
+      "helm",
+    );
   return bin;
 }
 

@@ -10,7 +10,9 @@
 #          watermark text
 #   test   start's programs, redis-server always, and pgrep (procps)
 #   bench  test's programs and the vips command-line tools (the benchmarks compare against them)
-#   k8s    openssl (the test control plane's certificates); Node 24
+#   k8s    openssl (the test control plane's certificates); Docker Engine and debootstrap (the image
+#          the test node runs); the CNI plugins, iptables and conntrack (the node's networking); gcc,
+#          libc6-dev and libseccomp-dev (runc and the pod sandbox program, built once); Node 24
 #   fresh  Docker Engine and debootstrap (test/e2e/fresh-machine.sh)
 #   contract  redis-server and Python's venv (test/contract/schemathesis.sh installs Schemathesis)
 #   versitygw  the versitygw S3 gateway (npm run test:s3-compat runs the tests against it, npm run
@@ -130,6 +132,12 @@ opus        | libopus0          | -       | the image ffmpeg encodes Opus with l
 vorbis      | libvorbisenc2     | -       | the image ffmpeg encodes Vorbis with libvorbis
 dav1d       | libdav1d6         | -       | the image ffmpeg decodes AV1 with dav1d
 webp        | libwebp7          | -       | the image ffmpeg writes WebP thumbnails with libwebp
+cni         | containernetworking-plugins | - | the test node connects its pods (bridge, host-local, loopback, portmap)
+iptables    | iptables          | -       | the test node routes Services (kube-proxy) and lets pod traffic through
+conntrack   | conntrack         | -       | kube-proxy clears stale UDP flows (cluster DNS) with conntrack
+seccomp     | libseccomp-dev    | -       | the test node builds runc with seccomp
+cc          | gcc               | -       | the test node builds runc (cgo) and the pod sandbox program
+libc        | libc6-dev         | -       | the pod sandbox program is linked statically
 '
 have() { command -v "$1" >/dev/null 2>&1; }
 check_redis() { have redis-server; }
@@ -146,6 +154,12 @@ check_tini() { have tini; }
 check_certs() { [ -s /etc/ssl/certs/ca-certificates.crt ]; }
 check_docker() { have dockerd && have docker; }
 check_debootstrap() { have debootstrap; }
+check_cni() { [ -x /usr/lib/cni/bridge ] || [ -x /opt/cni/bin/bridge ]; }
+check_iptables() { have iptables || [ -x /usr/sbin/iptables ]; }
+check_conntrack() { have conntrack || [ -x /usr/sbin/conntrack ]; }
+check_seccomp() { [ -f /usr/include/seccomp.h ]; }
+check_cc() { have gcc; }
+check_libc() { [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || [ -f /usr/lib/aarch64-linux-gnu/libc.a ] || [ -f /usr/lib/libc.a ]; }
 check_pyvenv() { have python3 && python3 -c 'import venv, ensurepip' >/dev/null 2>&1; }
 # A shared library the dynamic linker finds (ldconfig's cache: /sbin is not on every user's PATH).
 have_lib() {
@@ -166,10 +180,10 @@ case "$profile" in
     ;;
   test) wanted=(redis ffmpeg font procps) ;;
   bench) wanted=(redis ffmpeg font procps vips) ;;
-  k8s) wanted=(openssl) ;;
+  k8s) wanted=(openssl docker debootstrap cni iptables conntrack seccomp cc libc) ;;
   fresh) wanted=(docker debootstrap) ;;
   contract) wanted=(redis pyvenv) ;;
-  ci) wanted=(redis ffmpeg font procps vips openssl docker debootstrap pyvenv) ;;
+  ci) wanted=(redis ffmpeg font procps vips openssl docker debootstrap pyvenv cni iptables conntrack seccomp cc libc) ;;
   image) wanted=(redis ffmpeg font tini certs lame opus vorbis dav1d webp) ;;
 esac
 

@@ -8,7 +8,8 @@
 # native (ffmpeg from Debian's source with what the runner uses; node stripped), system (the runtime
 # filesystem: Debian, node, ffmpeg, redis-server, tini, a font, CA certificates), runtime (that
 # filesystem as one layer, without npm, headers, manuals or the build's certificates, then the app).
-# Works with the classic builder and BuildKit alike.
+# Nothing in it needs BuildKit: the classic builder builds it (scripts/build-image.sh uses BuildKit only
+# where the buildx plugin is installed).
 #
 # build-ca.pem (optional, in the build context): certificates npm and apt trust during the build, as
 # behind a TLS-intercepting proxy (scripts/build-image.sh puts the host's bundle there). Only build

@@ -376,13 +376,19 @@ async function docker(args: string[], input?: string): Promise<string> {
   }
 }
 
-async function scratchImage(tag: string, binary: string, entrypoint: string[], port?: number): Promise<void> {
+async function scratchImage(
+  tag: string,
+  binary: string,
+  entrypoint: string[],
+  stamp: string,
+  port?: number,
+): Promise<void> {
   const context = await mkdtemp(join(tmpdir(), "media-service-image-"));
   try {
     await execFileP("cp", [binary, join(context, "bin")]);
     await writeFile(
       join(context, "Dockerfile"),
-      `FROM scratch\nCOPY bin /${entrypoint[0]!.replace(/^\//, "")}\n${port ? `EXPOSE ${port}\n` : ""}ENTRYPOINT ${JSON.stringify(entrypoint)}\n`,
+      `FROM scratch\nLABEL stamp=${JSON.stringify(stamp)}\nCOPY bin /${entrypoint[0]!.replace(/^\//, "")}\n${port ? `EXPOSE ${port}\n` : ""}ENTRYPOINT ${JSON.stringify(entrypoint)}\n`,
     );
     await execFileP("docker", ["build", "-q", "-t", tag, context], {
       env: { ...process.env, DOCKER_BUILDKIT: "0" },
@@ -712,7 +718,8 @@ state = "${join(dir, "containerd/state")}"
     );
     phase("containerd");
 
-    // Images
+    // Images (Docker Engine started if it is not running: the images are handed over from it)
+    await execFileP("bash", [join(SCRIPTS, "../docker-engine.sh")], { maxBuffer: 8 << 20 });
     const corednsBin = join(nodeBin, "coredns");
     const pauseBin = join(nodeBin, "pause");
     const stamp = (await readFile(join(nodeBin, ".stamp"), "utf8")).split("\n")[1] ?? "";
@@ -723,10 +730,16 @@ state = "${join(dir, "containerd/state")}"
       '{{index .Config.Labels "stamp"}}',
       PAUSE_IMAGE,
     ]).catch(() => "");
-    if (supportLabel !== stamp) {
-      await scratchImage(PAUSE_IMAGE, pauseBin, ["/pause"]);
-      await scratchImage(COREDNS_IMAGE, corednsBin, ["/coredns"], 53);
-      await docker(["tag", PAUSE_IMAGE, PAUSE_IMAGE]);
+    const corednsLabel = await docker([
+      "image",
+      "inspect",
+      "-f",
+      '{{index .Config.Labels "stamp"}}',
+      COREDNS_IMAGE,
+    ]).catch(() => "");
+    if (supportLabel !== stamp || corednsLabel !== stamp) {
+      await scratchImage(PAUSE_IMAGE, pauseBin, ["/pause"], stamp);
+      await scratchImage(COREDNS_IMAGE, corednsBin, ["/coredns"], stamp, 53);
     }
     for (const ref of [PAUSE_IMAGE, COREDNS_IMAGE, ...(options.images ?? [])]) {
       await ctr(["images", "import", "--snapshotter", "overlayfs", await imageArchive(ref)]);

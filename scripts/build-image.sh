@@ -57,7 +57,17 @@ if [[ "${IMAGE##*/}" == *:* ]]; then repository="${IMAGE%:*}"; else repository="
 [[ -n "$repository" && "$IMAGE" != *@* ]] || die "IMAGE must be a name with an optional tag (got $IMAGE)"
 
 started=$SECONDS
-bash "$ROOT/scripts/docker-engine.sh"
+# One build at a time on a machine (.ci/run starts one in the background; a second waits for it and
+# then finds the image built).
+lock_dir="${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/media-service"
+mkdir -p "$lock_dir"
+exec 8>"$lock_dir/build-image.lock"
+if ! flock -n 8; then
+  say "another image build is running; waiting for it ..."
+  flock 8
+fi
+# (without the lock: a dockerd started here must not hold it)
+bash "$ROOT/scripts/docker-engine.sh" 8>&-
 
 # ---- The base ------------------------------------------------------------------------------------
 pull_log="$(mktemp "${TMPDIR:-/tmp}/media-service-pull.XXXXXX")"

@@ -1,36 +1,69 @@
-// npm run bench -- k8s: the Kubernetes executor on the test control plane, with the harness of the
-// k8s tests (test/k8s/support): etcd, kube-apiserver, kube-controller-manager and kube-scheduler as
-// local processes, the test node agent running the pods as local processes, the API (in this
-// process) with its own redis-server and embedded S3 store, and one `media-service controller`
-// process (the built dist/cli.js: run `npm run build` first). The node agent runs in a child process
-// (this file with --node-agent), so that the API and the watch that are measured do not share an
-// event loop with it. Each part gets a control plane and a node agent of its own, so the second
-// never pays for the garbage of the first.
+// npm run bench -- k8s: the Kubernetes executor on a real node, beside the local executor.
 //
-//   (a) submit → Kubernetes Job created: single POST /api/v1/jobs/image/colors paced by a timer
-//       (open loop: a send never waits for the previous answer) at BENCH_K8S_RATE per second,
-//       max_running_jobs 2000 so the cap never holds a creation back. Latency = from just before a
-//       POST to the moment a watch on the namespace's batch/v1 Jobs (in this process) sees the Job
-//       ADDED. The pods of these Jobs do no work: the node agent reports their container exited 0
-//       without starting it, so the controller fails those jobs with "the runner finished without
-//       reporting a result". That keeps 1000 runner processes from competing for the 2 cores with
-//       what is measured (in a cluster they run on other nodes), while every Job and pod still goes
-//       through the Job controller, the scheduler, the node and the controller's status mirroring.
-//   (b) 1000 image_colors jobs (10 batches of 100, POST /api/v1/jobs/batch) under max_running_jobs 10,
-//       with real runner processes: the peak of unfinished Jobs (no Complete/Failed condition) a
-//       watch ever sees, the drain time and jobs/s.
+// One test cluster for the whole run (test/k8s/support/cluster.ts): etcd, kube-apiserver,
+// kube-controller-manager and kube-scheduler as processes, and one real node (containerd + runc,
+// kubelet, kube-proxy, CNI bridge, CoreDNS) whose pods are containers of the project's image, loaded
+// into the node's containerd and never pulled (imagePullPolicy Never). Each part runs in a namespace of
+// its own, removed (and waited for) before the next part starts. The API runs in this process with its
+// own redis-server and embedded S3 store, which pods reach through the node's relays; one
+// `media-service controller` process (the built dist/cli.js: run `npm run build` first) creates the
+// runner Jobs. The local executor's figures come from the same service with the local executor
+// (test/support/api.ts startTestStack({ executor: true }): runner child processes on this machine,
+// kept warm between jobs), measured in the same run while the cluster is up.
 //
-// Knobs (environment): BENCH_K8S_SUBMITS (1000), BENCH_K8S_RATE (50), BENCH_K8S_WARMUP (50),
-// BENCH_K8S_JOBS (1000), BENCH_K8S_CAP (10), BENCH_K8S_DRAIN_LIMIT (seconds allowed to the drain of (b); 1800),
-// BENCH_K8S_PARTS ("a,b").
-import { fork, type ChildProcess } from "node:child_process";
+//   pods        Pod start latency: BENCH_K8S_PODS pods of the project's image (`tini -- sleep 3600`,
+//               requests 10m CPU / 16Mi) in waves of BENCH_K8S_POD_WAVE created at once; each wave is
+//               deleted (and gone) before the next. Latency = from just before a pod's create request
+//               to the moment a watch on the namespace's pods (started before) sees its container
+//               started (state.running, or terminated with startedAt). Beside it Kubernetes' pod
+//               startup SLO: p99 <= 5 s, excluding image pull.
+//   latency     Submit → completed of a tiny image resize (a 64x48 PNG → 32x24 WebP), one job at a
+//               time: POST /api/v1/jobs/image/resize, then the job's "complete" event. The Kubernetes
+//               executor (max_running_jobs BENCH_K8S_CAP) and the local executor alternate job by job,
+//               so drift on the machine hits both alike.
+//   throughput  BENCH_K8S_JOBS tiny resizes submitted as POST /api/v1/jobs/batch of up to 100, drained:
+//               jobs/s from the first POST to the last job ended, the local executor (its default
+//               concurrency: one runner per CPU) first, then the Kubernetes executor under
+//               max_running_jobs BENCH_K8S_CAP, with the peak of unfinished runner Jobs (no Complete or
+//               Failed condition) a watch on the namespace's Jobs ever saw, which must never pass the cap.
+//
+// Runner pods request CPU (image jobs 250m by default) and the node has what this machine has: on
+// 2 CPUs about 7 runner pods fit at once (CoreDNS takes 50m), so under a cap of 10 the rest wait
+// Pending for a slot. That is part of what is measured.
+//
+// Knobs (environment):
+//   BENCH_K8S_PARTS        parts to run, comma-separated, in this order ("pods,latency,throughput")
+//   BENCH_K8S_PODS         pods measured in part pods (60)
+//   BENCH_K8S_POD_WAVE     pods created at once (10)
+//   BENCH_K8S_POD_WARMUP   pods started and deleted before the measured ones, not counted (2)
+//   BENCH_K8S_SEQ          jobs per executor in part latency (30)
+//   BENCH_K8S_SEQ_WARMUP   jobs per executor before those, not counted (2)
+//   BENCH_K8S_JOBS         jobs per executor in part throughput (200)
+//   BENCH_K8S_CAP          max_running_jobs of the controller (10)
+//   BENCH_K8S_DRAIN_LIMIT  seconds allowed to one drain of part throughput (900)
+//   MEDIA_K8S_IMAGE        the project's image to run (e.g. media-service:dev, already built); unset:
+//                          built from the Dockerfile by scripts/build-image.sh (test/k8s/support/cluster.ts)
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { loadavg } from "node:os";
-import { monitorEventLoopDelay } from "node:perf_hooks";
-import { fileURLToPath } from "node:url";
-import { BatchV1Api, Watch, type V1Job } from "@kubernetes/client-node";
-import { TEST_BUCKET } from "../test/support/api.js";
+import { mkdtemp, rm } from "node:fs/promises";
+import { cpus, loadavg, release, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { PutObjectCommand } from "@aws-sdk/client-s3";
+import {
+  BatchV1Api,
+  CoreV1Api,
+  Watch,
+  type KubeConfig,
+  type KubernetesObject,
+  type V1Job,
+  type V1Pod,
+} from "@kubernetes/client-node";
+import type { Job } from "../core/jobs/records.js";
+import { startTestStack, type TestStack } from "../test/support/api.js";
 import { makeImage } from "../test/support/media.js";
+import { startTestCluster, type TestCluster } from "../test/k8s/support/cluster.js";
 import {
   DIST_CLI,
   kubeConfigFrom,
@@ -38,81 +71,94 @@ import {
   type ClusterStack,
   type ControllerProcess,
 } from "../test/k8s/support/cluster-stack.js";
-import { startControlPlane, type ControlPlane } from "../test/k8s/support/control-plane.js";
-import { startNodeAgent } from "../test/k8s/support/node-agent.js";
 
-const num = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
-const log = (line: string) => console.error(line);
-const fmt = (n: number, digits = 1) => n.toFixed(digits);
+function knob(name: string, fallback: number, min = 1): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min) throw new Error(`${name}=${raw}: an integer >= ${min}`);
+  return value;
+}
+
+const PARTS = ["pods", "latency", "throughput"] as const;
+type Part = (typeof PARTS)[number];
+
+const log = (line: string) => console.error(`k8s bench: ${line}`);
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-const JOB_ID_ANNOTATION = "media-service.io/job-id";
-const SOURCE_KEY = "in/tiny.png";
-const CREATION_TARGET_P99_MS = 100;
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  const rank = Math.ceil((p / 100) * sorted.length) - 1;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, rank))]!;
-}
-
-function summary(values: number[]) {
-  const s = [...values].sort((a, b) => a - b);
-  return {
-    p50: percentile(s, 50),
-    p90: percentile(s, 90),
-    p99: percentile(s, 99),
-    max: s.at(-1) ?? NaN,
-  };
-}
-
 const load = () =>
   loadavg()
     .map((x) => x.toFixed(2))
     .join(" ");
+const ms = (x: number) => (Number.isFinite(x) ? `${Math.round(x)} ms` : "–");
+function ratio(a: number, b: number): string {
+  const r = a / b;
+  if (!Number.isFinite(r) || b <= 0) return "–";
+  return `${r >= 10 ? r.toFixed(0) : r >= 0.1 ? r.toFixed(2) : r.toPrecision(2)}×`;
+}
+const secs = (x: number) => (Number.isFinite(x) ? `${(x / 1000).toFixed(1)} s` : "–");
+/** What the run is doing: named when one step takes long (see k8sBenchmark's keep-alive). */
+let stage = "starting";
+let stageSince = Date.now();
+const step = (what: string) => {
+  stage = what;
+  stageSince = Date.now();
+};
+const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
-function finished(job: V1Job): boolean {
-  return Boolean(
-    job.status?.conditions?.some(
-      (c) => c.status === "True" && (c.type === "Complete" || c.type === "Failed"),
-    ),
-  );
+const SOURCE_KEY = "in/tiny.png";
+const SLO_P99_MS = 5000;
+/** The image jobs' default CPU request (core/config/schema.ts) and what CoreDNS requests on the node. */
+const RUNNER_CPU_MILLI = 250;
+const COREDNS_CPU_MILLI = 50;
+
+interface Summary {
+  n: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
 }
 
-type JobEvent = "ADDED" | "MODIFIED" | "DELETED" | "LISTED";
+/** Nearest-rank percentiles. */
+function summarize(values: number[]): Summary {
+  const s = [...values].sort((a, b) => a - b);
+  const at = (p: number) =>
+    s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+  return { n: s.length, p50: at(50), p90: at(90), p99: at(99), max: s.at(-1) ?? NaN };
+}
+
+type WatchEvent = "ADDED" | "MODIFIED" | "DELETED";
 
 /**
- * List, then watch the namespace's batch/v1 Jobs from that list's resourceVersion; the watch is
- * resumed from the last resourceVersion seen (bookmarks on) when it ends, and the list is redone when
- * the server answers 410 Gone. `LISTED` is a Job first seen by a (re)list rather than by an event.
+ * Lists, then watches a collection from that list's resourceVersion; the watch is resumed from the
+ * last resourceVersion seen (bookmarks on) when it ends, and the list is redone when the server answers
+ * 410 Gone. Objects found by a (re)list are reported as ADDED.
  */
-async function watchJobs(
-  cp: ControlPlane,
-  namespace: string,
-  handler: (event: JobEvent, job: V1Job) => void,
-): Promise<{ relists(): number; stop(): Promise<void> }> {
-  const kc = kubeConfigFrom(cp.kubeconfigPath);
-  const batch = kc.makeApiClient(BatchV1Api);
+async function watchCollection<T extends KubernetesObject>(
+  kc: KubeConfig,
+  path: string,
+  list: () => Promise<{ items: T[]; metadata?: { resourceVersion?: string } }>,
+  handler: (event: WatchEvent, obj: T) => void,
+): Promise<{ stop(): Promise<void> }> {
   const watch = new Watch(kc);
   let resourceVersion = "";
-  let relists = -1;
   let stopped = false;
   let abort: AbortController | undefined;
-  const list = async () => {
-    const listed = await batch.listNamespacedJob({ namespace });
-    relists++;
-    for (const job of listed.items) handler("LISTED", job);
+  const relist = async () => {
+    const listed = await list();
+    for (const obj of listed.items) handler("ADDED", obj);
     resourceVersion = listed.metadata?.resourceVersion ?? "";
   };
-  await list();
+  await relist();
   const loop = (async () => {
     while (!stopped) {
       let gone = false;
       const ended = await new Promise<unknown>((resolve) => {
         watch
           .watch(
-            `/apis/batch/v1/namespaces/${namespace}/jobs`,
-            { resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 20 },
-            (phase: string, obj: V1Job & { code?: number }) => {
+            path,
+            { resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 60 },
+            (phase: string, obj: T & { code?: number }) => {
               if (phase === "ERROR") {
                 gone = obj.code === 410;
                 return;
@@ -129,12 +175,11 @@ async function watchJobs(
           .catch(resolve);
       });
       if (stopped) break;
-      if (gone) await list().catch(() => undefined);
+      if (gone) await relist().catch(() => sleep(200));
       else if (ended) await sleep(200);
     }
   })();
   return {
-    relists: () => relists,
     async stop() {
       stopped = true;
       abort?.abort();
@@ -143,363 +188,648 @@ async function watchJobs(
   };
 }
 
-// ---------------------------------------------------------------------------------------------
-// The node agent runs in a child process of its own (this file with --node-agent): in this process
-// it would share one event loop with the API and the watch that are measured.
-
-type AgentMode = "run" | "no-op";
-
-function agentMain(kubeconfigPath: string, mode: AgentMode): void {
-  void (async () => {
-    const agent = await startNodeAgent({
-      kubeconfigPath,
-      commands: { "media-service": [process.execPath, DIST_CLI] },
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
-      capacity: { cpu: "32", memory: "64Gi", pods: "250" },
-      // "no-op": the container "exits 0" at once without running (see the header).
-      ...(mode === "no-op" ? { beforeStart: () => ({ exitCode: 0 }) } : {}),
-    });
-    let stopping = false;
-    const stop = async () => {
-      if (stopping) return;
-      stopping = true;
-      await agent.stop();
-      process.exit(0);
-    };
-    process.on("message", (m) => m === "stop" && void stop());
-    process.on("disconnect", () => void stop());
-    process.send?.("ready");
-  })().catch((err: unknown) => {
-    console.error(`node agent: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-    process.exit(1);
-  });
+/** Polls until `check` gives a value; undefined when `limitMs` passed first. */
+async function waitUntil<T>(
+  check: () => T | undefined | Promise<T | undefined>,
+  limitMs: number,
+  everyMs = 20,
+) {
+  const deadline = Date.now() + limitMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) return undefined;
+    await sleep(everyMs);
+  }
 }
 
-async function startAgentProcess(
-  kubeconfigPath: string,
-  mode: AgentMode,
-): Promise<{ stop(): Promise<void> }> {
-  const child: ChildProcess = fork(fileURLToPath(import.meta.url), ["--node-agent", kubeconfigPath, mode], {
-    execArgv: ["--import", "tsx"],
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
-  const exited = new Promise<void>((res) => child.once("exit", () => res()));
-  process.once("exit", () => child.kill("SIGKILL"));
-  await new Promise<void>((resolve, reject) => {
-    child.once("message", (m) =>
-      m === "ready" ? resolve() : reject(new Error(`node agent said ${String(m)}`)),
+/** How containerd names a Docker reference: media-service:dev → docker.io/library/media-service:dev. */
+function containerdRef(ref: string): string {
+  const first = ref.split("/")[0]!;
+  if (!ref.includes("/")) return `docker.io/library/${ref}`;
+  return /[.:]/.test(first) || first === "localhost" ? ref : `docker.io/${ref}`;
+}
+
+/**
+ * Makes sure the node's containerd has the image under the name pods use. The node loads images from
+ * `docker save` archives cached by image id, and an archive keeps the tag it was first saved under: an
+ * image saved earlier as media-service:<hash> and named media-service:dev now is loaded under the
+ * former, and every pod fails with ErrImageNeverPull. Then the image is saved under its name and
+ * imported again (its layers are already there).
+ */
+async function ensureImage(cluster: TestCluster): Promise<void> {
+  const want = containerdRef(cluster.image);
+  const has = async () => (await cluster.node.ctr(["images", "ls", "-q"])).split("\n").includes(want);
+  if (await has()) return;
+  log(`the node has no image named ${want}: importing it again under that name`);
+  const dir = await mkdtemp(join(tmpdir(), "media-service-bench-image-"));
+  try {
+    const archive = join(dir, "image.tar");
+    await promisify(execFile)("docker", ["save", "-o", archive, cluster.image], { maxBuffer: 16 << 20 });
+    await cluster.node.ctr(["images", "import", "--snapshotter", "overlayfs", archive]);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  if (!(await has())) throw new Error(`the node's containerd still has no image ${want}`);
+}
+
+/** Deletes a namespace (if still there) and waits until it is gone, so the next part starts clean. */
+async function removeNamespace(cluster: TestCluster, namespace: string): Promise<void> {
+  const core = kubeConfigFrom(cluster.cp.kubeconfigPath).makeApiClient(CoreV1Api);
+  await core.deleteNamespace({ name: namespace }).catch(() => undefined);
+  const gone = await waitUntil(
+    async () => ((await core.readNamespace({ name: namespace }).catch(() => undefined)) ? undefined : true),
+    180_000,
+    250,
+  );
+  if (!gone) log(`namespace ${namespace} still terminating after 180 s; going on`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part pods: pod start latency
+
+interface PodsResult {
+  pods: number;
+  wave: number;
+  started: Summary;
+  bound: Summary;
+  missing: number;
+  loadAfter: string;
+}
+
+async function podStartLatency(cluster: TestCluster): Promise<PodsResult> {
+  const total = knob("BENCH_K8S_PODS", 60);
+  const wave = knob("BENCH_K8S_POD_WAVE", 10);
+  const warmup = knob("BENCH_K8S_POD_WARMUP", 2, 0);
+  const kc = kubeConfigFrom(cluster.cp.kubeconfigPath);
+  const core = kc.makeApiClient(CoreV1Api);
+  const namespace = `bench-pods-${randomBytes(3).toString("hex")}`;
+  await core.createNamespace({ body: { metadata: { name: namespace } } });
+  const startedAt = new Map<string, number>();
+  const boundAt = new Map<string, number>();
+  const deleted = new Set<string>();
+  /** A container that cannot start (no image, bad config): the wave stops waiting at once. */
+  const problems = new Map<string, string>();
+  let watcher: { stop(): Promise<void> } | undefined;
+  try {
+    // Pods are admitted only once the namespace's default ServiceAccount exists.
+    const sa = await waitUntil(
+      () => core.readNamespacedServiceAccount({ name: "default", namespace }).catch(() => undefined),
+      30_000,
+      100,
     );
-    void exited.then(() => reject(new Error("the node agent process exited before it was ready")));
-  });
-  return {
-    async stop() {
-      if (child.connected) child.send("stop");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
-}
+    if (!sa) throw new Error(`namespace ${namespace} got no default ServiceAccount within 30 s`);
+    watcher = await watchCollection<V1Pod>(
+      kc,
+      `/api/v1/namespaces/${namespace}/pods`,
+      () => core.listNamespacedPod({ namespace }),
+      (event, pod) => {
+        const name = pod.metadata?.name;
+        if (!name) return;
+        const now = performance.now();
+        if (event === "DELETED") deleted.add(name);
+        if (pod.spec?.nodeName && !boundAt.has(name)) boundAt.set(name, now);
+        const running = pod.status?.containerStatuses?.some(
+          (s) => s.state?.running || s.state?.terminated?.startedAt,
+        );
+        if (running && !startedAt.has(name)) startedAt.set(name, now);
+        const waiting = pod.status?.containerStatuses?.find((s) => s.state?.waiting)?.state?.waiting;
+        if (waiting?.reason && /^(ErrImage|ImagePull|InvalidImage|CreateContainer)/.test(waiting.reason)) {
+          problems.set(name, `${waiting.reason}: ${waiting.message ?? ""}`);
+        }
+      },
+    );
+    const podBody = (name: string): V1Pod => ({
+      metadata: { name, labels: { app: "bench-pod-start" } },
+      spec: {
+        restartPolicy: "Never",
+        automountServiceAccountToken: false,
+        enableServiceLinks: false,
+        // tini passes SIGTERM on to sleep, so a deletion ends the container at once.
+        terminationGracePeriodSeconds: 1,
+        securityContext: { runAsNonRoot: true },
+        containers: [
+          {
+            name: "main",
+            image: cluster.image,
+            imagePullPolicy: "Never",
+            command: ["tini", "--", "sleep", "3600"],
+            resources: { requests: { cpu: "10m", memory: "16Mi" }, limits: { memory: "64Mi" } },
+            securityContext: {
+              allowPrivilegeEscalation: false,
+              readOnlyRootFilesystem: true,
+              capabilities: { drop: ["ALL"] },
+            },
+          },
+        ],
+      },
+    });
 
-if (process.argv[2] === "--node-agent" && process.argv[1] === fileURLToPath(import.meta.url)) {
-  agentMain(process.argv[3]!, process.argv[4] as AgentMode);
+    /** Creates `names` at once, waits for their containers to start, deletes them and waits until gone. */
+    const runWave = async (names: string[]) => {
+      const sentAt = new Map<string, number>();
+      await Promise.all(
+        names.map(async (name) => {
+          sentAt.set(name, performance.now());
+          await core.createNamespacedPod({ namespace, body: podBody(name) });
+        }),
+      );
+      await waitUntil(() => {
+        const problem = names.find((n) => problems.has(n));
+        if (problem) throw new Error(`pod ${problem} cannot start: ${problems.get(problem)}`);
+        return names.every((n) => startedAt.has(n)) ? true : undefined;
+      }, 120_000);
+      await Promise.all(
+        names.map((name) =>
+          core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 1 }).catch(() => undefined),
+        ),
+      );
+      const gone = await waitUntil(() => (names.every((n) => deleted.has(n)) ? true : undefined), 120_000);
+      if (!gone) log(`pods: some pods of a wave were not gone 120 s after their deletion`);
+      return sentAt;
+    };
+
+    if (warmup > 0) {
+      await runWave(Array.from({ length: warmup }, (_, i) => `warmup-${i}`));
+    }
+    log(`pods: ${total} pods in waves of ${wave} (load ${load()})`);
+    const started: number[] = [];
+    const bound: number[] = [];
+    let missing = 0;
+    for (let offset = 0, w = 0; offset < total; offset += wave, w++) {
+      const names = Array.from({ length: Math.min(wave, total - offset) }, (_, i) => `pod-${w}-${i}`);
+      const sentAt = await runWave(names);
+      for (const [name, t0] of sentAt) {
+        const s = startedAt.get(name);
+        const b = boundAt.get(name);
+        if (s === undefined) missing++;
+        else started.push(s - t0);
+        if (b !== undefined) bound.push(b - t0);
+      }
+      const waveSummary = summarize(
+        names.map((n) => startedAt.get(n)! - sentAt.get(n)!).filter(Number.isFinite),
+      );
+      log(`pods: wave ${w + 1}: started p50 ${ms(waveSummary.p50)}, max ${ms(waveSummary.max)}`);
+    }
+    return {
+      pods: total,
+      wave,
+      started: summarize(started),
+      bound: summarize(bound),
+      missing,
+      loadAfter: load(),
+    };
+  } finally {
+    step("pods: stopping the pod watch");
+    await watcher?.stop();
+    step("pods: removing the namespace");
+    await removeNamespace(cluster, namespace);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
+// The two executors, as parts latency and throughput use them
 
-interface Cluster {
-  cp: ControlPlane;
-  cs: ClusterStack;
-  controller: ControllerProcess;
+interface Target {
+  name: string;
+  stack: TestStack;
+  bucket: string;
   close(): Promise<void>;
 }
 
-/** A control plane, a node agent, the API with its namespace, and one controller; close() undoes all. */
-async function startCluster(
-  kubernetes: Record<string, unknown>,
-  agentMode: AgentMode,
-  beforeController: (cs: ClusterStack, cp: ControlPlane) => Promise<void>,
-): Promise<Cluster> {
-  const undo: Array<() => Promise<unknown>> = [];
+async function putSource(stack: TestStack): Promise<void> {
+  const png = await makeImage({ width: 64, height: 48, format: "png", photo: true });
+  await stack.services.s3.send(
+    new PutObjectCommand({ Bucket: stack.bucket, Key: SOURCE_KEY, Body: png, ContentType: "image/png" }),
+  );
+}
+
+/** The service with the local executor at its default concurrency (one runner per CPU). */
+async function startLocal(): Promise<Target> {
+  const stack = await startTestStack({
+    executor: true,
+    // 0 is the default: one runner per CPU (the test stack otherwise pins 2).
+    // Its runner processes write their logs to this process's stdout, where the figures go: warnings only.
+    config: { executor: { local_concurrency: 0 }, log_level: "warn" },
+  });
+  try {
+    await putSource(stack);
+  } catch (err) {
+    await stack.close();
+    throw err;
+  }
+  return { name: "local", stack, bucket: stack.bucket, close: () => stack.close() };
+}
+
+interface KubeTarget extends Target {
+  cs: ClusterStack;
+  controller: ControllerProcess;
+}
+
+/**
+ * The cluster stack in a fresh namespace and one controller, leading. `beforeController` runs once
+ * the namespace exists and before any Job can be created (to start watches).
+ */
+async function startKube(
+  cluster: TestCluster,
+  cap: number,
+  beforeController: (cs: ClusterStack) => Promise<void> = async () => undefined,
+): Promise<KubeTarget> {
+  const cs = await startClusterStack({ cluster, kubernetes: { max_running_jobs: cap } });
   const close = async () => {
-    for (const step of undo.reverse()) await step().catch((err) => log(`cleanup: ${String(err)}`));
-    undo.length = 0;
+    step("closing the cluster stack");
+    await cs.close();
+    step(`removing namespace ${cs.namespace}`);
+    await removeNamespace(cluster, cs.namespace);
   };
   try {
-    const started = Date.now();
-    const cp = await startControlPlane({ scheduler: true });
-    undo.push(() => cp.stop());
-    const agent = await startAgentProcess(cp.kubeconfigPath, agentMode);
-    undo.push(() => agent.stop());
-    const cs = await startClusterStack({ cp, kubernetes });
-    undo.push(() => cs.close());
-    await cs.put(
-      SOURCE_KEY,
-      await makeImage({ width: 32, height: 32, format: "png", photo: true }),
-      "image/png",
-    );
-    await beforeController(cs, cp);
+    await putSource(cs.stack);
+    await beforeController(cs);
     const controller = await cs.startController("controller");
-    // Ready = leading with synced caches (a standby would be ready too, hence the leader metric).
-    for (const deadline = Date.now() + 60_000; ; await sleep(100)) {
-      const ready = (await controller.get("/readyz").catch(() => undefined))?.status === 200;
-      if (ready && (await controller.metric("media_controller_leader").catch(() => 0)) === 1) break;
-      if (Date.now() > deadline) throw new Error("the controller did not lead within 60 s");
-    }
-    log(`k8s: control plane, node agent, API and controller up in ${fmt((Date.now() - started) / 1000)} s`);
-    return { cp, cs, controller, close };
+    // Ready = leading with synced caches (a standby would be ready too, hence the leader gauge).
+    const leading = await waitUntil(
+      async () => {
+        const ready = (await controller.get("/readyz").catch(() => undefined))?.status === 200;
+        const leader = ready ? await controller.metric("media_controller_leader").catch(() => 0) : 0;
+        return leader === 1 ? true : undefined;
+      },
+      60_000,
+      100,
+    );
+    if (!leading) throw new Error(`the controller did not lead within 60 s (log: ${controller.logPath})`);
+    return { name: "kubernetes", stack: cs.stack, bucket: cs.stack.bucket, cs, controller, close };
   } catch (err) {
-    await close();
+    await close().catch((e: unknown) => log(`cleanup: ${errorText(e)}`));
     throw err;
   }
 }
 
-async function colorsDone(cs: ClusterStack): Promise<{ completed: number; failed: number }> {
-  const c = (await cs.stack.services.store.counters()).image_colors;
-  return { completed: c.completed, failed: c.failed };
-}
+const resizeBody = (t: Target, n: number) => ({
+  source_bucket: t.bucket,
+  source_key: SOURCE_KEY,
+  dest_bucket: t.bucket,
+  dest_key: `out/${n}.webp`,
+  width: 32,
+  height: 24,
+  format: "webp",
+});
 
-/** Waits until `total` image_colors jobs have ended; false if the limit passed first. */
-async function drained(cs: ClusterStack, total: number, limitMs: number, what: string): Promise<boolean> {
-  const deadline = Date.now() + limitMs;
-  let lastReport = Date.now();
-  for (;;) {
-    const { completed, failed } = await colorsDone(cs);
-    if (completed + failed >= total) return true;
-    if (Date.now() > deadline) return false;
-    if (Date.now() - lastReport >= 15_000) {
-      lastReport = Date.now();
-      log(`k8s ${what}: ${completed + failed}/${total} ended (load ${load()})`);
-    }
-    await sleep(250);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// (a) submit → Kubernetes Job created
-
-interface CreationResult {
-  submits: number;
-  rate: number;
-  achievedRate: number;
-  /** Jobs ADDED per second, first to last of the measured ones. */
-  createdRate: number;
-  latency: ReturnType<typeof summary>;
-  postLatency: ReturnType<typeof summary>;
-  missing: number;
-  relists: number;
-  loopDelayP99: number;
-  loadDuring: string;
-  createdPerWindow: number[];
-  firstCreatedMs: number;
-  lastCreatedMs: number;
-  sendMs: number;
-  /** How the first measured job ended (or its status after 120 s). */
-  firstEnd: string;
-}
-
-async function creationLatency(): Promise<CreationResult> {
-  const submits = num("BENCH_K8S_SUBMITS", 1000);
-  const rate = num("BENCH_K8S_RATE", 50);
-  const warmup = num("BENCH_K8S_WARMUP", 50);
-  const addedAt = new Map<string, number>();
-  let watcher: Awaited<ReturnType<typeof watchJobs>> | undefined;
-  const cluster = await startCluster(
-    { max_running_jobs: 2000 },
-    // The container "exits 0" at once without running: see the header.
-    "no-op",
-    async (cs, cp) => {
-      watcher = await watchJobs(cp, cs.namespace, (event, job) => {
-        if (event !== "ADDED" && event !== "LISTED") return;
-        const id = job.metadata?.annotations?.[JOB_ID_ANNOTATION];
-        if (id && !addedAt.has(id)) addedAt.set(id, performance.now());
-      });
-    },
-  );
-  const { cs } = cluster;
+/** Waits for a job to end: its "complete" event, with a slow poll as a backstop. */
+async function ended(stack: TestStack, id: string, limitMs: number): Promise<Job | undefined> {
+  const store = stack.services.store;
+  let wake: () => void = () => undefined;
+  const unsubscribe = await stack.services.events.subscribe(id, (m) => {
+    if (m.event === "complete") wake();
+  });
   try {
-    const body = { source_bucket: TEST_BUCKET, source_key: SOURCE_KEY, color_count: 3 };
-    /** n POSTs, one every 1000/rate ms on a fixed schedule (a late timer does not shift the next ones). */
-    const paced = async (n: number) => {
-      const sentAt = new Map<string, number>();
-      const answered: number[] = [];
-      const interval = 1000 / rate;
-      const start = performance.now();
-      const inflight: Promise<void>[] = [];
-      let lastSend = start;
-      for (let i = 0; i < n; i++) {
-        const wait = start + i * interval - performance.now();
-        if (wait > 0) await sleep(wait);
-        const t0 = performance.now();
-        lastSend = t0;
-        inflight.push(
-          cs.submit("image/colors", body).then((id) => {
-            sentAt.set(id, t0);
-            answered.push(performance.now() - t0);
-          }),
-        );
-      }
-      await Promise.all(inflight);
-      return { sentAt, answered, start, sendSeconds: (lastSend - start) / 1000 };
-    };
-    const waitCreated = async (ids: Iterable<string>, limitMs: number) => {
-      const deadline = Date.now() + limitMs;
-      for (const id of ids) {
-        while (!addedAt.has(id) && Date.now() < deadline) await sleep(20);
-      }
-    };
-
-    // Warm-up, not counted: JIT, connection pools, the first Jobs and pods through the cluster.
-    if (warmup > 0) {
-      const w = await paced(warmup);
-      await waitCreated(w.sentAt.keys(), 30_000);
+    const deadline = Date.now() + limitMs;
+    for (;;) {
+      const job = await store.getJob(id);
+      if (job && (job.status === "completed" || job.status === "failed")) return job;
+      if (Date.now() > deadline) return undefined;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, 250);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
     }
-    log(`k8s (a): ${submits} submits at ${rate}/s (load ${load()})`);
-    const loop = monitorEventLoopDelay({ resolution: 10 });
-    loop.enable();
-    const run = await paced(submits);
-    await waitCreated(run.sentAt.keys(), 60_000);
-    loop.disable();
-    const loadDuring = load();
-    const latencies: number[] = [];
-    const seenAt: number[] = [];
-    let missing = 0;
-    for (const [id, t0] of run.sentAt) {
-      const seen = addedAt.get(id);
-      if (seen === undefined) missing++;
-      else {
-        latencies.push(seen - t0);
-        seenAt.push(seen);
-      }
-    }
-    const createdSpan = (Math.max(...seenAt) - Math.min(...seenAt)) / 1000;
-    // No drain: part (b) runs on a cluster of its own. One job, to show how these jobs end.
-    const firstId = run.sentAt.keys().next().value!;
-    let first = await cs.stack.services.store.getJob(firstId);
-    for (const deadline = Date.now() + 120_000; Date.now() < deadline; await sleep(250)) {
-      first = await cs.stack.services.store.getJob(firstId);
-      if (first?.status === "completed" || first?.status === "failed") break;
-    }
-    // Jobs ADDED per 5 s window from the first measured send.
-    const windows: number[] = [];
-    for (const at of seenAt) {
-      const w = Math.floor((at - run.start) / 5000);
-      windows[w] = (windows[w] ?? 0) + 1;
-    }
-    return {
-      submits,
-      rate,
-      achievedRate: (submits - 1) / run.sendSeconds,
-      createdRate: (seenAt.length - 1) / createdSpan,
-      createdPerWindow: Array.from(windows, (n) => n ?? 0),
-      firstCreatedMs: Math.min(...seenAt) - run.start,
-      lastCreatedMs: Math.max(...seenAt) - run.start,
-      sendMs: run.sendSeconds * 1000,
-      latency: summary(latencies),
-      postLatency: summary(run.answered),
-      missing,
-      relists: watcher?.relists() ?? 0,
-      loopDelayP99: loop.percentile(99) / 1e6,
-      loadDuring,
-      firstEnd: first ? `${first.status}${first.error ? `: ${first.error}` : ""}` : "not found",
-    };
   } finally {
-    await watcher?.stop();
-    await cluster.close();
+    await unsubscribe();
   }
 }
 
 // ---------------------------------------------------------------------------------------------
-// (b) a drain of many jobs under a running-Jobs cap
+// Part latency: one tiny resize at a time
 
-interface DrainResult {
+interface SequentialFigures {
+  total: Summary;
+  /** Submit → processing (the runner started the job), from the record's started_at. */
+  toStart: Summary;
+  /** Processing → completed, from the record's started_at and completed_at. */
+  run: Summary;
+  failed: number;
+  firstError?: string;
+}
+
+interface LatencyResult {
   jobs: number;
   cap: number;
-  peak: number;
-  created: number;
-  completed: number;
-  failed: number;
-  seconds: number;
-  allEnded: boolean;
-  firstError: string | undefined;
-  jobSeconds: ReturnType<typeof summary>;
-  createdMetric: number | undefined;
-  loadDuring: string;
+  kube: SequentialFigures;
+  local: SequentialFigures;
+  localConcurrency: number;
+  loadAfter: string;
 }
 
-async function cappedDrain(): Promise<DrainResult> {
-  const jobs = num("BENCH_K8S_JOBS", 1000);
-  const cap = num("BENCH_K8S_CAP", 10);
-  const drainLimitMs = num("BENCH_K8S_DRAIN_LIMIT", 1800) * 1000;
-  const unfinished = new Set<string>();
-  const created = new Set<string>();
-  let peak = 0;
-  let watcher: Awaited<ReturnType<typeof watchJobs>> | undefined;
-  const cluster = await startCluster({ max_running_jobs: cap }, "run", async (cs, cp) => {
-    watcher = await watchJobs(cp, cs.namespace, (event, job) => {
-      const name = job.metadata?.name;
-      if (!name) return;
-      created.add(name);
-      if (event === "DELETED" || finished(job)) unfinished.delete(name);
-      else unfinished.add(name);
-      peak = Math.max(peak, unfinished.size);
-    });
-  });
-  const { cs, controller } = cluster;
+async function sequentialLatency(cluster: TestCluster): Promise<LatencyResult> {
+  const jobs = knob("BENCH_K8S_SEQ", 30);
+  const warmup = knob("BENCH_K8S_SEQ_WARMUP", 2, 0);
+  const cap = knob("BENCH_K8S_CAP", 10);
+  const kube = await startKube(cluster, cap);
+  let local: Target | undefined;
   try {
-    log(`k8s (b): ${jobs} image_colors jobs in batches of 100, max_running_jobs ${cap} (load ${load()})`);
-    const started = Date.now();
-    const ids: string[] = [];
-    for (let offset = 0; offset < jobs; offset += 100) {
-      const batch = Array.from({ length: Math.min(100, jobs - offset) }, () => ({
-        type: "image_colors",
-        source_bucket: TEST_BUCKET,
-        source_key: SOURCE_KEY,
-        parameters: { color_count: 3 },
-      }));
-      const res = await cs.stack.request("/api/v1/jobs/batch", { method: "POST", json: { jobs: batch } });
-      const answer = (await res.json()) as { job_ids?: string[]; error?: string };
-      if (res.status !== 201 || !answer.job_ids)
-        throw new Error(`POST /jobs/batch: ${res.status} ${answer.error}`);
-      ids.push(...answer.job_ids);
+    local = await startLocal();
+    const samples = new Map<
+      Target,
+      { total: number[]; toStart: number[]; run: number[]; errors: string[] }
+    >();
+    for (const t of [kube, local]) samples.set(t, { total: [], toStart: [], run: [], errors: [] });
+    let n = 0;
+    const one = async (t: Target, counted: boolean) => {
+      const wall0 = Date.now();
+      const t0 = performance.now();
+      const res = await t.stack.request("/api/v1/jobs/image/resize", {
+        method: "POST",
+        json: resizeBody(t, n++),
+      });
+      const answer = (await res.json()) as { job_id?: string; error?: string };
+      if (res.status !== 202 || !answer.job_id)
+        throw new Error(`${t.name}: submit answered ${res.status}: ${answer.error}`);
+      step(`latency: waiting for ${t.name} job ${answer.job_id}`);
+      const job = await ended(t.stack, answer.job_id, 300_000);
+      const t1 = performance.now();
+      if (!job) throw new Error(`${t.name}: job ${answer.job_id} did not end within 300 s`);
+      if (!counted) return;
+      const s = samples.get(t)!;
+      if (job.status !== "completed") {
+        s.errors.push(job.error ?? job.status);
+        return;
+      }
+      s.total.push(t1 - t0);
+      if (job.started_at && job.completed_at) {
+        s.toStart.push(Date.parse(job.started_at) - wall0);
+        s.run.push(Date.parse(job.completed_at) - Date.parse(job.started_at));
+      }
+    };
+    for (let i = 0; i < warmup; i++) {
+      await one(kube, false);
+      await one(local, false);
     }
-    const allEnded = await drained(cs, jobs, drainLimitMs, "(b) drain");
-    const seconds = (Date.now() - started) / 1000;
-    const loadDuring = load();
-    const { completed, failed } = await colorsDone(cs);
-    let firstError: string | undefined;
-    const jobSeconds: number[] = [];
-    for (const id of ids) {
-      const job = await cs.stack.services.store.getJob(id);
-      if (job?.status === "failed") firstError ??= job.error;
-      if (job?.started_at && job.completed_at) {
-        jobSeconds.push((Date.parse(job.completed_at) - Date.parse(job.started_at)) / 1000);
+    log(`latency: ${jobs} resizes per executor, one at a time, alternating (load ${load()})`);
+    for (let i = 0; i < jobs; i++) {
+      // Alternating which goes first too, so neither always follows the other.
+      for (const t of i % 2 === 0 ? [kube, local] : [local, kube]) await one(t, true);
+      if ((i + 1) % 10 === 0 || i + 1 === jobs) {
+        const k = summarize(samples.get(kube)!.total);
+        const l = summarize(samples.get(local)!.total);
+        log(`latency: ${i + 1}/${jobs}: kubernetes p50 ${ms(k.p50)}, local p50 ${ms(l.p50)}`);
       }
     }
-    const createdMetric = await controller
-      .metric('media_controller_jobs_created_total{type="image_colors"}')
-      .catch(() => undefined);
+    const figures = (t: Target): SequentialFigures => {
+      const s = samples.get(t)!;
+      return {
+        total: summarize(s.total),
+        toStart: summarize(s.toStart),
+        run: summarize(s.run),
+        failed: s.errors.length,
+        ...(s.errors[0] ? { firstError: s.errors[0] } : {}),
+      };
+    };
     return {
       jobs,
       cap,
-      peak,
-      created: created.size,
-      completed,
-      failed,
-      seconds,
-      allEnded,
-      firstError,
-      jobSeconds: summary(jobSeconds),
-      createdMetric,
-      loadDuring,
+      kube: figures(kube),
+      local: figures(local),
+      localConcurrency: local.stack.config.executor.localConcurrency,
+      loadAfter: load(),
     };
   } finally {
-    await watcher?.stop();
-    await cluster.close();
+    await local?.close().catch((e: unknown) => log(`cleanup: ${errorText(e)}`));
+    await kube.close();
   }
 }
 
 // ---------------------------------------------------------------------------------------------
+// Part throughput: a drain of many tiny jobs
+
+interface DrainFigures {
+  jobs: number;
+  seconds: number;
+  completed: number;
+  failed: number;
+  allEnded: boolean;
+  firstError?: string;
+}
+
+interface ThroughputResult {
+  jobs: number;
+  cap: number;
+  localConcurrency: number;
+  local: DrainFigures;
+  kube: DrainFigures;
+  /** Most runner Jobs without a Complete/Failed condition a watch saw at once. */
+  peakUnfinished: number;
+  jobsCreated: number;
+  /** Most runner pods in phase Running at once, and the pods that were ever Unschedulable. */
+  peakRunningPods: number;
+  /** Runner pods Running, sampled every 100 ms through the drain, averaged. */
+  meanRunningPods: number;
+  podsWaitedForCpu: number;
+  /** Per runner pod, seen by the watch: created → bound to the node (the wait for a CPU slot). */
+  podWaitForNode: Summary;
+  /** Pods deleted (their Job ended) without ever being bound. */
+  podsNeverBound: number;
+  /** Bound → container started, and container started → pod Succeeded/Failed. */
+  podBoundToStarted: Summary;
+  podStartedToEnded: Summary;
+  loadAfter: string;
+}
+
+async function drain(t: Target, jobs: number, limitMs: number): Promise<DrainFigures> {
+  const store = t.stack.services.store;
+  const started = performance.now();
+  const ids: string[] = [];
+  step(`throughput ${t.name}: submitting`);
+  for (let offset = 0; offset < jobs; offset += 100) {
+    const batch = Array.from({ length: Math.min(100, jobs - offset) }, (_, i) => {
+      const { source_bucket, source_key, dest_bucket, dest_key, ...parameters } = resizeBody(t, offset + i);
+      return { type: "image_resize", source_bucket, source_key, dest_bucket, dest_key, parameters };
+    });
+    const res = await t.stack.request("/api/v1/jobs/batch", { method: "POST", json: { jobs: batch } });
+    const answer = (await res.json()) as { job_ids?: string[]; error?: string };
+    if (res.status !== 201 || !answer.job_ids) {
+      throw new Error(`${t.name}: POST /api/v1/jobs/batch answered ${res.status}: ${answer.error}`);
+    }
+    ids.push(...answer.job_ids);
+  }
+  let lastReport = Date.now();
+  step(`throughput ${t.name}: waiting for ${jobs} jobs to end`);
+  const counts = async () => {
+    const c = (await store.counters()).image_resize;
+    return { completed: c.completed, failed: c.failed };
+  };
+  const allEnded = await waitUntil(
+    async () => {
+      const { completed, failed } = await counts();
+      if (completed + failed >= jobs) return true;
+      if (Date.now() - lastReport >= 15_000) {
+        lastReport = Date.now();
+        log(`throughput ${t.name}: ${completed + failed}/${jobs} ended (load ${load()})`);
+      }
+      return undefined;
+    },
+    limitMs,
+    50,
+  );
+  const seconds = (performance.now() - started) / 1000;
+  step(`throughput ${t.name}: reading the results`);
+  const { completed, failed } = await counts();
+  log(`throughput ${t.name}: ${completed} completed, ${failed} failed in ${seconds.toFixed(1)} s`);
+  let firstError: string | undefined;
+  if (failed > 0) {
+    for (const id of ids) {
+      const job = await store.getJob(id);
+      if (job?.status === "failed") {
+        firstError = job.error;
+        break;
+      }
+    }
+  }
+  return {
+    jobs,
+    seconds,
+    completed,
+    failed,
+    allEnded: allEnded === true,
+    ...(firstError ? { firstError } : {}),
+  };
+}
+
+function podTimes(pods: Array<{ created: number; bound?: number; started?: number; ended?: number }>) {
+  const between = (from: "created" | "bound" | "started", to: "bound" | "started" | "ended") =>
+    summarize(pods.flatMap((p) => (p[from] !== undefined && p[to] !== undefined ? [p[to]! - p[from]!] : [])));
+  return {
+    podWaitForNode: between("created", "bound"),
+    podsNeverBound: pods.filter((p) => p.bound === undefined).length,
+    podBoundToStarted: between("bound", "started"),
+    podStartedToEnded: between("started", "ended"),
+  };
+}
+
+async function throughput(cluster: TestCluster): Promise<ThroughputResult> {
+  const jobs = knob("BENCH_K8S_JOBS", 200);
+  const cap = knob("BENCH_K8S_CAP", 10);
+  const limitMs = knob("BENCH_K8S_DRAIN_LIMIT", 900) * 1000;
+
+  const local = await startLocal();
+  let localFigures: DrainFigures;
+  const localConcurrency = local.stack.config.executor.localConcurrency;
+  try {
+    log(`throughput: local executor, ${jobs} jobs, concurrency ${localConcurrency} (load ${load()})`);
+    step("throughput: local drain");
+    localFigures = await drain(local, jobs, limitMs);
+  } finally {
+    step("throughput: closing the local stack");
+    await local.close();
+  }
+
+  const unfinished = new Set<string>();
+  const created = new Set<string>();
+  const runningPods = new Set<string>();
+  const unschedulable = new Set<string>();
+  const seen = new Map<string, { created: number; bound?: number; started?: number; ended?: number }>();
+  let peakUnfinished = 0;
+  let peakRunningPods = 0;
+  const watchers: Array<{ stop(): Promise<void> }> = [];
+  const stopWatchers = async () => {
+    for (const w of watchers.splice(0)) await w.stop();
+  };
+  const kube = await startKube(cluster, cap, async (cs) => {
+    const kc = kubeConfigFrom(cluster.cp.kubeconfigPath);
+    const batch = kc.makeApiClient(BatchV1Api);
+    const core = kc.makeApiClient(CoreV1Api);
+    const namespace = cs.namespace;
+    watchers.push(
+      await watchCollection<V1Job>(
+        kc,
+        `/apis/batch/v1/namespaces/${namespace}/jobs`,
+        () => batch.listNamespacedJob({ namespace }),
+        (event, job) => {
+          const name = job.metadata?.name;
+          if (!name) return;
+          created.add(name);
+          const done = job.status?.conditions?.some(
+            (c) => c.status === "True" && (c.type === "Complete" || c.type === "Failed"),
+          );
+          if (event === "DELETED" || done) unfinished.delete(name);
+          else unfinished.add(name);
+          peakUnfinished = Math.max(peakUnfinished, unfinished.size);
+        },
+      ),
+    );
+    watchers.push(
+      await watchCollection<V1Pod>(
+        kc,
+        `/api/v1/namespaces/${namespace}/pods`,
+        () => core.listNamespacedPod({ namespace }),
+        (event, pod) => {
+          const name = pod.metadata?.name;
+          if (!name) return;
+          if (event !== "DELETED" && pod.status?.phase === "Running") runningPods.add(name);
+          else runningPods.delete(name);
+          peakRunningPods = Math.max(peakRunningPods, runningPods.size);
+          const scheduled = pod.status?.conditions?.find((c) => c.type === "PodScheduled");
+          if (scheduled?.status === "False" && scheduled.reason === "Unschedulable") unschedulable.add(name);
+          const now = performance.now();
+          let times = seen.get(name);
+          if (!times) seen.set(name, (times = { created: now }));
+          if (pod.spec?.nodeName) times.bound ??= now;
+          if (
+            pod.status?.containerStatuses?.some((c) => c.state?.running || c.state?.terminated?.startedAt)
+          ) {
+            times.started ??= now;
+          }
+          if (pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed") times.ended ??= now;
+        },
+      ),
+    );
+  }).catch(async (err: unknown) => {
+    await stopWatchers();
+    throw err;
+  });
+  try {
+    log(`throughput: kubernetes executor, ${jobs} jobs, max_running_jobs ${cap} (load ${load()})`);
+    const samples: number[] = [];
+    const sampler = setInterval(() => samples.push(runningPods.size), 100);
+    let kubeFigures: DrainFigures;
+    try {
+      step("throughput: kubernetes drain");
+      kubeFigures = await drain(kube, jobs, limitMs);
+    } finally {
+      clearInterval(sampler);
+    }
+    return {
+      jobs,
+      cap,
+      localConcurrency,
+      local: localFigures,
+      kube: kubeFigures,
+      peakUnfinished,
+      jobsCreated: created.size,
+      peakRunningPods,
+      meanRunningPods: samples.reduce((a, b) => a + b, 0) / Math.max(1, samples.length),
+      podsWaitedForCpu: unschedulable.size,
+      ...podTimes([...seen.values()]),
+      loadAfter: load(),
+    };
+  } finally {
+    step("throughput: stopping the watches");
+    await stopWatchers();
+    step("throughput: closing the kubernetes target");
+    await kube.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+interface Row {
+  figure: string;
+  kube: string;
+  local: string;
+  ratio: string;
+  note: string;
+}
 
 export async function k8sBenchmark(): Promise<void> {
   const major = Number(process.versions.node.split(".")[0]);
@@ -507,86 +837,269 @@ export async function k8sBenchmark(): Promise<void> {
     throw new Error(`the k8s benchmark needs Node 24 (@kubernetes/client-node); this is ${process.version}`);
   }
   if (!existsSync(DIST_CLI)) throw new Error(`${DIST_CLI} is missing: run \`npm run build\` first`);
-  const parts = (process.env.BENCH_K8S_PARTS ?? "a,b").split(",").map((p) => p.trim());
-  const loadBefore = load();
-
-  if (parts.includes("a")) {
-    const a = await creationLatency();
-    const ms = (x: number) => Math.round(x);
-    console.log(
-      `\nKubernetes executor: submit → Job created (test control plane + node agent, one controller)`,
+  const asked = (process.env.BENCH_K8S_PARTS ?? PARTS.join(","))
+    .split(",")
+    .map((p) => p.trim())
+    .filter(Boolean);
+  const unknown = asked.filter((p) => !(PARTS as readonly string[]).includes(p));
+  if (unknown.length > 0) {
+    throw new Error(
+      `BENCH_K8S_PARTS: unknown part(s) ${unknown.join(", ")}; choose from ${PARTS.join(", ")}`,
     );
+  }
+  const parts = asked as Part[];
+  const date = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+  const loadAtStart = load();
+  const cpuModel = cpus()[0]?.model.trim() ?? "unknown CPU";
+  log(`start (load ${loadAtStart}); parts: ${parts.join(", ")}`);
+
+  // The cluster's processes are unref'd children, and stopping one that outlives its SIGTERM grace ends
+  // with a SIGKILL whose exit nothing else waits for: without a handle of its own this process could
+  // find its event loop empty in the middle of cluster.stop() and exit (code 13) before the table.
+  // The same timer names a step that runs long.
+  let warnedFor = "";
+  const keepAlive = setInterval(() => {
+    const s = Math.round((Date.now() - stageSince) / 1000);
+    if (s >= 300 && warnedFor !== `${stage}@${stageSince}`) {
+      warnedFor = `${stage}@${stageSince}`;
+      log(`still ${stage} after ${s} s`);
+    }
+  }, 10_000);
+  try {
+    await runParts(parts, date, loadAtStart, cpuModel);
+  } finally {
+    clearInterval(keepAlive);
+  }
+}
+
+async function runParts(parts: Part[], date: string, loadAtStart: string, cpuModel: string): Promise<void> {
+  const started = Date.now();
+  step("starting the cluster");
+  const cluster = await startTestCluster({ log: (m) => log(m) });
+  const rows: Row[] = [];
+  const failures: string[] = [];
+  let versions = "";
+  let pods: PodsResult | undefined;
+  let latency: LatencyResult | undefined;
+  let drains: ThroughputResult | undefined;
+  try {
+    const node = await kubeConfigFrom(cluster.cp.kubeconfigPath)
+      .makeApiClient(CoreV1Api)
+      .readNode({ name: cluster.node.name });
+    const info = node.status?.nodeInfo;
+    const allocatable = node.status?.allocatable ?? {};
+    versions =
+      `Kubernetes ${info?.kubeletVersion ?? "?"}, ${info?.containerRuntimeVersion ?? "?"}; ` +
+      `node allocatable cpu ${allocatable.cpu ?? "?"}, memory ${allocatable.memory ?? "?"}`;
+    log(`cluster up in ${((Date.now() - started) / 1000).toFixed(1)} s: ${versions}; image ${cluster.image}`);
+    await ensureImage(cluster);
+    for (const part of parts) {
+      try {
+        if (part === "pods") pods = await podStartLatency(cluster);
+        if (part === "latency") latency = await sequentialLatency(cluster);
+        if (part === "throughput") drains = await throughput(cluster);
+      } catch (err) {
+        failures.push(`${part}: ${errorText(err)}`);
+        log(`part ${part} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+      }
+    }
+  } finally {
+    step("stopping the cluster");
+    await cluster.stop();
+    step("reporting");
+  }
+
+  // Each part's figures, then the summary.
+  if (pods) {
+    const p = pods;
     console.log(
-      `(${a.submits} single POST /api/v1/jobs/image/colors at ${a.rate}/s on a timer, achieved ` +
-        `${fmt(a.achievedRate)}/s, after a warm-up; max_running_jobs 2000; latency = POST sent → ` +
-        `watch sees the Job ADDED)\n`,
+      `\nPod start on the real node: ${p.pods} pods of the project's image in waves of ${p.wave} ` +
+        `(image loaded, pull policy Never; create request → watch sees the container started)\n`,
     );
     console.table({
-      "submit → Job ADDED": {
-        "p50 ms": ms(a.latency.p50),
-        "p90 ms": ms(a.latency.p90),
-        "p99 ms": ms(a.latency.p99),
-        "max ms": ms(a.latency.max),
+      "create → container started": {
+        "p50 ms": Math.round(p.started.p50),
+        "p90 ms": Math.round(p.started.p90),
+        "p99 ms": Math.round(p.started.p99),
+        "max ms": Math.round(p.started.max),
       },
-      "POST answered (202)": {
-        "p50 ms": ms(a.postLatency.p50),
-        "p90 ms": ms(a.postLatency.p90),
-        "p99 ms": ms(a.postLatency.p99),
-        "max ms": ms(a.postLatency.max),
+      "create → bound to the node": {
+        "p50 ms": Math.round(p.bound.p50),
+        "p90 ms": Math.round(p.bound.p90),
+        "p99 ms": Math.round(p.bound.p99),
+        "max ms": Math.round(p.bound.max),
       },
     });
     console.log(
-      `Jobs created at ${fmt(a.createdRate)}/s (first to last ADDED) while submits came at ${fmt(a.achievedRate)}/s`,
+      `p99 ${ms(p.started.p99)} beside Kubernetes' SLO p99 <= ${SLO_P99_MS} ms (excluding image pull)` +
+        (p.missing > 0 ? `; ${p.missing} pod(s) never seen started within 120 s` : ""),
     );
-    if (a.missing > 0) console.log(`${a.missing} Job(s) never seen within 60 s of the last submit`);
-    console.log(
-      `p99 submit → Job created: ${ms(a.latency.p99)} ms (target <= ${CREATION_TARGET_P99_MS} ms): ` +
-        (a.missing === 0 && a.latency.p99 <= CREATION_TARGET_P99_MS ? "PASS" : "FAIL"),
+    rows.push(
+      {
+        figure: `Pod start p50 (${p.pods} pods, waves of ${p.wave})`,
+        kube: ms(p.started.p50),
+        local: "",
+        ratio: "",
+        note: `create → bound to the node: p50 ${ms(p.bound.p50)}, p99 ${ms(p.bound.p99)}`,
+      },
+      {
+        figure: `Pod start p99`,
+        kube: ms(p.started.p99),
+        local: "",
+        ratio: "",
+        note:
+          `Kubernetes SLO: p99 <= 5 s excluding image pull` +
+          (p.missing ? `; ${p.missing} never started` : ""),
+      },
     );
+  }
+  if (latency) {
+    const l = latency;
     console.log(
-      `this process (API and watch) event-loop delay p99 during the run: ${fmt(a.loopDelayP99)} ms; ` +
-        `watch relists: ${a.relists}; load average after the run: ${a.loadDuring}`,
+      `\nSubmit → completed, one tiny resize at a time (64x48 PNG → 32x24 WebP, ${l.jobs} per executor, ` +
+        `alternating): Kubernetes executor (max_running_jobs ${l.cap}) vs local executor\n`,
     );
+    const line = (f: SequentialFigures) => ({
+      "p50 ms": Math.round(f.total.p50),
+      "p99 ms": Math.round(f.total.p99),
+      "max ms": Math.round(f.total.max),
+      "→ processing p50 ms": Math.round(f.toStart.p50),
+      "runner p50 ms": Math.round(f.run.p50),
+      failed: f.failed,
+    });
+    console.table({ kubernetes: line(l.kube), local: line(l.local) });
     console.log(
-      `first Job ADDED ${ms(a.firstCreatedMs)} ms and last ${fmt(a.lastCreatedMs / 1000)} s after the first ` +
-        `measured POST (the last POST at ${fmt(a.sendMs / 1000)} s); Jobs ADDED per 5 s: ${a.createdPerWindow.join(" ")}`,
+      `kubernetes/local: p50 ${ratio(l.kube.total.p50, l.local.total.p50)}, p99 ${ratio(l.kube.total.p99, l.local.total.p99)}` +
+        ` ("→ processing" = submit → the runner started the job; "runner" = processing → completed)`,
     );
+    for (const [name, f] of [["kubernetes", l.kube] as const, ["local", l.local] as const]) {
+      if (f.firstError) console.log(`${name}: ${f.failed} failed, first: ${f.firstError}`);
+    }
+    rows.push(
+      {
+        figure: `Resize submit → completed p50 (sequential, ${l.jobs} each)`,
+        kube: ms(l.kube.total.p50),
+        local: ms(l.local.total.p50),
+        ratio: ratio(l.kube.total.p50, l.local.total.p50),
+        note: `of which submit → runner started: ${ms(l.kube.toStart.p50)} vs ${ms(l.local.toStart.p50)}`,
+      },
+      {
+        figure: `Resize submit → completed p99`,
+        kube: ms(l.kube.total.p99),
+        local: ms(l.local.total.p99),
+        ratio: ratio(l.kube.total.p99, l.local.total.p99),
+        note:
+          `one pod per job vs ${l.localConcurrency} warm local runners` +
+          (l.kube.failed + l.local.failed > 0 ? `; failed ${l.kube.failed} vs ${l.local.failed}` : ""),
+      },
+    );
+  }
+  if (drains) {
+    const d = drains;
+    const rate = (f: DrainFigures) => (f.completed + f.failed) / f.seconds;
     console.log(
-      `The pods of these Jobs do no work (the node agent reports exit 0 without starting them), so the ` +
-        `controller fails the jobs; the first measured one ended ${a.firstEnd}`,
+      `\nThroughput: ${d.jobs} tiny resizes as batches of 100, drained: Kubernetes executor ` +
+        `(max_running_jobs ${d.cap}) vs local executor (concurrency ${d.localConcurrency})\n`,
+    );
+    console.table({
+      kubernetes: {
+        "jobs/s": Number(rate(d.kube).toFixed(2)),
+        "drain s": Number(d.kube.seconds.toFixed(1)),
+        completed: d.kube.completed,
+        failed: d.kube.failed,
+      },
+      local: {
+        "jobs/s": Number(rate(d.local).toFixed(2)),
+        "drain s": Number(d.local.seconds.toFixed(1)),
+        completed: d.local.completed,
+        failed: d.local.failed,
+      },
+    });
+    const fit = Math.floor((cpus().length * 1000 - COREDNS_CPU_MILLI) / RUNNER_CPU_MILLI);
+    const line = (x: Summary) => ({
+      "p50 ms": Math.round(x.p50),
+      "p99 ms": Math.round(x.p99),
+      "max ms": Math.round(x.max),
+      pods: x.n,
+    });
+    console.log(
+      `kubernetes/local jobs/s: ${ratio(rate(d.kube), rate(d.local))}; peak unfinished runner Jobs ` +
+        `${d.peakUnfinished} (cap ${d.cap}: ${d.peakUnfinished <= d.cap ? "within" : "EXCEEDED"}), ` +
+        `${d.jobsCreated} Jobs created; peak runner pods Running ${d.peakRunningPods} ` +
+        `(mean ${d.meanRunningPods.toFixed(1)}; the node fits ~${fit} at ${RUNNER_CPU_MILLI}m CPU each), ` +
+        `${d.podsWaitedForCpu} pods were Unschedulable for a while`,
+    );
+    console.log(`\nRunner pods of the Kubernetes drain (as the pod watch saw them)\n`);
+    console.table({
+      "created → bound to the node": line(d.podWaitForNode),
+      "bound → container started": line(d.podBoundToStarted),
+      "container started → pod ended": line(d.podStartedToEnded),
+    });
+    if (d.podsNeverBound > 0) console.log(`${d.podsNeverBound} runner pod(s) were never bound to the node`);
+    for (const [name, f] of [["kubernetes", d.kube] as const, ["local", d.local] as const]) {
+      if (!f.allEnded) console.log(`${name}: not drained within BENCH_K8S_DRAIN_LIMIT`);
+      if (f.firstError) console.log(`${name}: ${f.failed} failed, first: ${f.firstError}`);
+    }
+    rows.push(
+      {
+        figure: `Tiny-job throughput (${d.jobs} jobs, batches of 100)`,
+        kube: `${rate(d.kube).toFixed(2)} jobs/s`,
+        local: `${rate(d.local).toFixed(2)} jobs/s`,
+        ratio: ratio(rate(d.kube), rate(d.local)),
+        note:
+          `drain ${d.kube.seconds.toFixed(1)} s vs ${d.local.seconds.toFixed(1)} s; local concurrency ${d.localConcurrency}` +
+          (d.kube.failed + d.local.failed > 0 ? `; failed ${d.kube.failed} vs ${d.local.failed}` : "") +
+          (d.kube.allEnded && d.local.allEnded ? "" : "; drain limit reached"),
+      },
+      {
+        figure: `Peak unfinished runner Jobs (watch)`,
+        kube: String(d.peakUnfinished),
+        local: "",
+        ratio: "",
+        note: `cap ${d.cap}: ${d.peakUnfinished <= d.cap ? "never exceeded" : "EXCEEDED"}`,
+      },
+      {
+        figure: `Runner pods Running: peak / mean over the drain`,
+        kube: `${d.peakRunningPods} / ${d.meanRunningPods.toFixed(1)}`,
+        local: "",
+        ratio: "",
+        note: `${fit} fit at ${RUNNER_CPU_MILLI}m CPU each on ${cpus().length} CPUs; ${d.podsWaitedForCpu} pods waited Unschedulable`,
+      },
+      {
+        figure: `Runner pod wait for the node p50 / p99 / max`,
+        kube: `${secs(d.podWaitForNode.p50)} / ${secs(d.podWaitForNode.p99)} / ${secs(d.podWaitForNode.max)}`,
+        local: "",
+        ratio: "",
+        note:
+          `created → bound; then started → ended p50 ${secs(d.podStartedToEnded.p50)}` +
+          (d.podsNeverBound ? `; ${d.podsNeverBound} never bound` : ""),
+      },
     );
   }
 
-  if (parts.includes("b")) {
-    const b = await cappedDrain();
-    console.log(`\nKubernetes executor: ${b.jobs} image_colors jobs drained under max_running_jobs ${b.cap}`);
-    console.log(
-      `(${Math.ceil(b.jobs / 100)} POST /api/v1/jobs/batch of up to 100 at once; real runner processes ` +
-        `(media-service runner --job) on a 32x32 PNG; peak = most Jobs without a Complete/Failed ` +
-        `condition a watch ever saw)\n`,
-    );
-    console.table({
-      drain: {
-        "peak running Jobs": b.peak,
-        "Jobs created": b.created,
-        completed: b.completed,
-        failed: b.failed,
-        "drain s": Number(fmt(b.seconds)),
-        "jobs/s": Number(fmt(b.jobs / b.seconds, 2)),
-        "runner p50 s": Number(fmt(b.jobSeconds.p50, 2)),
-        "runner p99 s": Number(fmt(b.jobSeconds.p99, 2)),
-      },
-    });
-    if (b.firstError) console.log(`first failure: ${b.firstError}`);
-    console.log(
-      `peak running Jobs: ${b.peak} (must be <= ${b.cap}): ${b.peak <= b.cap ? "PASS" : "FAIL"}; ` +
-        `all ${b.jobs} completed: ${b.allEnded && b.completed === b.jobs ? "PASS" : "FAIL"}` +
-        (b.allEnded ? "" : ` (BENCH_K8S_DRAIN_LIMIT reached)`) +
-        `; controller media_controller_jobs_created_total: ${b.createdMetric}`,
-    );
-    console.log(
-      `("runner" = started_at → completed_at of a job: from its pod running to its result, i.e. the runner process starting, S3 download, sharp, report)`,
-    );
-    console.log(`load average before: ${loadBefore}; at the end of the drain: ${b.loadDuring}`);
+  const loadAtEnd = load();
+  console.log(`\n## Kubernetes executor on a real node (${date})\n`);
+  console.log(
+    `Machine: ${cpus().length} × ${cpuModel}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Linux ${release()}, ` +
+      `Node ${process.version}; load average at start ${loadAtStart}, at the end ${loadAtEnd}`,
+  );
+  if (versions) console.log(`Cluster: one node, ${versions}; image ${cluster.image}`);
+  console.log(`Run: ${((Date.now() - started) / 1000).toFixed(0)} s in all\n`);
+  const header: Row = {
+    figure: "Figure",
+    kube: "Kubernetes executor (real node)",
+    local: "Local executor",
+    ratio: "k8s/local",
+    note: "Note",
+  };
+  const cols: Array<keyof Row> = ["figure", "kube", "local", "ratio", "note"];
+  const widths = cols.map((c) => Math.max(3, ...[header, ...rows].map((r) => r[c].length)));
+  const fmtRow = (r: Row) => `| ${cols.map((c, i) => r[c].padEnd(widths[i]!)).join(" | ")} |`;
+  console.log(fmtRow(header));
+  console.log(`| ${widths.map((w) => "-".repeat(w)).join(" | ")} |`);
+  for (const r of rows) console.log(fmtRow(r));
+  if (failures.length > 0) {
+    console.log(`\nParts that failed:\n${failures.map((f) => `- ${f}`).join("\n")}`);
+    process.exitCode = 1;
   }
 }

@@ -115,6 +115,12 @@ async function deployObjectStore(): Promise<void> {
       return (d.status?.availableReplicas ?? 0) >= 1 || undefined;
     },
     180_000,
+    async () => {
+      const pods = await core.listNamespacedPod({ namespace, labelSelector: "app=objects" });
+      return JSON.stringify(
+        pods.items.map((p) => [p.metadata?.name, p.status?.phase, p.status?.containerStatuses]),
+      );
+    },
   );
   s3 = new S3Client({
     endpoint: `http://${target.nodeAddress}:${await nodePort("objects")}`,

@@ -31,6 +31,16 @@ after(async () => {
 
 const inPodCidr = (ip: string) => ip.startsWith(POD_CIDR.split(".").slice(0, 3).join(".") + ".");
 
+/** What the namespace's pods look like and what the kubelet said last: the message of a failed wait. */
+async function podsAndKubelet(): Promise<string> {
+  const pods = await core.listNamespacedPod({ namespace }).catch(() => ({ items: [] as V1Pod[] }));
+  const lines = pods.items.map(
+    (p) =>
+      `${p.metadata?.name}: ${p.status?.phase} ${JSON.stringify(p.status?.containerStatuses?.map((c) => c.state))}`,
+  );
+  return `${lines.join("\n")}\n--- kubelet ---\n${await cluster.node.logTail("kubelet", 30)}`;
+}
+
 /** A pod of the Job, once it has ended (Succeeded or Failed). */
 async function endedPod(job: string, limitMs = 120_000): Promise<V1Pod> {
   return await eventually(
@@ -43,6 +53,7 @@ async function endedPod(job: string, limitMs = 120_000): Promise<V1Pod> {
       return pods.items.find((p) => p.status?.phase === "Succeeded" || p.status?.phase === "Failed");
     },
     limitMs,
+    podsAndKubelet,
   );
 }
 
@@ -143,10 +154,15 @@ describe("the real node", () => {
         spec: { selector: labels, ports: [{ port: 80, targetPort: "http" }] },
       },
     });
-    await eventually("echo to be available", async () => {
-      const d = await apps.readNamespacedDeployment({ name: "echo", namespace });
-      return (d.status?.availableReplicas ?? 0) >= 1 || undefined;
-    });
+    await eventually(
+      "echo to be available",
+      async () => {
+        const d = await apps.readNamespacedDeployment({ name: "echo", namespace });
+        return (d.status?.availableReplicas ?? 0) >= 1 || undefined;
+      },
+      120_000,
+      podsAndKubelet,
+    );
     const script = `
       const fs = require("fs");
       (async () => {

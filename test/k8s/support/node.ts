@@ -365,10 +365,9 @@ const IMAGE_CACHE = join(
   "media-service/node-images",
 );
 
-async function docker(args: string[], input?: string): Promise<string> {
+async function docker(args: string[]): Promise<string> {
   try {
     const { stdout } = await execFileP("docker", args, { maxBuffer: 64 << 20 });
-    void input;
     return stdout.trim();
   } catch (err) {
     const e = err as { stderr?: string; message: string };
@@ -396,6 +395,23 @@ async function scratchImage(
   } finally {
     await rm(context, { recursive: true, force: true });
   }
+}
+
+/** An image reference as containerd names it (Docker's short names are docker.io/library/…). */
+export function normalizedRef(ref: string): string {
+  const first = ref.split("/")[0]!;
+  const hasRegistry =
+    ref.includes("/") && (first.includes(".") || first.includes(":") || first === "localhost");
+  const named = hasRegistry ? ref : ref.includes("/") ? `docker.io/${ref}` : `docker.io/library/${ref}`;
+  const last = named.slice(named.lastIndexOf("/") + 1);
+  return last.includes(":") || last.includes("@") ? named : `${named}:latest`;
+}
+
+/** The first name a `docker save` archive carries (its manifest's RepoTags). */
+async function archivedName(archive: string): Promise<string | undefined> {
+  const { stdout } = await execFileP("tar", ["-xOf", archive, "manifest.json"], { maxBuffer: 8 << 20 });
+  const manifest = JSON.parse(stdout) as Array<{ RepoTags?: string[] }>;
+  return manifest[0]?.RepoTags?.[0];
 }
 
 async function imageArchive(ref: string): Promise<string> {
@@ -742,7 +758,14 @@ state = "${join(dir, "containerd/state")}"
       await scratchImage(COREDNS_IMAGE, corednsBin, ["/coredns"], stamp, 53);
     }
     for (const ref of [PAUSE_IMAGE, COREDNS_IMAGE, ...(options.images ?? [])]) {
-      await ctr(["images", "import", "--snapshotter", "overlayfs", await imageArchive(ref)]);
+      const archive = await imageArchive(ref);
+      await ctr(["images", "import", "--snapshotter", "overlayfs", archive]);
+      // An archive is kept by image id and carries the name it was first saved under; the same image
+      // may be asked for by another of its tags (a content tag and media-service:dev): name it so.
+      const saved = await archivedName(archive);
+      if (saved && normalizedRef(saved) !== normalizedRef(ref)) {
+        await ctr(["images", "tag", "--force", normalizedRef(saved), normalizedRef(ref)]);
+      }
     }
     phase("images");
 

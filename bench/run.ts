@@ -11,9 +11,9 @@
 //   webhooks   API submit latency alone vs while 500 webhooks go to a slow receiver (webhooks.ts)
 //   s3         small PUTs and GETs: the embedded object store vs versitygw (s3.ts; versitygw built
 //              once by `bash scripts/provision.sh versitygw`)
-//   k8s        the Kubernetes executor on the test control plane: submit → Job created latency, and
-//              the peak of running Jobs while 1000 jobs drain under a cap of 10 (k8s.ts; Node 24,
-//              `npm run build` first, the control-plane binaries of `npm run build:k8s`)
+//   k8s        the Kubernetes executor on the real node of `npm run test:k8s` beside the local
+//              executor: pod start, tiny-job submit → completed, throughput under a cap of 10
+//              (k8s.ts, docs/benchmarks-k8s.md; root, Node 24, `npm run build` first)
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import autocannon from "autocannon";

@@ -8,11 +8,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { after, before, describe, test } from "node:test";
-import {
-  ApiextensionsV1Api,
-  loadYaml,
-  type V1CustomResourceDefinition,
-} from "@kubernetes/client-node";
+import { ApiextensionsV1Api, loadYaml, type V1CustomResourceDefinition } from "@kubernetes/client-node";
 import { eventually, kubeConfigFrom } from "./support/cluster-stack.js";
 import { startControlPlane, type ControlPlane } from "./support/control-plane.js";
 import { ALL_ON_VALUES, CHART, helm } from "./support/helm.js";

@@ -200,6 +200,9 @@ describe("runner Job manifest on a real control plane", () => {
       return pods.items[0];
     });
     assert.equal(created.metadata!.labels!["media-service.io/job-id"], j.id);
-    assert.equal(created.spec!.containers[0]!.command!.join(" "), `tini -- media-service runner --job ${j.id}`);
+    assert.equal(
+      created.spec!.containers[0]!.command!.join(" "),
+      `tini -- media-service runner --job ${j.id}`,
+    );
   });
 });

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { after, before, describe, test } from "node:test";
+import type { V1Job, V1Pod } from "@kubernetes/client-node";
 import { makeAudio, makeVideo, removeMediaDirs } from "../support/av.js";
 import { TEST_BUCKET } from "../support/api.js";
 import { makeImage } from "../support/media.js";
@@ -37,6 +38,36 @@ const runnerRunning = async (cs: ClusterStack, id: string) =>
 
 const tail = async (c: ControllerProcess) =>
   (await readFile(c.logPath, "utf8")).split("\n").slice(-40).join("\n");
+
+/**
+ * A 20-minute audio conversion submitted and its first runner container running: something to stop
+ * from outside while it works. Returns the job id and the running pod.
+ */
+async function runningConversion(cs: ClusterStack, name: string): Promise<{ id: string; pod: V1Pod }> {
+  await cs.put(
+    `in/${name}.wav`,
+    await readFile(await makeAudio({ durationSeconds: 1200, sampleRate: 8000, channels: 1 })),
+  );
+  const id = await cs.submit("audio/convert", {
+    source_bucket: cs.stack.bucket, source_key: `in/${name}.wav`, dest_bucket: cs.stack.bucket,
+    dest_key: `out/${name}.mp3`, format: "mp3",
+  }); // prettier-ignore
+  const pod = await eventually("the first runner container to run", async () => {
+    const [first] = await cs.kubePods(id);
+    return first?.status?.containerStatuses?.[0]?.state?.running ? first : undefined;
+  });
+  return { id, pod };
+}
+
+/** The media job completed, and its Kubernetes Job with it. */
+async function completedWithJob(cs: ClusterStack, id: string): Promise<V1Job> {
+  const job = await cs.finished(id, 240_000);
+  assert.equal(job.status, "completed", job.error);
+  return await eventually("the Job to complete", async () => {
+    const [j] = await cs.kubeJobs(id);
+    return j?.status?.conditions?.some((c) => c.type === "Complete" && c.status === "True") ? j : undefined;
+  });
+}
 
 describe("runner Jobs for media jobs", () => {
   let cs: ClusterStack;
@@ -220,27 +251,12 @@ describe("runner Jobs for media jobs", () => {
   });
 
   test("a runner stopped mid-job (SIGTERM, as on a node shutting down) is retried by a new pod and the job completes", async () => {
-    await cs.put(
-      "in/crash.wav",
-      await readFile(await makeAudio({ durationSeconds: 1200, sampleRate: 8000, channels: 1 })),
-    );
-    const id = await cs.submit("audio/convert", {
-      source_bucket: B, source_key: "in/crash.wav", dest_bucket: B, dest_key: "out/retried.mp3", format: "mp3",
-    }); // prettier-ignore
-    // The first runner container is stopped from outside (not the job's fault). Not SIGKILL: exit code
-    // 137 is what the kernel's OOM kill gives, which fails the Job at once by its pod failure policy.
-    const containerId = await eventually("the first runner container to run", async () => {
-      const [pod] = await cs.kubePods(id);
-      const status = pod?.status?.containerStatuses?.[0];
-      return status?.state?.running ? status.containerID?.replace("containerd://", "") : undefined;
-    });
+    const { id, pod } = await runningConversion(cs, "stopped");
+    // Stopped from outside (not the job's fault). Not SIGKILL: exit code 137 is what the kernel's OOM
+    // kill gives, which fails the Job at once by its pod failure policy.
+    const containerId = pod.status!.containerStatuses![0]!.containerID!.replace("containerd://", "");
     await cluster.node.ctr(["tasks", "kill", "--signal", "SIGTERM", containerId]);
-    const job = await cs.finished(id, 240_000);
-    assert.equal(job.status, "completed", job.error);
-    const kjob = await eventually("the Job to complete", async () => {
-      const [j] = await cs.kubeJobs(id);
-      return j?.status?.conditions?.some((c) => c.type === "Complete" && c.status === "True") ? j : undefined;
-    });
+    const kjob = await completedWithJob(cs, id);
     const pods = await cs.kubePods(id);
     assert.equal(pods.length, 2, "one failed pod, one that succeeded");
     const phases = pods.map((p) => p.status!.phase).sort();
@@ -252,28 +268,14 @@ describe("runner Jobs for media jobs", () => {
   });
 
   test("a runner pod evicted through the Eviction API (as a node drain does) is replaced without counting a failure", async () => {
-    await cs.put(
-      "in/evict.wav",
-      await readFile(await makeAudio({ durationSeconds: 1200, sampleRate: 8000, channels: 1 })),
-    );
-    const id = await cs.submit("audio/convert", {
-      source_bucket: B, source_key: "in/evict.wav", dest_bucket: B, dest_key: "out/evicted.mp3", format: "mp3",
-    }); // prettier-ignore
-    const podName = await eventually("the first runner container to run", async () => {
-      const [pod] = await cs.kubePods(id);
-      return pod?.status?.containerStatuses?.[0]?.state?.running ? pod.metadata!.name : undefined;
-    });
+    const { id, pod } = await runningConversion(cs, "evicted");
+    const name = pod.metadata!.name!;
     await cs.admin.core.createNamespacedPodEviction({
-      name: podName!,
+      name,
       namespace: cs.namespace,
-      body: { metadata: { name: podName!, namespace: cs.namespace } },
+      body: { metadata: { name, namespace: cs.namespace } },
     });
-    const job = await cs.finished(id, 240_000);
-    assert.equal(job.status, "completed", job.error);
-    const kjob = await eventually("the Job to complete", async () => {
-      const [j] = await cs.kubeJobs(id);
-      return j?.status?.conditions?.some((c) => c.type === "Complete" && c.status === "True") ? j : undefined;
-    });
+    const kjob = await completedWithJob(cs, id);
     assert.equal(kjob.status!.failed ?? 0, 0, "the eviction is not counted against the retries");
     assert.equal(kjob.status!.succeeded, 1);
   });

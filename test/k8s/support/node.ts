@@ -294,8 +294,8 @@ async function teardown(dir: string, record: NodeRecord): Promise<void> {
       if (process.env.MEDIA_K8S_NODE_DEBUG) process.stderr.write(`test node: umount ${m}: ${err.message}\n`);
     });
   }
-  // The network namespaces of pods whose sandboxes were not torn down (containerd keeps them under
-  // its state dir, so the unmounts above released them).
+  // The unmounts above also released the network namespaces of sandboxes never torn down (containerd
+  // keeps them under its state dir); deleting the bridge removes what is left of their links.
   await execFileP("ip", ["link", "del", BRIDGE]).catch(() => {});
   if (record.kubeProxy && existsSync(record.kubeProxy)) {
     // Removes the KUBE-* chains, so the next node's kube-proxy starts from none.
@@ -557,7 +557,7 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
     `kubelet in ${cp.binDir} (scripts/k8s/build-control-plane.sh)`,
   );
   const kubeProxy = need(join(cp.binDir, "kube-proxy"), `kube-proxy in ${cp.binDir}`);
-  const runc = process.env.MEDIA_K8S_RUNC ?? need(join(nodeBin, "runc"), `runc in ${nodeBin}`);
+  const runc = need(join(nodeBin, "runc"), `runc in ${nodeBin}`);
   const cniBin = CNI_BIN_DIRS.find((d) => existsSync(join(d, "bridge")));
   need(cniBin, `the CNI plugins in ${CNI_BIN_DIRS.join(" or ")} (Debian's containernetworking-plugins)`);
   need(lookPath("iptables", `/usr/sbin:/sbin:${process.env.PATH ?? ""}`), "iptables");

@@ -1,5 +1,63 @@
 import js from "@eslint/js";
+import { createNodeResolver, importX } from "eslint-plugin-import-x";
 import tseslint from "typescript-eslint";
+
+const root = import.meta.dirname;
+
+// Import boundaries between the top-level directories. core/ is the shared base; api/, controller/
+// and runner/ each depend on core/ only and never on each other; local/ (the one-machine stack)
+// builds on core/ and its embedded S3 store; cli.ts, the composition root, wires them together and
+// may import anything, as may bench/, test/ and scripts/. The S3 store under local/s3/ is a package
+// of its own: its own files, node built-ins and npm packages, nothing else of this repository.
+// Each entry is one forbidden (importer, imported) pair with the rule said in words; the messages
+// are what a violation prints.
+const BOTH_ON_CORE = "both depend on core/ only, and cli.ts wires them together";
+const LOCAL_STACK =
+  "the one-machine stack (embedded Redis and S3) is started by cli.ts; the services reach it only through core/ (config, store, storage clients)";
+const CORE_BASE =
+  "core/ is the shared base that api/, controller/, runner/ and local/ build on, so it imports none of them";
+const LOCAL_ON_CORE = "local/ builds on core/ and local/s3/ only; cli.ts wires the services to the stack";
+// local/ outside local/s3/: its files and any subdirectory but s3.
+const LOCAL_OUTSIDE_S3 = ["local/*", "local/!(s3)/**"];
+const boundaries = [
+  ["api", "controller", `api/ must not import controller/: ${BOTH_ON_CORE}.`],
+  ["api", "runner", `api/ must not import runner/: ${BOTH_ON_CORE}.`],
+  ["api", "local", `api/ must not import local/: ${LOCAL_STACK}.`],
+  ["controller", "api", `controller/ must not import api/: ${BOTH_ON_CORE}.`],
+  [
+    "controller",
+    "runner",
+    `controller/ must not import runner/: ${BOTH_ON_CORE} (the runner is started as a process or a Kubernetes Job, not imported).`,
+  ],
+  ["controller", "local", `controller/ must not import local/: ${LOCAL_STACK}.`],
+  ["runner", "api", `runner/ must not import api/: ${BOTH_ON_CORE}.`],
+  ["runner", "controller", `runner/ must not import controller/: ${BOTH_ON_CORE}.`],
+  ["runner", "local", `runner/ must not import local/: ${LOCAL_STACK}.`],
+  ["core", "api", `core/ must not import api/: ${CORE_BASE}.`],
+  ["core", "controller", `core/ must not import controller/: ${CORE_BASE}.`],
+  ["core", "runner", `core/ must not import runner/: ${CORE_BASE}.`],
+  ["core", "local", `core/ must not import local/: ${CORE_BASE}.`],
+  [LOCAL_OUTSIDE_S3, "api", `local/ must not import api/: ${LOCAL_ON_CORE}.`],
+  [LOCAL_OUTSIDE_S3, "controller", `local/ must not import controller/: ${LOCAL_ON_CORE}.`],
+  [LOCAL_OUTSIDE_S3, "runner", `local/ must not import runner/: ${LOCAL_ON_CORE}.`],
+];
+const PRODUCTION = ["api", "controller", "runner", "core", "local"];
+const zones = [
+  ...boundaries.map(([target, from, message]) => ({ target, from, message })),
+  {
+    target: "local/s3",
+    from: ".",
+    except: ["./local/s3", "./node_modules"],
+    message:
+      "local/s3/ is a self-contained S3 server: it imports only its own files, node built-ins and npm packages (a logger is passed in as pino's Logger type).",
+  },
+  {
+    target: PRODUCTION,
+    from: ["cli.ts", "bench", "test", "scripts"],
+    message:
+      "service code must not import cli.ts, bench/, test/ or scripts/: they build on the services, not the other way round.",
+  },
+];
 
 export default tseslint.config(
   { ignores: ["dist/", "node_modules/", "charts/", ".data/", "coverage/"] },
@@ -21,6 +79,18 @@ export default tseslint.config(
     rules: {
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
       "@typescript-eslint/consistent-type-imports": "error",
+    },
+  },
+  {
+    files: ["**/*.{ts,mts,cts,js,mjs,cjs}"],
+    plugins: { "import-x": importX },
+    settings: {
+      // Resolves the `.js` suffix of a relative TypeScript import to the `.ts` file. An import that
+      // resolves to nothing is not checked by no-restricted-paths; `tsc --noEmit` fails on those.
+      "import-x/resolver-next": [createNodeResolver({ extensionAlias: { ".js": [".ts", ".js"] } })],
+    },
+    rules: {
+      "import-x/no-restricted-paths": ["error", { basePath: root, zones }],
     },
   },
 );

@@ -1,0 +1,203 @@
+// The import boundaries of eslint.config.js (import-x/no-restricted-paths), run through ESLint's Node
+// API: deliberate violations must be reported with the rule said in words, allowed imports must not
+// be, and the real tree must have none. The imported files exist, so every import resolves: an
+// import that resolves to nothing is not checked by the rule (tsc reports those).
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { describe, test } from "node:test";
+import { ESLint } from "eslint";
+
+const root = join(import.meta.dirname, "..", "..");
+const RULE = "import-x/no-restricted-paths";
+
+const eslint = new ESLint({
+  cwd: root,
+  overrideConfigFile: join(root, "eslint.config.js"),
+  // Only the boundary rule runs; the snippets below are not meant to pass the other rules.
+  ruleFilter: ({ ruleId }) => ruleId === RULE,
+});
+
+async function boundaryErrors(file: string, code: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath: join(root, file) });
+  assert.ok(result, `no lint result for ${file}`);
+  const fatal = result.messages.filter((m) => m.fatal);
+  assert.deepEqual(fatal, [], `${file} did not parse`);
+  return result.messages.filter((m) => m.ruleId === RULE).map((m) => m.message);
+}
+
+const violations: [file: string, code: string, message: RegExp][] = [
+  [
+    "api/x.ts",
+    `import { LocalExecutor } from "../controller/local-executor.js";`,
+    /api\/ must not import controller\/: both depend on core\/ only/,
+  ],
+  [
+    "api/routes/x.ts",
+    `import { RunnerError } from "../../runner/errors.js";`,
+    /api\/ must not import runner\//,
+  ],
+  ["api/x.ts", `import { startLocalStack } from "../local/stack.js";`, /api\/ must not import local\//],
+  ["runner/x.ts", `import { sendError } from "../api/errors.js";`, /runner\/ must not import api\//],
+  [
+    "runner/processors/x.ts",
+    `import { notify } from "../../controller/webhooks/notifier.js";`,
+    /runner\/ must not import controller\//,
+  ],
+  ["runner/x.ts", `import { startRedis } from "../local/redis.js";`, /runner\/ must not import local\//],
+  [
+    "controller/x.ts",
+    `import { startLocalStack } from "../local/stack.js";`,
+    /controller\/ must not import local\//,
+  ],
+  [
+    "controller/kubernetes/x.ts",
+    `import { S3Server } from "../../local/s3/server.js";`,
+    /controller\/ must not import local\//,
+  ],
+  [
+    "controller/x.ts",
+    `import { buildServer } from "../api/server.js";`,
+    /controller\/ must not import api\//,
+  ],
+  [
+    "controller/main.ts",
+    `import { runJob } from "../runner/run-job.js";`,
+    /controller\/ must not import runner\//,
+  ],
+  ["core/x.ts", `import { buildServer } from "../api/server.js";`, /core\/ must not import api\//],
+  [
+    "core/store/x.ts",
+    `import { retention } from "../../controller/retention.js";`,
+    /core\/ must not import controller\//,
+  ],
+  [
+    "core/jobs/x.ts",
+    `import { registry } from "../../runner/registry.js";`,
+    /core\/ must not import runner\//,
+  ],
+  [
+    "core/x.ts",
+    `import { freshCredentials } from "../local/credentials.js";`,
+    /core\/ must not import local\//,
+  ],
+  [
+    "local/s3/x.ts",
+    `import { JobStore } from "../../core/store/store.js";`,
+    /local\/s3\/ is a self-contained S3 server: it imports only its own files/,
+  ],
+  [
+    "local/s3/x.ts",
+    `import type { Logger } from "../../core/logger.js";`,
+    /local\/s3\/ is a self-contained S3 server/,
+  ],
+  [
+    "local/s3/x.ts",
+    `import { startLocalStack } from "../stack.js";`,
+    /local\/s3\/ is a self-contained S3 server/,
+  ],
+  ["local/x.ts", `import { buildServer } from "../api/server.js";`, /local\/ must not import api\//],
+  [
+    "local/x.ts",
+    `import { retention } from "../controller/retention.js";`,
+    /local\/ must not import controller\//,
+  ],
+  ["local/x.ts", `import { runJob } from "../runner/run-job.js";`, /local\/ must not import runner\//],
+  [
+    "api/x.ts",
+    `import { main } from "../cli.js";`,
+    /service code must not import cli.ts, bench\/, test\/ or scripts\//,
+  ],
+  [
+    "core/x.ts",
+    `import { something } from "../test/support/redis.js";`,
+    /service code must not import cli.ts, bench\/, test\/ or scripts\//,
+  ],
+  // Every form of import counts, not only a plain value import.
+  [
+    "api/x.ts",
+    `import type { LocalExecutor } from "../controller/local-executor.js";`,
+    /api\/ must not import controller\//,
+  ],
+  [
+    "api/x.ts",
+    `export { LocalExecutor } from "../controller/local-executor.js";`,
+    /api\/ must not import controller\//,
+  ],
+  ["api/x.ts", `export * from "../controller/local-executor.js";`, /api\/ must not import controller\//],
+  [
+    "api/x.ts",
+    `export const load = async () => await import("../controller/local-executor.js");`,
+    /api\/ must not import controller\//,
+  ],
+  ["runner/x.ts", `import "../api/server.js";`, /runner\/ must not import api\//],
+];
+
+const allowed: [file: string, code: string][] = [
+  [
+    "api/x.ts",
+    `import { loadConfig } from "../core/config/load.js";\nimport { sendError } from "./errors.js";`,
+  ],
+  [
+    "api/routes/x.ts",
+    `import { JobStore } from "../../core/store/store.js";\nimport fastify from "fastify";`,
+  ],
+  [
+    "controller/x.ts",
+    `import { JobStore } from "../core/store/store.js";\nimport { spawn } from "node:child_process";`,
+  ],
+  // The controller's entry assembles the controller from core services.
+  [
+    "controller/main.ts",
+    `import { LocalExecutor } from "./local-executor.js";\nimport { notify } from "./webhooks/notifier.js";\nimport { loadConfig } from "../core/config/load.js";`,
+  ],
+  ["runner/x.ts", `import { JobStore } from "../core/store/store.js";\nimport sharp from "sharp";`],
+  ["core/x.ts", `import { logger } from "./logger.js";\nimport { Redis } from "ioredis";`],
+  [
+    "local/x.ts",
+    `import { freePort } from "../core/net.js";\nimport type { Logger } from "../core/logger.js";\nimport { S3Server } from "./s3/server.js";`,
+  ],
+  [
+    "local/s3/x.ts",
+    `import { createHash } from "node:crypto";\nimport type { Logger } from "pino";\nimport { S3Error } from "./errors.js";`,
+  ],
+  // The composition root, the benchmarks and the tests may import anything.
+  [
+    "cli.ts",
+    `import "./api/server.js";\nimport "./controller/local-executor.js";\nimport "./runner/main.js";\nimport "./local/stack.js";\nimport "./local/s3/server.js";`,
+  ],
+  [
+    "bench/x.ts",
+    `import "../api/server.js";\nimport "../controller/local-executor.js";\nimport "../local/s3/server.js";`,
+  ],
+  [
+    "test/unit/x.test.ts",
+    `import "../../api/server.js";\nimport "../../runner/run-job.js";\nimport "../../local/s3/server.js";`,
+  ],
+];
+
+describe("import boundaries", () => {
+  for (const [file, code, message] of violations) {
+    test(`${file}: ${code.split("\n")[0]} is reported`, async () => {
+      const errors = await boundaryErrors(file, code);
+      assert.equal(errors.length, 1, `expected one boundary error, got ${JSON.stringify(errors)}`);
+      assert.match(errors[0] ?? "", message);
+    });
+  }
+
+  for (const [file, code] of allowed) {
+    test(`${file}: ${code.split("\n").join(" ")} is allowed`, async () => {
+      assert.deepEqual(await boundaryErrors(file, code), []);
+    });
+  }
+
+  test("the tree has no boundary error", async () => {
+    const results = await eslint.lintFiles(["api", "controller", "runner", "core", "local", "cli.ts"]);
+    assert.ok(results.length > 100, `only ${results.length} files linted`);
+    const errors = results.flatMap((r) =>
+      r.messages
+        .filter((m) => m.ruleId === RULE || m.fatal)
+        .map((m) => `${r.filePath}:${m.line}: ${m.message}`),
+    );
+    assert.deepEqual(errors, []);
+  });
+});

@@ -1,6 +1,6 @@
 // Go-style durations ("30s", "1m30s", "250ms", "7d") or plain seconds as a number. Written here rather
-// than taken from `ms`: the spec's sample configuration uses Go's notation, which `ms` cannot parse
-// in its compound form ("1h30m").
+// than taken from `ms`: the configuration (config.example.yaml, the Helm chart's values) uses Go's
+// notation, which `ms` cannot parse in its compound form ("1h30m").
 const UNIT_MS: Record<string, number> = {
   ms: 1,
   s: 1000,

@@ -1,7 +1,7 @@
 import type { Job } from "../../core/jobs/records.js";
 
-// The bodies the notifier sends: a job's completion in the default style (README, Webhooks) or as a
-// Slack-compatible chat message, and a batch's completion exactly as the spec's table.
+// The bodies the notifier sends (docs/webhooks.md): a job's completion in the default style or as a
+// Slack-compatible chat message, and a batch's completion with exactly the documented fields.
 
 export interface JobWebhookPayload {
   event: "job.completed" | "job.failed";

@@ -1,6 +1,6 @@
 // Reading jobs (one, and the list with its filter and limits) and batches over HTTP: batch create
 // (201, all-or-nothing, per-entry defaults, fail_fast), batch reads and lists, and the batch
-// lifecycle as the store moves its jobs (DESIGN.md: queued → processing → completed|failed|partial).
+// lifecycle as the store moves its jobs (queued → processing → completed|failed|partial).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { JobSpec } from "../../core/jobs/spec.js";

@@ -167,7 +167,7 @@ describe("operations with every dependency up", () => {
     for (const name of DEPENDENCIES) assertDependency(deps[name], name, true);
   });
 
-  test("GET /api/v1/queue/stats: the spec's shape, every job type a queue, and it needs the key", async () => {
+  test("GET /api/v1/queue/stats: the documented shape, every job type a queue, and it needs the key", async () => {
     const unauthorized = await get("/api/v1/queue/stats", { key: null });
     assert.equal(unauthorized.status, 401);
     assert.equal(typeof (await json(unauthorized)).error, "string");
@@ -378,7 +378,7 @@ describe("operations with every dependency up", () => {
   });
 
   test("GET /docs/json: optional fields with a default (resize quality, ...) are not marked required", async () => {
-    // The spec: quality "Required: no, default 85"; a client generated from the document must not
+    // The API contract: quality is optional, default 85; a client generated from the document must not
     // have to send it. The API does accept bodies without them (defaults are applied).
     const { bodyOf } = await openapi();
     const wrong: string[] = [];

@@ -1,6 +1,6 @@
 // The eight submit endpoints over HTTP: 202 with the submit response, the job as recorded (locations,
-// parameters with the interface's defaults, request_id), and every rule of the interface and of
-// DESIGN.md refused with 400 `{error}` naming the field, with nothing written for a refused request.
+// parameters with the interface's defaults, request_id), and every rule of the API contract refused
+// with 400 `{error}` naming the field, with nothing written for a refused request.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startTestStack, type TestStack } from "../support/api.js";

@@ -99,7 +99,7 @@ describe("through the local stack", () => {
   });
   const hooksTo = (path: string) => receiver.received.filter((r) => r.path === path);
 
-  test("default style, completed: the DESIGN.md payload field by field, signed, recorded as delivered", async () => {
+  test("default style, completed: the documented payload field by field, signed, recorded as delivered", async () => {
     const id = await submit(
       stack,
       "image/colors",
@@ -192,7 +192,7 @@ describe("through the local stack", () => {
     assert.match(JSON.stringify(body.blocks), /\*Colors\*\\n#[0-9a-f]{6}/);
   });
 
-  test("batch: one batch.completed per batch, exactly the spec's table, for completed, failed and partial", async () => {
+  test("batch: one batch.completed per batch, exactly the documented fields, for completed, failed and partial", async () => {
     const ok = { type: "image_colors", source_bucket: stack.bucket, source_key: "in/photo.png" };
     const bad = { ...ok, source_key: "in/nothing.png" };
     const cases = [

@@ -1,5 +1,5 @@
-// The webhook bodies, field by field: a job's completion in the default and chat styles (DESIGN.md)
-// and a batch's completion (the spec's table).
+// The webhook bodies, field by field, as docs/webhooks.md documents them: a job's completion in the
+// default and chat styles and a batch's completion.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { Job } from "../../core/jobs/records.js";
@@ -41,7 +41,7 @@ delete (failed as Partial<Job>).result;
 delete (failed as Partial<Job>).request_id;
 
 describe("default style", () => {
-  test("a completed job: exactly the fields DESIGN.md names, with its result", () => {
+  test("a completed job: exactly the documented fields, with its result", () => {
     assert.deepEqual(jobPayload(completed, "2026-11-21T10:00:01.500Z"), {
       event: "job.completed",
       timestamp: "2026-11-21T10:00:01.500Z",
@@ -83,7 +83,7 @@ describe("default style", () => {
 });
 
 describe("batch", () => {
-  test("exactly the spec's table", () => {
+  test("exactly the documented fields", () => {
     const body = batchPayload(
       { id: "b1", status: "partial", total_jobs: 3, completed: 2, failed: 1, extra: "x" } as never,
       "2026-11-21T10:00:05.000Z",

@@ -1,5 +1,5 @@
 // Standard Webhooks signing, checked with the reference implementation (the `standardwebhooks`
-// package) as the independent verifier; and the retry schedule's promise (DESIGN.md: at least 6
+// package) as the independent verifier; and the retry schedule's promise (ADR 002: at least 6
 // attempts over at least 10 minutes with the defaults).
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";

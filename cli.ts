@@ -107,8 +107,13 @@ async function main(argv: string[]): Promise<number> {
     });
 
     if (command === "start" || command === "controller") {
-      const controller = await startController(command, config, services, logger);
-      stops.unshift(...controller);
+      if (command === "start" && config.executor.kind === "kubernetes") {
+        throw new Error(
+          "executor.kind kubernetes runs with `media-service controller` in a cluster; `start` runs jobs locally (EXECUTOR=local)",
+        );
+      }
+      const { startController } = await import("./controller/main.js");
+      stops.unshift(...(await startController(config, services, logger, command === "controller")));
     }
     if (command === "start" || command === "api") {
       const api = await listen(command, config, services, logger);
@@ -121,92 +126,6 @@ async function main(argv: string[]): Promise<number> {
     return 1;
   }
   return -1; // keep running until a signal
-}
-
-async function startController(
-  command: string,
-  config: Config,
-  services: CoreServices,
-  logger: Logger,
-): Promise<Stop[]> {
-  const stops: Stop[] = [];
-  const { createMetricsRegistry } = await import("./core/metrics.js");
-  // `start` serves the API's /metrics and health on PORT; a lone controller serves its own.
-  const registry = command === "controller" ? createMetricsRegistry(services.store) : undefined;
-  let executorReadiness: () => string | undefined;
-  if (config.executor.kind === "kubernetes") {
-    if (command === "start") {
-      throw new Error(
-        "executor.kind kubernetes runs with `media-service controller` in a cluster; `start` runs jobs locally (EXECUTOR=local)",
-      );
-    }
-    const { KubernetesExecutor } = await import("./controller/kubernetes/executor.js");
-    const executor = new KubernetesExecutor({
-      config,
-      store: services.store,
-      subscriber: services.subscriber,
-      redis: services.redis,
-      logger: logger.child({ component: "executor" }),
-      ...(registry ? { registry } : {}),
-    });
-    await executor.start();
-    stops.push(() => executor.stop());
-    executorReadiness = () => {
-      const r = executor.readiness();
-      return r.ready ? undefined : r.reason;
-    };
-  } else {
-    const { LocalExecutor } = await import("./controller/local-executor.js");
-    const executor = new LocalExecutor({
-      config,
-      store: services.store,
-      subscriber: services.subscriber,
-      logger: logger.child({ component: "executor" }),
-    });
-    await executor.start();
-    stops.push(() => executor.stop(Math.max(0, config.server.shutdownTimeoutMs - 5000)));
-    executorReadiness = () => undefined;
-  }
-  const { startNotifier } = await import("./controller/webhooks/start.js");
-  const notifier = await startNotifier(config, services, logger.child({ component: "webhooks" }));
-  stops.push(() => notifier.stop());
-  const { startRetention } = await import("./controller/retention.js");
-  const retention = startRetention(
-    services.store,
-    config.limits.pruneIntervalMs,
-    logger.child({ component: "retention" }),
-  );
-  stops.push(async () => retention.stop());
-  if (registry) {
-    const { startProbeServer } = await import("./controller/probe-server.js");
-    const probes = await startProbeServer({
-      host: listenHost(config, "controller"),
-      port: config.server.port,
-      registry,
-      logger,
-      notReady: async () => {
-        try {
-          await withTimeout(services.redis.ping(), config.limits.healthCheckTimeoutMs);
-        } catch (err) {
-          return `queue store unreachable: ${(err as Error).message}`;
-        }
-        return executorReadiness();
-      },
-    });
-    stops.unshift(() => probes.close());
-  }
-  // Stopped in this order: probes, executor (a leader releases its Lease), notifier, retention.
-  return stops;
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
 }
 
 async function listen(

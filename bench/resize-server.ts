@@ -135,6 +135,7 @@ async function useExecutor(
       config: runnerConfig,
       store: services.store,
       subscriber: services.subscriber,
+      redis: services.redis,
       logger,
     });
   } finally {

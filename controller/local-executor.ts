@@ -3,22 +3,27 @@ import { resolve } from "node:path";
 import type { Redis } from "ioredis";
 import { RESOLVED_CONFIG_ENV, type Config } from "../core/config/load.js";
 import type { Job } from "../core/jobs/records.js";
-import { JOB_TYPES, type JobType } from "../core/jobs/types.js";
+import { JOB_TYPES } from "../core/jobs/types.js";
 import type { Logger } from "../core/logger.js";
+import { jobDeadline, runVerdict, timeoutMessage, type Deadline } from "../core/policy.js";
 import type { JobStore } from "../core/store/store.js";
+import { followCancellations } from "./cancellations.js";
+import { Dispatcher } from "./dispatcher.js";
+import type { DispatchTarget, Executor } from "./executor.js";
 import { RunnerProcess, type RunnerOutcome } from "./runner-process.js";
-import { Wakeup } from "./wakeup.js";
 
 /** Extra time past a job's own timeout before its runner is killed (the runner fails it first). */
 const KILL_GRACE_MS = 5000;
-/** How often an idle executor looks for work when no notification came. */
-const IDLE_POLL_MS = 1000;
+/** Time a cancelled job's runner gets to stop its work and clean up before it is killed. */
+const CANCEL_GRACE_MS = 2000;
 
 export interface LocalExecutorOptions {
   config: Config;
   store: JobStore;
   /** A connection the executor may put in subscriber mode (queue notifications). */
   subscriber: Redis;
+  /** A connection the executor duplicates for blocking reads of the events stream (cancellations). */
+  redis: Redis;
   logger: Logger;
 }
 
@@ -26,10 +31,10 @@ export interface LocalExecutorOptions {
  * Runs jobs on this machine, `executor.local_concurrency` at a time, each in a runner process
  * (`media-service runner --serve`) with the lifecycle the Kubernetes executor has: claimed under a
  * lease, processing when its runner starts it, the runner's exit-code contract mirrored into the
- * job, a timeout kills the runner, transient failures retried up to `executor.max_attempts`, and
- * work left by a previous run of this executor re-queued at start.
+ * job, a timeout kills the runner, a cancelled job's runner is stopped, transient failures re-queued
+ * within the attempt budget, and work left by a previous run of this executor re-queued at start.
  */
-export class LocalExecutor {
+export class LocalExecutor implements Executor, DispatchTarget {
   readonly owner: string;
   private readonly config: Config;
   private readonly store: JobStore;
@@ -38,12 +43,14 @@ export class LocalExecutor {
   /** Every runner process alive, whatever it is doing (starting, idle, running). */
   private readonly processes = new Set<RunnerProcess>();
   private readonly running = new Map<string, RunnerProcess>();
+  /** Jobs whose runner is being stopped because the job ended elsewhere (cancelled). */
+  private readonly cancelled = new Set<string>();
+  private readonly executions = new Set<Promise<void>>();
   private spawning = 0;
   private stopping = false;
-  private cursor = 0;
-  private readonly wakeup = new Wakeup();
-  private loop: Promise<void> | undefined;
+  private readonly dispatcher: Dispatcher;
   private reaper: NodeJS.Timeout | undefined;
+  private stopCancellations: (() => Promise<void>) | undefined;
   private readonly runnerEnv: NodeJS.ProcessEnv;
 
   constructor(private readonly options: LocalExecutorOptions) {
@@ -53,6 +60,13 @@ export class LocalExecutor {
     // Stable across restarts of this executor, so it can take back what it left behind.
     this.owner = `local:${hostname()}:${resolve(this.config.dataDir)}`;
     this.runnerEnv = { ...process.env, [RESOLVED_CONFIG_ENV]: JSON.stringify(this.config) };
+    this.dispatcher = new Dispatcher({
+      store: this.store,
+      target: this,
+      owner: this.owner,
+      leaseMs: this.config.executor.leaseMs,
+      logger: this.log,
+    });
   }
 
   get concurrency(): number {
@@ -71,27 +85,32 @@ export class LocalExecutor {
 
   async start(): Promise<void> {
     await this.recover();
-    const channel = this.store.keys.queuesChannel();
-    this.options.subscriber.on("message", (ch: string) => {
-      if (ch === channel) this.notify();
-    });
-    await this.options.subscriber.subscribe(channel);
+    await Dispatcher.listen(this.store, this.options.subscriber, () => this.dispatcher.notify());
+    this.stopCancellations = followCancellations(
+      this.store,
+      this.options.redis,
+      (id) => this.cancel(id),
+      this.log,
+    );
     for (let i = 0; i < this.concurrency; i++) this.spawnRunner();
     this.reaper = setInterval(
       () => void this.reapExpiredLeases(),
       Math.max(1000, this.config.executor.leaseMs / 2),
     );
     this.reaper.unref();
-    this.loop = this.claimLoop();
+    this.dispatcher.start();
     this.log.info({ concurrency: this.concurrency, owner: this.owner }, "local executor started");
+  }
+
+  ready(): string | undefined {
+    return this.stopping ? "stopping" : undefined;
   }
 
   /** Stops claiming; gives running jobs `graceMs` to end, then stops their runners and re-queues them. */
   async stop(graceMs: number): Promise<void> {
     this.stopping = true;
     clearInterval(this.reaper);
-    this.notify();
-    await this.loop;
+    await this.dispatcher.stop();
     const deadline = Date.now() + graceMs;
     while (this.running.size > 0 && Date.now() < deadline) await sleep(100);
     const left = [...this.running.keys()];
@@ -99,59 +118,42 @@ export class LocalExecutor {
     for (const id of left) {
       await this.store.requeue(id, "the controller stopped before the job ended").catch(() => undefined);
     }
+    await Promise.allSettled([...this.executions]);
+    await this.stopCancellations?.();
     this.log.info({ requeued: left.length }, "local executor stopped");
   }
 
-  private notify(): void {
-    this.wakeup.notify();
+  /** Stops the runner of a job that ended in the store while it ran: its result is never recorded. */
+  async cancel(jobId: string): Promise<void> {
+    const runner = this.running.get(jobId);
+    if (!runner || this.cancelled.has(jobId)) return;
+    this.cancelled.add(jobId);
+    this.log.info({ job_id: jobId, pid: runner.pid }, "job cancelled while running; stopping its runner");
+    await runner.stop(CANCEL_GRACE_MS);
   }
 
-  private waitForWork(ms: number): Promise<void> {
-    return this.wakeup.wait(ms);
+  // DispatchTarget: a job is claimed only when a runner is ready for it, so its lease starts when its
+  // work can.
+  room(): number {
+    if (this.stopping) return 0;
+    for (let i = this.idle.length - 1; i >= 0; i--) if (!this.idle[i]!.alive) this.idle.splice(i, 1);
+    const free = this.concurrency - this.running.size;
+    if (this.idle.length === 0 && free > 0 && this.spawning === 0) this.spawnRunner();
+    return Math.min(free, this.idle.length);
   }
 
-  // A job is claimed only when a runner is ready for it: its lease starts when its work can.
-  private async claimLoop(): Promise<void> {
-    while (!this.stopping) {
-      const runner = this.running.size < this.concurrency ? this.takeIdleRunner() : undefined;
-      if (!runner) {
-        await this.waitForWork(IDLE_POLL_MS);
-        continue;
-      }
-      let id: string | null = null;
-      try {
-        id = await this.claimNext();
-      } catch (err) {
-        this.log.warn({ err: (err as Error).message }, "claiming a job failed; retrying");
-      }
-      if (!id) {
-        this.idle.unshift(runner);
-        await this.waitForWork(IDLE_POLL_MS);
-        continue;
-      }
-      void this.execute(id, runner);
-    }
+  roomFor(): boolean {
+    return true;
   }
 
-  private takeIdleRunner(): RunnerProcess | undefined {
-    for (let runner = this.idle.shift(); runner; runner = this.idle.shift()) {
-      if (runner.alive) return runner;
-    }
-    if (this.spawning === 0 && this.running.size < this.concurrency) this.spawnRunner();
-    return undefined;
-  }
-
-  /** Round-robin over the queues, so a long queue of one type never starves the others. */
-  private async claimNext(): Promise<string | null> {
-    for (let i = 0; i < JOB_TYPES.length; i++) {
-      const index = (this.cursor + i) % JOB_TYPES.length;
-      const id = await this.store.claim(JOB_TYPES[index]!, this.config.executor.leaseMs, this.owner);
-      if (id) {
-        this.cursor = index + 1;
-        return id;
-      }
-    }
-    return null;
+  async launch(id: string): Promise<void> {
+    const runner = this.idle.shift();
+    if (!runner?.alive) throw new Error("no runner process is ready");
+    this.running.set(id, runner);
+    const execution: Promise<void> = this.execute(id, runner).finally(() =>
+      this.executions.delete(execution),
+    );
+    this.executions.add(execution);
   }
 
   private spawnRunner(): void {
@@ -166,7 +168,7 @@ export class LocalExecutor {
     runner.ready
       .then(() => {
         if (runner.alive) this.idle.push(runner);
-        this.notify();
+        this.dispatcher.notify();
       })
       .catch((err: Error) => this.log.error({ err: err.message }, "a runner process failed to start"))
       .finally(() => {
@@ -185,14 +187,19 @@ export class LocalExecutor {
 
   private async execute(id: string, runner: RunnerProcess): Promise<void> {
     const log = this.log.child({ job_id: id });
-    this.running.set(id, runner);
     const leaseMs = this.config.executor.leaseMs;
-    const renew = setInterval(
-      () => void this.store.renewLease(id, leaseMs).catch(() => undefined),
-      leaseMs / 3,
-    );
+    // The lease is the job's heartbeat; a job that no longer holds one ended elsewhere (cancelled, or
+    // given back after this controller lost Redis for a lease): its runner is stopped.
+    const renew = setInterval(() => {
+      void this.store.renewLease(id, leaseMs).then(
+        (held) => {
+          if (!held) void this.cancel(id);
+        },
+        () => undefined,
+      );
+    }, leaseMs / 3);
     let killTimer: NodeJS.Timeout | undefined;
-    let timedOut = false;
+    let timedOut: Deadline | undefined;
     try {
       const job = await this.store.getJob(id);
       if (!job || job.status !== "pending") {
@@ -200,15 +207,15 @@ export class LocalExecutor {
         return;
       }
       await this.store.start(id, leaseMs);
-      const timeoutMs = this.timeoutMs(job);
+      const deadline = jobDeadline(job, this.config.executor.timeoutsMs);
       killTimer = setTimeout(() => {
-        timedOut = true;
-        log.warn({ timeout_ms: timeoutMs }, "job overran its time; killing its runner");
+        timedOut = deadline;
+        log.warn({ timeout_ms: deadline.ms }, "job overran its time; killing its runner");
         runner.kill();
-      }, timeoutMs + KILL_GRACE_MS);
+      }, deadline.ms + KILL_GRACE_MS);
       const outcome = await runner.run(id);
       clearTimeout(killTimer);
-      await this.settle(job, outcome, timedOut ? timeoutMs : undefined, log);
+      await this.settle(job, outcome, timedOut, log);
     } catch (err) {
       log.error({ err: (err as Error).message }, "running the job failed; re-queued");
       await this.store.requeue(id, `executor error: ${(err as Error).message}`).catch(() => undefined);
@@ -216,48 +223,32 @@ export class LocalExecutor {
       clearTimeout(killTimer);
       clearInterval(renew);
       this.running.delete(id);
+      this.cancelled.delete(id);
       if (runner.alive && !this.stopping) this.idle.push(runner);
-      this.notify();
+      this.dispatcher.notify();
     }
-  }
-
-  private timeoutMs(job: Job): number {
-    return job.timeout_seconds !== undefined
-      ? job.timeout_seconds * 1000
-      : this.config.executor.timeoutsMs[job.type as JobType];
   }
 
   /** Mirrors the runner's outcome into the job, by the exit-code contract. */
   private async settle(
     job: Job,
     outcome: RunnerOutcome,
-    timedOutMs: number | undefined,
+    timedOut: Deadline | undefined,
     log: Logger,
   ): Promise<void> {
     const current = await this.store.getJob(job.id);
     if (!current || current.status === "completed" || current.status === "failed") return;
-    if (timedOutMs !== undefined) {
-      const source = job.timeout_seconds !== undefined ? "timeout_seconds" : `executor.timeouts.${job.type}`;
-      await this.store.fail(job.id, `job timed out after ${Math.round(timedOutMs / 1000)} s (${source})`);
+    if (timedOut) {
+      await this.store.fail(job.id, timeoutMessage(timedOut));
       return;
     }
-    if (outcome.code === 0) {
-      await this.store.fail(job.id, "the runner finished without reporting a result");
+    const verdict = runVerdict(outcome.code, outcome.error);
+    if (verdict.action === "fail") {
+      await this.store.fail(job.id, verdict.error);
       return;
     }
-    if (outcome.code === 2) {
-      await this.store.fail(job.id, outcome.error ?? "the runner reported a permanent failure");
-      return;
-    }
-    const reason = outcome.error ?? `runner exited with code ${outcome.code}`;
-    const attempts = current.attempts ?? 1;
-    if (attempts >= this.config.executor.maxAttempts) {
-      log.warn({ attempts, error: reason }, "job failed for good after transient errors");
-      await this.store.fail(job.id, `${reason} (gave up after ${attempts} attempts)`);
-    } else {
-      log.info({ attempts, error: reason }, "transient failure; job re-queued");
-      await this.store.requeue(job.id, reason);
-    }
+    log.info({ attempts: current.attempts, error: verdict.reason }, "transient failure; job re-queued");
+    await this.store.requeue(job.id, verdict.reason);
   }
 
   /** Jobs this executor held when it last stopped (crashed) have no runner now: back to their queue. */

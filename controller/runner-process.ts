@@ -115,12 +115,23 @@ export class RunnerProcess {
     });
   }
 
-  /** SIGKILL: used when a job overruns its time. */
+  /**
+   * SIGKILL to the runner and everything it started (ffmpeg): the runner leads its own process group.
+   * Used when a job overruns its time or does not stop when asked.
+   */
   kill(): void {
-    if (!this.exited) this.child.kill("SIGKILL");
+    if (this.exited) return;
+    try {
+      if (this.child.pid) process.kill(-this.child.pid, "SIGKILL");
+    } catch {
+      this.child.kill("SIGKILL");
+    }
   }
 
-  /** Asks the process to leave (it finishes nothing: its job is requeued by the caller). */
+  /**
+   * Asks the process to leave: SIGTERM aborts the job it runs (nothing more is uploaded or recorded;
+   * the caller decides what becomes of the job), and after `graceMs` it is killed.
+   */
   async stop(graceMs = 5000): Promise<void> {
     if (this.exited) return;
     this.child.kill("SIGTERM");

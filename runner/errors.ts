@@ -1,11 +1,4 @@
-/**
- * The runner's exit codes, a contract with the controller: 0 the job is done,
- * 2 a permanent input error (bad media, missing source, invalid parameters: never retried),
- * anything else transient (retried per policy).
- */
-export const EXIT_DONE = 0;
-export const EXIT_PERMANENT = 2;
-export const EXIT_TRANSIENT = 1;
+// The exit codes these errors lead to are the contract in core/policy.ts (EXIT).
 
 /** A failure that the same input will always meet again: the job fails at once. */
 export class PermanentError extends Error {

@@ -3,7 +3,7 @@ import { ConfigError, jobTimeoutFromEnv, type Config } from "../core/config/load
 import type { Logger } from "../core/logger.js";
 import { createS3Client } from "../core/storage/s3.js";
 import { connectRedis, JobStore } from "../core/store/store.js";
-import { EXIT_PERMANENT } from "./errors.js";
+import { EXIT } from "../core/policy.js";
 import { runJob, type RunnerDeps } from "./run-job.js";
 
 /** Messages between the local executor and a runner serving jobs over IPC (`runner --serve`). */
@@ -67,7 +67,7 @@ export async function runOne(
     // As for any other configuration error: exit 2, before the job is touched.
     logger.fatal(err.message);
     writeTerminationMessage(err.message, logger);
-    return EXIT_PERMANENT;
+    return EXIT.permanent;
   }
   const shutdown = new AbortController();
   process.once("SIGTERM", () => shutdown.abort(new Error("runner received SIGTERM")));
@@ -92,7 +92,7 @@ export async function runOne(
 export async function serve(config: Config, logger: Logger, maxJobs: number): Promise<number> {
   if (!process.send || !process.connected) {
     logger.error("runner --serve must be started by the local executor (it talks over IPC)");
-    return EXIT_PERMANENT;
+    return EXIT.permanent;
   }
   const send = (message: RunnerMessage) => {
     if (process.connected) process.send!(message);

@@ -9,15 +9,8 @@ import type { Logger } from "../core/logger.js";
 import { outputUrl } from "../core/storage/s3.js";
 import { IllegalTransitionError, NotFoundError } from "../core/store/errors.js";
 import type { JobStore } from "../core/store/store.js";
-import {
-  describeError,
-  EXIT_DONE,
-  EXIT_PERMANENT,
-  EXIT_TRANSIENT,
-  isPermanent,
-  PermanentError,
-  TimeoutError,
-} from "./errors.js";
+import { EXIT, jobDeadline, timeoutMessage, type Deadline } from "../core/policy.js";
+import { describeError, isPermanent, PermanentError, TimeoutError } from "./errors.js";
 import { downloadObject, uploadFile } from "./object-io.js";
 import type { ProcessContext } from "./processor.js";
 import { ProgressReporter } from "./progress.js";
@@ -45,34 +38,21 @@ export interface RunOutcome {
 }
 
 /**
- * The time a job may take: the deadline the executor gave the run (JOB_TIMEOUT_SECONDS), else the
- * job's own timeout_seconds, else its type's configured timeout.
+ * The time a run may take: the deadline the executor gave it (JOB_TIMEOUT_SECONDS: a Kubernetes
+ * Job's activeDeadlineSeconds), else the job's own timeout_seconds, else its type's timeout.
  */
-export function jobTimeoutMs(
+export function runDeadline(
   config: Config,
   job: Pick<Job, "type" | "timeout_seconds">,
   deadlineSeconds?: number,
-): number {
-  if (deadlineSeconds !== undefined) return deadlineSeconds * 1000;
-  return job.timeout_seconds !== undefined
-    ? job.timeout_seconds * 1000
-    : config.executor.timeoutsMs[job.type];
-}
-
-/**
- * Where a job's time came from, for the message of a job that ran out of it: the setting the user can
- * change. The executor derives the deadline it passes from the same settings, so only a deadline that
- * differs from the job's own timeout_seconds is named as the executor's.
- */
-function timeoutSource(job: Pick<Job, "type" | "timeout_seconds">, deadlineSeconds?: number): string {
-  if (
-    deadlineSeconds !== undefined &&
-    job.timeout_seconds !== undefined &&
-    deadlineSeconds !== job.timeout_seconds
-  ) {
-    return RUNNER_ENV.jobTimeoutSeconds;
-  }
-  return job.timeout_seconds !== undefined ? "timeout_seconds" : `executor.timeouts.${job.type}`;
+): Deadline {
+  return jobDeadline(
+    job,
+    config.executor.timeoutsMs,
+    deadlineSeconds !== undefined
+      ? { seconds: deadlineSeconds, setting: RUNNER_ENV.jobTimeoutSeconds }
+      : undefined,
+  );
 }
 
 /**
@@ -88,15 +68,15 @@ export async function runJob(jobId: string, deps: RunnerDeps): Promise<RunOutcom
   try {
     job = await store.getJob(jobId);
   } catch (err) {
-    return { code: EXIT_TRANSIENT, error: `queue store unavailable: ${describeError(err)}` };
+    return { code: EXIT.transient, error: `queue store unavailable: ${describeError(err)}` };
   }
   if (!job) {
     log.warn("job does not exist (pruned or never created); nothing to do");
-    return { code: EXIT_PERMANENT, error: `job ${jobId} does not exist` };
+    return { code: EXIT.permanent, error: `job ${jobId} does not exist` };
   }
   if (job.status === "completed" || job.status === "failed") {
     log.info({ status: job.status }, "job already finished; nothing to do");
-    return { code: EXIT_DONE };
+    return { code: EXIT.done };
   }
   try {
     // Idempotent: the executor normally marks the job processing when it starts this runner.
@@ -104,19 +84,18 @@ export async function runJob(jobId: string, deps: RunnerDeps): Promise<RunOutcom
   } catch (err) {
     if (err instanceof IllegalTransitionError || err instanceof NotFoundError) {
       log.warn({ err: err.message }, "job cannot start");
-      return { code: EXIT_PERMANENT, error: err.message };
+      return { code: EXIT.permanent, error: err.message };
     }
-    return { code: EXIT_TRANSIENT, error: `queue store unavailable: ${describeError(err)}` };
+    return { code: EXIT.transient, error: `queue store unavailable: ${describeError(err)}` };
   }
 
-  const timeoutMs = jobTimeoutMs(config, job, deps.deadlineSeconds);
-  const timeoutFrom = timeoutSource(job, deps.deadlineSeconds);
-  const deadline = AbortSignal.timeout(timeoutMs);
+  const time = runDeadline(config, job, deps.deadlineSeconds);
+  const deadline = AbortSignal.timeout(time.ms);
   const signal = deps.shutdown ? AbortSignal.any([deadline, deps.shutdown]) : deadline;
   const scratchDir = join(config.executor.scratchDir, `${jobId}-${randomBytes(4).toString("hex")}`);
   const progress = new ProgressReporter((percent, message) => store.progress(jobId, percent, message));
   const started = performance.now();
-  log.info({ type: job.type, timeout_ms: timeoutMs }, "job started");
+  log.info({ type: job.type, timeout_ms: time.ms }, "job started");
 
   try {
     await mkdir(scratchDir, { recursive: true });
@@ -154,7 +133,7 @@ export async function runJob(jobId: string, deps: RunnerDeps): Promise<RunOutcom
       config,
     };
     const output = await processor(ctx);
-    if (signal.aborted) throw abortReason(signal, deadline, timeoutMs, timeoutFrom);
+    if (signal.aborted) throw abortReason(signal, deadline, time);
 
     const result = { ...output.result };
     if (output.output) {
@@ -178,10 +157,9 @@ export async function runJob(jobId: string, deps: RunnerDeps): Promise<RunOutcom
       { duration_ms: Math.round(performance.now() - started), recorded },
       recorded ? "job completed" : "job finished, but it had already ended (cancelled); result dropped",
     );
-    return { code: EXIT_DONE };
+    return { code: EXIT.done };
   } catch (caught) {
-    const err =
-      signal.aborted && !isPermanent(caught) ? abortReason(signal, deadline, timeoutMs, timeoutFrom) : caught;
+    const err = signal.aborted && !isPermanent(caught) ? abortReason(signal, deadline, time) : caught;
     const message = describeError(err);
     await progress.flush();
     if (isPermanent(err)) {
@@ -190,23 +168,21 @@ export async function runJob(jobId: string, deps: RunnerDeps): Promise<RunOutcom
         await store.fail(jobId, message);
       } catch (storeErr) {
         return {
-          code: EXIT_TRANSIENT,
+          code: EXIT.transient,
           error: `${message} (and the failure could not be recorded: ${describeError(storeErr)})`,
         };
       }
-      return { code: EXIT_PERMANENT, error: message };
+      return { code: EXIT.permanent, error: message };
     }
     log.warn({ error: message }, "job hit a transient error");
-    return { code: EXIT_TRANSIENT, error: message };
+    return { code: EXIT.transient, error: message };
   } finally {
     await rm(scratchDir, { recursive: true, force: true }).catch(() => undefined);
   }
 }
 
-function abortReason(signal: AbortSignal, deadline: AbortSignal, timeoutMs: number, source: string): Error {
-  if (deadline.aborted) {
-    return new TimeoutError(`job timed out after ${Math.round(timeoutMs / 1000)} s (${source})`);
-  }
+function abortReason(signal: AbortSignal, deadline: AbortSignal, time: Deadline): Error {
+  if (deadline.aborted) return new TimeoutError(timeoutMessage(time));
   return new Error(
     signal.reason instanceof Error ? signal.reason.message : "runner stopped before the job ended",
   );

@@ -25,7 +25,8 @@ import type { Config } from "../../core/config/load.js";
 import type { Job } from "../../core/jobs/records.js";
 import { JOB_TYPES, type JobType } from "../../core/jobs/types.js";
 import type { Logger } from "../../core/logger.js";
-import { blockingConnection, type JobStore } from "../../core/store/store.js";
+import { jobDeadline, type Deadline } from "../../core/policy.js";
+import type { JobStore } from "../../core/store/store.js";
 import {
   ANNOTATIONS,
   buildJobManifest,
@@ -34,17 +35,20 @@ import {
   selectorLabels,
   type KubernetesSettings,
 } from "./job-manifest.js";
-import { isJobFinished, observeJob, type DeadlineSource, type FailureReason } from "./job-status.js";
+import { isJobFinished, observeJob, type FailureReason } from "./job-status.js";
 import { bodyMessage, describeError } from "./api-errors.js";
 import { LeaderElector } from "./leader-election.js";
 import { registerExecutorMetrics, type ExecutorMetrics } from "./metrics.js";
 import { JobEventRecorder } from "./events.js";
 import { jobName } from "./names.js";
-import { Wakeup } from "../wakeup.js";
+import { followCancellations } from "../cancellations.js";
+import { Dispatcher } from "../dispatcher.js";
+import type { DispatchTarget, Executor } from "../executor.js";
 
 /** A finished job whose runner pod still runs after this long has its Job deleted. */
 const TERMINAL_GRACE_MS = 15_000;
-const IDLE_POLL_MS = 1000;
+/** No claims for this long after the API server failed a create. */
+const CREATE_FAILURE_PAUSE_MS = 1000;
 const INFORMER_RESTART_MS = 2000;
 const SYNC_CONCURRENCY = 8;
 const MAX_CONCURRENT_CREATES = 32;
@@ -81,9 +85,10 @@ interface Term {
   firstSeenStuck: Map<string, number>;
   timers: NodeJS.Timeout[];
   synced: boolean;
-  claimLoop?: Promise<void>;
+  /** Claims jobs for this term while it lasts. */
+  dispatcher?: Dispatcher;
   /** Job creates in progress. */
-  launches: Set<Promise<void>>;
+  creates: number;
   /** No claims before this time (after the API server failed a create). */
   pausedUntil: number;
 }
@@ -94,7 +99,7 @@ export function loadKubeConfig(): KubeConfig {
   return kc;
 }
 
-export class KubernetesExecutor {
+export class KubernetesExecutor implements Executor {
   readonly identity: string;
   /** The claim owner recorded on jobs: shared by every replica of the installation, so a new leader adopts. */
   readonly owner: string;
@@ -111,10 +116,7 @@ export class KubernetesExecutor {
   private readonly selector: string;
   private term: Term | undefined;
   private stopping = false;
-  private cursor = 0;
-  private readonly wakeup = new Wakeup();
-  private events: Redis | undefined;
-  private eventsLoop: Promise<void> | undefined;
+  private stopCancellations: (() => Promise<void>) | undefined;
   private leaderSince = 0;
 
   constructor(private readonly options: KubernetesExecutorOptions) {
@@ -159,12 +161,12 @@ export class KubernetesExecutor {
   }
 
   /** Ready: the leader has its caches; a standby has reached the API server within a lease duration. */
-  readiness(): { ready: boolean; reason?: string } {
-    if (this.term) return this.term.synced ? { ready: true } : { ready: false, reason: "caches not synced" };
-    if (!this.elector) return { ready: false, reason: "not started" };
+  ready(): string | undefined {
+    if (this.term) return this.term.synced ? undefined : "caches not synced";
+    if (!this.elector) return "not started";
     const age = Date.now() - this.elector.lastContactMs;
-    if (age <= this.config.kubernetes.leaderElection.leaseDurationMs) return { ready: true };
-    return { ready: false, reason: `Kubernetes API unreachable: ${this.elector.error ?? "no answer yet"}` };
+    if (age <= this.config.kubernetes.leaderElection.leaseDurationMs) return undefined;
+    return `Kubernetes API unreachable: ${this.elector.error ?? "no answer yet"}`;
   }
 
   /** Jobs created and not finished, by type (the leader's view; 0 on a standby). */
@@ -185,14 +187,13 @@ export class KubernetesExecutor {
   }
 
   async start(): Promise<void> {
-    const channel = this.store.keys.queuesChannel();
-    this.options.subscriber.on("message", (ch: string) => {
-      if (ch === channel) this.notify();
-    });
-    await this.options.subscriber.subscribe(channel);
-    this.events = blockingConnection(this.options.redis, "media-service-controller-events");
-    this.events.on("error", (err: Error) => this.log.warn({ err: err.message }, "events connection error"));
-    this.eventsLoop = this.followEvents();
+    await Dispatcher.listen(this.store, this.options.subscriber, () => this.notify());
+    this.stopCancellations = followCancellations(
+      this.store,
+      this.options.redis,
+      (id) => this.cancel(id),
+      this.log,
+    );
     if (this.elector) this.elector.start();
     else void this.startLeading();
     this.log.info(
@@ -207,23 +208,31 @@ export class KubernetesExecutor {
     );
   }
 
-  /** Stops claiming and gives up leadership; running Jobs are left to the next leader. */
-  async stop(): Promise<void> {
+  /**
+   * Stops claiming and gives up leadership at once (`graceMs` is not needed: running Jobs run on in
+   * the cluster and the next leader adopts them).
+   */
+  async stop(_graceMs: number): Promise<void> {
     this.stopping = true;
-    this.notify();
     await this.stopLeading();
     await this.elector?.stop();
-    this.events?.disconnect();
-    await this.eventsLoop;
+    await this.stopCancellations?.();
     this.log.info("kubernetes executor stopped");
   }
 
-  private notify(): void {
-    this.wakeup.notify();
+  /** A job cancelled in the store while its Job runs: the Job is deleted, which stops its pod. */
+  async cancel(jobId: string): Promise<void> {
+    const term = this.term;
+    if (!term) return;
+    const name = jobName(jobId);
+    const kjob = term.jobs.get(name, this.namespace);
+    if (kjob && !isJobFinished(kjob)) {
+      await this.deleteJob(name, "its job was cancelled", this.log.child({ job_id: jobId }));
+    }
   }
 
-  private waitForWork(ms: number): Promise<void> {
-    return this.wakeup.wait(ms);
+  private notify(): void {
+    this.term?.dispatcher?.notify();
   }
 
   private current(term: Term): boolean {
@@ -246,7 +255,7 @@ export class KubernetesExecutor {
       firstSeenStuck: new Map(),
       timers: [],
       synced: false,
-      launches: new Set(),
+      creates: 0,
       pausedUntil: 0,
     };
     this.term = term;
@@ -274,7 +283,14 @@ export class KubernetesExecutor {
       setInterval(() => void this.reconcile(term), this.config.kubernetes.reconcileIntervalMs),
     );
     for (const t of term.timers) t.unref();
-    term.claimLoop = this.claimLoop(term);
+    term.dispatcher = new Dispatcher({
+      store: this.store,
+      target: this.dispatchTarget(term),
+      owner: this.owner,
+      leaseMs,
+      logger: this.log,
+    });
+    term.dispatcher.start();
   }
 
   private async stopLeading(): Promise<void> {
@@ -282,10 +298,8 @@ export class KubernetesExecutor {
     if (!term) return;
     this.term = undefined;
     for (const t of term.timers) clearInterval(t);
-    this.notify();
     await Promise.allSettled([term.jobs.stop(), term.pods.stop()]);
-    await term.claimLoop;
-    await Promise.allSettled([...term.launches]);
+    await term.dispatcher?.stop();
     await term.draining;
     this.log.info({ in_flight: term.inflight.size }, "no longer leading: stopped claiming");
   }
@@ -361,78 +375,46 @@ export class KubernetesExecutor {
   // ---------------------------------------------------------------------------------------------
   // Claiming and creating Jobs
 
-  private capacity(): { total: number; perType: Map<JobType, number> } {
-    const active = this.activeByType();
-    let running = 0;
-    for (const n of active.values()) running += n;
-    const perType = new Map<JobType, number>();
-    const caps = this.config.kubernetes.maxRunningJobsPerType;
-    for (const type of JOB_TYPES) {
-      const cap = caps[type];
-      perType.set(type, cap === undefined ? Infinity : cap - (active.get(type) ?? 0));
-    }
-    return { total: this.config.kubernetes.maxRunningJobs - running, perType };
+  /**
+   * The dispatcher's view of this term: room under kubernetes.max_running_jobs and the per-type caps
+   * (Jobs created and not finished, and creates in flight, count), no more than
+   * MAX_CONCURRENT_CREATES creates at once, and none for a moment after the API server failed one.
+   */
+  private dispatchTarget(term: Term): DispatchTarget {
+    return {
+      room: () => {
+        if (!this.current(term) || term.creates >= MAX_CONCURRENT_CREATES || Date.now() < term.pausedUntil) {
+          return 0;
+        }
+        let running = 0;
+        for (const n of this.activeByType().values()) running += n;
+        return this.config.kubernetes.maxRunningJobs - running;
+      },
+      roomFor: (type) => {
+        const cap = this.config.kubernetes.maxRunningJobsPerType[type];
+        return cap === undefined || (this.activeByType().get(type) ?? 0) < cap;
+      },
+      launch: async (id, type) => {
+        if (!this.current(term)) throw new Error("the controller lost leadership");
+        // Creates run concurrently (the API server takes several at once far faster than one by one);
+        // the claim counts against the caps from here on (in flight at once).
+        term.creates++;
+        try {
+          await this.launch(term, id, type);
+        } finally {
+          term.creates--;
+        }
+      },
+    };
   }
 
-  private async claimLoop(term: Term): Promise<void> {
-    while (this.current(term)) {
-      const capacity = this.capacity();
-      if (capacity.total <= 0) {
-        await this.waitForWork(IDLE_POLL_MS);
-        continue;
-      }
-      let claimed: { id: string; type: JobType } | null = null;
-      try {
-        claimed = await this.claimNext(capacity.perType);
-      } catch (err) {
-        this.log.warn({ err: describeError(err) }, "claiming a job failed; retrying");
-      }
-      if (!claimed) {
-        await this.waitForWork(IDLE_POLL_MS);
-        continue;
-      }
-      if (!this.current(term)) {
-        await this.store.requeue(claimed.id, "the controller lost leadership").catch(() => undefined);
-        return;
-      }
-      // Creates run concurrently (the API server takes several at once far faster than one by one);
-      // the claim counts against the caps from here on (launch marks it in flight at once).
-      const launch: Promise<void> = this.launch(term, claimed.id, claimed.type).finally(() => {
-        term.launches.delete(launch);
-        this.notify();
-      });
-      term.launches.add(launch);
-      while (
-        this.current(term) &&
-        (term.launches.size >= MAX_CONCURRENT_CREATES || Date.now() < term.pausedUntil)
-      ) {
-        await this.waitForWork(Math.max(10, Math.min(IDLE_POLL_MS, term.pausedUntil - Date.now())));
-      }
-    }
-  }
-
-  /** Round-robin over the queues with room, so a long queue of one type never starves the others. */
-  private async claimNext(room: Map<JobType, number>): Promise<{ id: string; type: JobType } | null> {
-    for (let i = 0; i < JOB_TYPES.length; i++) {
-      const index = (this.cursor + i) % JOB_TYPES.length;
-      const type = JOB_TYPES[index]!;
-      if ((room.get(type) ?? 0) <= 0) continue;
-      const id = await this.store.claim(type, this.config.executor.leaseMs, this.owner);
-      if (id) {
-        this.cursor = index + 1;
-        return { id, type };
-      }
-    }
-    return null;
-  }
-
-  private deadline(job: Job, kjob?: V1Job): DeadlineSource {
-    const seconds =
-      kjob?.spec?.activeDeadlineSeconds ??
-      job.timeout_seconds ??
-      Math.ceil(this.config.executor.timeoutsMs[job.type as JobType] / 1000);
-    const setting = job.timeout_seconds !== undefined ? "timeout_seconds" : `executor.timeouts.${job.type}`;
-    return { seconds, setting };
+  private deadline(job: Job, kjob?: V1Job): Deadline {
+    const given = kjob?.spec?.activeDeadlineSeconds;
+    return jobDeadline(
+      job,
+      this.config.executor.timeoutsMs,
+      given !== undefined ? { seconds: given, setting: "activeDeadlineSeconds" } : undefined,
+    );
   }
 
   private async launch(term: Term, id: string, type: JobType): Promise<void> {
@@ -464,7 +446,7 @@ export class KubernetesExecutor {
       }
       log.error({ err: describeError(err) }, "creating the Kubernetes Job failed; job re-queued");
       // The API server is failing or refusing us (RBAC): claim nothing more for a moment.
-      term.pausedUntil = Date.now() + IDLE_POLL_MS;
+      term.pausedUntil = Date.now() + CREATE_FAILURE_PAUSE_MS;
       await this.store
         .requeue(id, `creating its Kubernetes Job failed: ${describeError(err)}`)
         .catch(() => undefined);
@@ -677,50 +659,6 @@ export class KubernetesExecutor {
       throw err;
     }
   }
-
-  // ---------------------------------------------------------------------------------------------
-  // Cancellation: a job stopped in the store (batch fail_fast) has its Job deleted at once.
-
-  private async followEvents(): Promise<void> {
-    const redis = this.events!;
-    const stream = this.store.keys.events();
-    let last = "$";
-    while (!this.stopping) {
-      let reply: Array<[string, Array<[string, string[]]>]> | null;
-      try {
-        reply = (await redis.xread("COUNT", 200, "BLOCK", 2000, "STREAMS", stream, last)) as typeof reply;
-      } catch (err) {
-        if (this.stopping) return;
-        this.log.warn({ err: describeError(err) }, "reading the events stream failed; retrying");
-        await sleep(IDLE_POLL_MS);
-        continue;
-      }
-      for (const [, entries] of reply ?? []) {
-        for (const [entryId, fields] of entries) {
-          last = entryId;
-          const jobId = fieldOf(fields, "job_id");
-          const term = this.term;
-          if (!term || !jobId || fieldOf(fields, "event") !== "job.cancelled") continue;
-          const name = jobName(jobId);
-          const kjob = term.jobs.get(name, this.namespace);
-          if (kjob && !isJobFinished(kjob)) {
-            await this.deleteJob(name, "its job was cancelled", this.log.child({ job_id: jobId })).catch(
-              (err) =>
-                this.log.warn(
-                  { job_id: jobId, err: describeError(err) },
-                  "deleting a cancelled job's Job failed",
-                ),
-            );
-          }
-        }
-      }
-    }
-  }
-}
-
-function fieldOf(fields: string[], name: string): string | undefined {
-  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
-  return undefined;
 }
 
 function hasListed(informer: { latestResourceVersion?: () => string }): boolean {

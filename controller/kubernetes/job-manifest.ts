@@ -6,12 +6,11 @@ import { AI_JOB_TYPES, chooseProvider } from "../../core/ai/providers.js";
 import type { AiProvider, Config } from "../../core/config/load.js";
 import type { Job } from "../../core/jobs/records.js";
 import { RUNNER_ENV } from "../../core/config/runner-env.js";
+import { EXIT } from "../../core/policy.js";
 import { jobName, labelValue } from "./names.js";
 
 /** The container's name; the pod failure policy's exit-code rule is bound to it. */
 export const RUNNER_CONTAINER = "runner";
-/** The runner's exit code for a permanent input error (runner/errors.ts EXIT_PERMANENT). */
-export const PERMANENT_EXIT_CODE = 2;
 /** 128 + SIGKILL: what a container killed by the kernel at its memory limit exits with. */
 export const OOM_KILLED_EXIT_CODE = 137;
 /** The runner container's command, before its `--job <id>`. */
@@ -208,7 +207,7 @@ export function buildJobManifest(job: Job, settings: KubernetesSettings, timeout
             onExitCodes: {
               containerName: RUNNER_CONTAINER,
               operator: "In",
-              values: [PERMANENT_EXIT_CODE, OOM_KILLED_EXIT_CODE],
+              values: [EXIT.permanent, OOM_KILLED_EXIT_CODE],
             },
           },
         ],

@@ -2,7 +2,8 @@
 // function of the observed objects, so the executor can apply it to any state it meets (level-
 // triggered) and the tests can check every message without a cluster.
 import type { V1ContainerStatus, V1Job, V1Pod } from "@kubernetes/client-node";
-import { PERMANENT_EXIT_CODE, RUNNER_CONTAINER } from "./job-manifest.js";
+import { isPermanentExit, permanentError, timeoutMessage, type Deadline } from "../../core/policy.js";
+import { RUNNER_CONTAINER } from "./job-manifest.js";
 
 /** Why a job failed in Kubernetes: the `reason` label of media_controller_jobs_failed_total. */
 export type FailureReason =
@@ -27,12 +28,6 @@ export type JobObservation =
   | { state: "succeeded" }
   | { state: "failed"; reason: FailureReason; error: string }
   | { state: "stuck"; reason: StuckReason; error: string; pod: string; since?: number };
-
-/** Where the Job's deadline came from, for the timeout message. */
-export interface DeadlineSource {
-  seconds: number;
-  setting: string;
-}
 
 const IMAGE_PULL_REASONS = new Set([
   "ErrImagePull",
@@ -91,8 +86,8 @@ export function describePodFailure(pod: V1Pod): { reason: FailureReason; error: 
     };
   }
   const message = oneLine(terminated.message);
-  if (terminated.exitCode === PERMANENT_EXIT_CODE) {
-    return { reason: "permanent", error: message || "the runner reported a permanent failure" };
+  if (isPermanentExit(terminated.exitCode)) {
+    return { reason: "permanent", error: permanentError(message) };
   }
   const how = terminated.signal
     ? `was killed by signal ${terminated.signal}`
@@ -108,7 +103,11 @@ function latestFailedPod(pods: V1Pod[]): V1Pod | undefined {
  * The state of a media job as its Kubernetes Job and pods show it. `pods` are the Job's pods (any
  * order); `deadline` is what the Job's activeDeadlineSeconds came from.
  */
-export function observeJob(job: V1Job, pods: V1Pod[], deadline: DeadlineSource): JobObservation {
+export function observeJob(
+  job: V1Job,
+  pods: V1Pod[],
+  deadline: Pick<Deadline, "seconds" | "setting">,
+): JobObservation {
   if (condition(job, "Complete")) return { state: "succeeded" };
   const failed = condition(job, "Failed");
   if (failed) return describeJobFailure(job, failed.reason, failed.message, pods, deadline);
@@ -157,13 +156,13 @@ function describeJobFailure(
   reason: string | undefined,
   message: string | undefined,
   pods: V1Pod[],
-  deadline: DeadlineSource,
+  deadline: Pick<Deadline, "seconds" | "setting">,
 ): JobObservation {
   if (reason === "DeadlineExceeded") {
     return {
       state: "failed",
       reason: "deadline",
-      error: `job timed out after ${deadline.seconds} s (${deadline.setting})`,
+      error: timeoutMessage(deadline),
     };
   }
   const pod = latestFailedPod(pods);

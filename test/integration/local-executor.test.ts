@@ -21,6 +21,16 @@ import { streamEvents } from "../support/store.js";
 
 const run = promisify(execFile);
 
+/** Whether any process of the process group led by `pgid` is alive. */
+function processGroupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 async function put(stack: TestStack, key: string, body: Buffer, contentType = "application/octet-stream") {
   await stack.services.s3.send(
     new PutObjectCommand({ Bucket: stack.bucket, Key: key, Body: body, ContentType: contentType }),
@@ -214,6 +224,61 @@ describe("jobs through the local stack", () => {
     assert.equal((last.json as { status: string }).status, "completed");
   });
 
+  test("a fail_fast batch stopped by a failure stops its running job: runner and ffmpeg gone, nothing uploaded", async () => {
+    await put(stack, "in/cancel.wav", await wav(2400), "audio/wav");
+    const entry = (dest: string, extra: Record<string, unknown>) => ({
+      type: "audio_convert",
+      source_bucket: stack.bucket,
+      source_key: "in/cancel.wav",
+      dest_bucket: stack.bucket,
+      dest_key: dest,
+      parameters: { format: "mp3" },
+      ...extra,
+    });
+    // The second job runs out of its time first and fails the batch while the first still converts.
+    const res = await stack.request("/api/v1/jobs/batch", {
+      method: "POST",
+      json: {
+        jobs: [entry("out/cancel-long.mp3", {}), entry("out/cancel-short.mp3", { timeout_seconds: 2 })],
+        options: { fail_fast: true },
+      },
+    });
+    assert.equal(res.status, 201);
+    const { batch_id, job_ids } = (await res.json()) as { batch_id: string; job_ids: string[] };
+    const [long, short] = job_ids as [string, string];
+    let pid: number | undefined;
+    const deadline = Date.now() + 30_000;
+    while (!pid && Date.now() < deadline) {
+      if ((await stack.services.store.getJob(long))?.status === "processing")
+        pid = stack.executor!.runnerPid(long);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.ok(pid, "the long job started in a runner process");
+
+    const failed = await finished(stack, short);
+    assert.match(failed.error ?? "", /timed out after 2 s \(timeout_seconds\)/);
+    const cancelled = await finished(stack, long);
+    assert.equal(cancelled.status, "failed");
+    assert.equal(cancelled.error, `cancelled: batch ${batch_id} stopped by the failure of job ${short}`);
+    // The runner's process group (the runner and its ffmpeg) is gone, long before the conversion
+    // would have ended, and the executor runs nothing for the job any more.
+    const gone = Date.now() + 15_000;
+    while (Date.now() < gone && (processGroupAlive(pid) || stack.executor!.runnerPid(long) !== undefined)) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.equal(processGroupAlive(pid), false, "no process of the cancelled job's runner is left");
+    assert.equal(stack.executor!.runnerPid(long), undefined);
+    assert.equal(await exists(stack, "out/cancel-long.mp3"), false, "nothing uploaded");
+    assert.equal((await stack.services.store.getJob(long))?.status, "failed");
+    assert.equal((await stack.services.store.getBatch(batch_id))?.status, "failed");
+    // The executor goes on running jobs.
+    const next = await submit(stack, "image/colors", {
+      source_bucket: stack.bucket,
+      source_key: "in/small.jpg",
+    });
+    assert.equal((await finished(stack, next)).status, "completed");
+  });
+
   test("a runner killed mid-job is a transient failure: the job is retried and completes", async () => {
     const id = await submit(stack, "audio/convert", {
       source_bucket: stack.bucket,
@@ -260,6 +325,7 @@ describe("recovery", () => {
         config: stack.config,
         store: stack.services.store,
         subscriber: stack.services.subscriber,
+        redis: stack.services.redis,
         logger: stack.api.app.log as never,
       };
       // What a crash leaves: the job claimed by this executor's identity and processing, no runner.
@@ -291,6 +357,7 @@ describe("recovery", () => {
         config: stack.config,
         store: stack.services.store,
         subscriber: stack.services.subscriber,
+        redis: stack.services.redis,
         logger: stack.api.app.log as never,
       });
       await executor.start();

@@ -13,9 +13,9 @@ import { after, before, describe, test } from "node:test";
 import { pino } from "pino";
 import sharp from "sharp";
 import type { Logger } from "../../core/logger.js";
-import { EXIT_DONE, EXIT_PERMANENT } from "../../runner/errors.js";
+import { EXIT } from "../../core/policy.js";
 import { runOne } from "../../runner/main.js";
-import { jobTimeoutMs } from "../../runner/run-job.js";
+import { runDeadline } from "../../runner/run-job.js";
 import { startTestStack, type TestStack } from "../support/api.js";
 import { putObject, submitAndClaim } from "../support/runner.js";
 
@@ -63,10 +63,14 @@ describe("JOB_TIMEOUT_SECONDS", () => {
   test("the deadline it sets wins over timeout_seconds and the type's timeout", () => {
     const config = stack.config;
     const job = { type: "audio_convert" as const, timeout_seconds: 120 };
-    assert.equal(jobTimeoutMs(config, job), 120_000);
-    assert.equal(jobTimeoutMs(config, job, 7), 7000);
-    assert.equal(jobTimeoutMs(config, { type: "audio_convert" }), config.executor.timeoutsMs.audio_convert);
-    assert.equal(jobTimeoutMs(config, { type: "audio_convert" }, 9), 9000);
+    assert.deepEqual(runDeadline(config, job), { ms: 120_000, seconds: 120, setting: "timeout_seconds" });
+    assert.deepEqual(runDeadline(config, job, 7), { ms: 7000, seconds: 7, setting: "JOB_TIMEOUT_SECONDS" });
+    assert.equal(runDeadline(config, { type: "audio_convert" }).ms, config.executor.timeoutsMs.audio_convert);
+    assert.deepEqual(runDeadline(config, { type: "audio_convert" }, 9), {
+      ms: 9000,
+      seconds: 9,
+      setting: "executor.timeouts.audio_convert",
+    });
   });
 
   test("a job with a longer timeout_seconds fails when JOB_TIMEOUT_SECONDS runs out", async () => {
@@ -82,7 +86,7 @@ describe("JOB_TIMEOUT_SECONDS", () => {
     const started = Date.now();
     const code = await runOne(id, stack.config, logger, { JOB_TIMEOUT_SECONDS: "1" });
     const elapsed = Date.now() - started;
-    assert.equal(code, EXIT_PERMANENT);
+    assert.equal(code, EXIT.permanent);
     const job = await stack.services.store.getJob(id);
     assert.equal(job?.status, "failed");
     assert.equal(job?.error, "job timed out after 1 s (JOB_TIMEOUT_SECONDS)");
@@ -104,7 +108,7 @@ describe("JOB_TIMEOUT_SECONDS", () => {
         ...(timeout === undefined ? {} : { timeout_seconds: timeout }),
       });
       const { logger } = capturingLogger();
-      assert.equal(await runOne(id, stack.config, logger, { JOB_TIMEOUT_SECONDS: "1" }), EXIT_PERMANENT);
+      assert.equal(await runOne(id, stack.config, logger, { JOB_TIMEOUT_SECONDS: "1" }), EXIT.permanent);
       assert.equal((await stack.services.store.getJob(id))?.error, `job timed out after 1 s (${setting})`);
     });
   }
@@ -117,7 +121,7 @@ describe("JOB_TIMEOUT_SECONDS", () => {
     });
     const { logger, lines } = capturingLogger();
     const code = await runOne(id, stack.config, logger, { JOB_TIMEOUT_SECONDS: "600" });
-    assert.equal(code, EXIT_DONE);
+    assert.equal(code, EXIT.done);
     assert.equal((await stack.services.store.getJob(id))?.status, "completed");
     assert.equal(lines.find((l) => l.msg === "job started")?.timeout_ms, 600_000);
   });
@@ -129,7 +133,7 @@ describe("JOB_TIMEOUT_SECONDS", () => {
       timeout_seconds: 45,
     });
     const { logger, lines } = capturingLogger();
-    assert.equal(await runOne(id, stack.config, logger, {}), EXIT_DONE);
+    assert.equal(await runOne(id, stack.config, logger, {}), EXIT.done);
     assert.equal(lines.find((l) => l.msg === "job started")?.timeout_ms, 45_000);
   });
 
@@ -139,7 +143,7 @@ describe("JOB_TIMEOUT_SECONDS", () => {
       source_key: "in/tiny.jpg",
     });
     const { logger, lines } = capturingLogger();
-    assert.equal(await runOne(id, stack.config, logger, { JOB_TIMEOUT_SECONDS: "30s" }), EXIT_PERMANENT);
+    assert.equal(await runOne(id, stack.config, logger, { JOB_TIMEOUT_SECONDS: "30s" }), EXIT.permanent);
     assert.match(String(lines.at(-1)?.msg), /JOB_TIMEOUT_SECONDS must be a positive integer .*"30s"/);
     assert.equal((await stack.services.store.getJob(id))?.status, "pending");
   });

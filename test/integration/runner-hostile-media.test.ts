@@ -12,7 +12,7 @@ import { after, before, describe, test } from "node:test";
 import { pino } from "pino";
 import type { JobType } from "../../core/jobs/types.js";
 import type { Logger } from "../../core/logger.js";
-import { EXIT_DONE, EXIT_PERMANENT, EXIT_TRANSIENT } from "../../runner/errors.js";
+import { EXIT } from "../../core/policy.js";
 import { TestAiProvider } from "../support/ai-provider.js";
 import { startTestStack, type TestStack } from "../support/api.js";
 import {
@@ -396,14 +396,14 @@ describe("hostile media never completes, and fails with a clear message", () => 
         const { outcome, job, lines } = await runOn(type, key, c.asWatermark === true);
         assert.notEqual(
           outcome.code,
-          EXIT_DONE,
+          EXIT.done,
           `${what}: must not complete (${JSON.stringify(job.result)})`,
         );
         assert.notEqual(job.status, "completed", what);
         if (c.classification === "permanent") {
           assert.equal(
             outcome.code,
-            EXIT_PERMANENT,
+            EXIT.permanent,
             `${what}: permanent, got ${outcome.code}: ${outcome.error}`,
           );
           assert.equal(job.status, "failed", what);
@@ -411,7 +411,7 @@ describe("hostile media never completes, and fails with a clear message", () => 
         } else {
           assert.equal(
             outcome.code,
-            EXIT_TRANSIENT,
+            EXIT.transient,
             `${what}: transient, got ${outcome.code}: ${outcome.error}`,
           );
           assert.equal(job.status, "processing", `${what}: left for the executor to retry`);
@@ -437,7 +437,7 @@ describe("quirks that lose no data still complete", () => {
     await putObject(stack, "quirks/extraneous.jpg", quirky);
     for (const type of ["image_resize", "image_colors"] as const) {
       const { outcome, job } = await runOn(type, "quirks/extraneous.jpg", false);
-      assert.equal(outcome.code, EXIT_DONE, `${type}: ${outcome.error}`);
+      assert.equal(outcome.code, EXIT.done, `${type}: ${outcome.error}`);
       assert.equal(job.status, "completed");
     }
   });

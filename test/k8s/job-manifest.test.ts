@@ -1,5 +1,6 @@
 // The runner Job manifest against a real kube-apiserver: its own validation (and PodSecurity admission
 // at the `restricted` level) accepts the Job of every job type, and what it stores is what we built.
+import { EXIT } from "../../core/policy.js";
 import assert from "node:assert/strict";
 import { randomBytes, randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
@@ -10,7 +11,6 @@ import { JOB_TYPES } from "../../core/jobs/types.js";
 import {
   buildJobManifest,
   kubernetesSettings,
-  PERMANENT_EXIT_CODE,
   OOM_KILLED_EXIT_CODE,
   type KubernetesSettings,
 } from "../../controller/kubernetes/job-manifest.js";
@@ -169,7 +169,7 @@ describe("runner Job manifest on a real control plane", () => {
     assert.equal(rules[1]!.action, "FailJob");
     assert.equal(rules[1]!.onExitCodes!.containerName, "runner");
     assert.equal(rules[1]!.onExitCodes!.operator, "In");
-    assert.deepEqual(rules[1]!.onExitCodes!.values, [PERMANENT_EXIT_CODE, OOM_KILLED_EXIT_CODE]);
+    assert.deepEqual(rules[1]!.onExitCodes!.values, [EXIT.permanent, OOM_KILLED_EXIT_CODE]);
     const pod = spec.template.spec!;
     assert.equal(pod.automountServiceAccountToken, false);
     assert.equal(pod.serviceAccountName, "media-runner");

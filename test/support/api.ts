@@ -146,7 +146,13 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   await api.app.listen({ host: "127.0.0.1", port: 0 });
   let executor: LocalExecutor | undefined;
   if (options.executor) {
-    executor = new LocalExecutor({ config, store: services.store, subscriber: services.subscriber, logger });
+    executor = new LocalExecutor({
+      config,
+      store: services.store,
+      subscriber: services.subscriber,
+      redis: services.redis,
+      logger,
+    });
     await executor.start();
   }
   const notifiers = new Set<{ stop(): Promise<void> }>();

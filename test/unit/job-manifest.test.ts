@@ -1,3 +1,4 @@
+import { EXIT } from "../../core/policy.js";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { describe, test } from "node:test";
@@ -9,7 +10,6 @@ import {
   buildJobManifest,
   kubernetesSettings,
   LABELS,
-  PERMANENT_EXIT_CODE,
   OOM_KILLED_EXIT_CODE,
   RUNNER_CONTAINER,
   type KubernetesSettings,
@@ -233,7 +233,7 @@ describe("buildJobManifest", () => {
           onExitCodes: {
             containerName: RUNNER_CONTAINER,
             operator: "In",
-            values: [PERMANENT_EXIT_CODE, OOM_KILLED_EXIT_CODE],
+            values: [EXIT.permanent, OOM_KILLED_EXIT_CODE],
           },
         },
       ],

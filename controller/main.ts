@@ -1,0 +1,93 @@
+// The controller, assembled: one executor (local or Kubernetes) behind the Executor interface, the
+// webhook notifier, retention, and (for a controller on its own) the probe server with /metrics.
+import type { Registry } from "prom-client";
+import { listenHost } from "../core/config/exposure.js";
+import type { Config } from "../core/config/load.js";
+import type { Logger } from "../core/logger.js";
+import type { CoreServices } from "../core/services.js";
+import type { Executor } from "./executor.js";
+
+export type Stop = () => Promise<void>;
+
+/** Time the local executor leaves running jobs within the shutdown timeout before handing them back. */
+const SHUTDOWN_RESERVE_MS = 5000;
+
+/** The configured executor, not started. */
+export async function createExecutor(
+  config: Config,
+  services: CoreServices,
+  logger: Logger,
+  registry?: Registry,
+): Promise<Executor> {
+  const options = {
+    config,
+    store: services.store,
+    subscriber: services.subscriber,
+    redis: services.redis,
+    logger: logger.child({ component: "executor" }),
+  };
+  if (config.executor.kind === "kubernetes") {
+    const { KubernetesExecutor } = await import("./kubernetes/executor.js");
+    return new KubernetesExecutor({ ...options, ...(registry ? { registry } : {}) });
+  }
+  const { LocalExecutor } = await import("./local-executor.js");
+  return new LocalExecutor(options);
+}
+
+/**
+ * Starts the controller's parts and returns their stops, in the order they are to run: probes, the
+ * executor (a leader releases its Lease), the notifier, retention. `standalone`: the controller runs
+ * on its own and serves its probes and /metrics on server.port (with the API, the API serves them).
+ */
+export async function startController(
+  config: Config,
+  services: CoreServices,
+  logger: Logger,
+  standalone: boolean,
+): Promise<Stop[]> {
+  const stops: Stop[] = [];
+  const { createMetricsRegistry } = await import("../core/metrics.js");
+  const registry = standalone ? createMetricsRegistry(services.store) : undefined;
+  const executor = await createExecutor(config, services, logger, registry);
+  await executor.start();
+  stops.push(() => executor.stop(Math.max(0, config.server.shutdownTimeoutMs - SHUTDOWN_RESERVE_MS)));
+  const { startNotifier } = await import("./webhooks/start.js");
+  const notifier = await startNotifier(config, services, logger.child({ component: "webhooks" }));
+  stops.push(() => notifier.stop());
+  const { startRetention } = await import("./retention.js");
+  const retention = startRetention(
+    services.store,
+    config.limits.pruneIntervalMs,
+    logger.child({ component: "retention" }),
+  );
+  stops.push(async () => retention.stop());
+  if (registry) {
+    const { startProbeServer } = await import("./probe-server.js");
+    const probes = await startProbeServer({
+      host: listenHost(config, "controller"),
+      port: config.server.port,
+      registry,
+      logger,
+      notReady: async () => {
+        try {
+          await withTimeout(services.redis.ping(), config.limits.healthCheckTimeoutMs);
+        } catch (err) {
+          return `queue store unreachable: ${(err as Error).message}`;
+        }
+        return executor.ready();
+      },
+    });
+    stops.unshift(() => probes.close());
+  }
+  return stops;
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}

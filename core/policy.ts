@@ -1,0 +1,87 @@
+// How a job's run ends, decided once for every executor: the runner's exit-code contract, the
+// deadline a run gets and the words of its timeout, and the retry rule. The local executor, the
+// Kubernetes executor (its Job manifest and the reading of its pods) and the runner all take their
+// answers from here. The attempt budget itself is enforced by the store's scripts wherever a job is
+// re-queued (a lease that ran out included): a processing job given back after its
+// `executor.max_attempts`-th attempt fails instead of running again.
+import type { Job } from "./jobs/records.js";
+import type { JobType } from "./jobs/types.js";
+
+/** The runner's exit codes, a contract between the runner and both executors. */
+export const EXIT = {
+  /** The job is done: the runner recorded its result (or found it already ended). */
+  done: 0,
+  /** Anything but done or permanent: retried while the job has attempts left. */
+  transient: 1,
+  /** The same input will always fail (bad media, missing source, invalid parameters): never retried. */
+  permanent: 2,
+} as const;
+
+/** What an executor does with a job whose runner ended without the job having ended. */
+export type RunVerdict =
+  | { action: "fail"; error: string }
+  /** Back to its queue, or failed by the store when its attempts are spent. */
+  | { action: "retry"; reason: string };
+
+/**
+ * The exit-code contract applied to a run that ended while its job was still pending or processing.
+ * `error` is what the runner reported (its termination message), if anything.
+ */
+export function runVerdict(code: number, error?: string): RunVerdict {
+  if (code === EXIT.done) return { action: "fail", error: "the runner finished without reporting a result" };
+  if (code === EXIT.permanent) return { action: "fail", error: permanentError(error) };
+  return { action: "retry", reason: error || `the runner exited with code ${code}` };
+}
+
+/** The error of a job whose runner exited with the permanent code, reporting `error` or nothing. */
+export function permanentError(error?: string): string {
+  return error || "the runner reported a permanent failure";
+}
+
+/** Whether a runner's exit code says the job failed for good. */
+export function isPermanentExit(code: number | undefined): boolean {
+  return code === EXIT.permanent;
+}
+
+/**
+ * Pod retries a Kubernetes Job may make after transient failures, so that a job gets
+ * `executor.max_attempts` attempts in all, as it does on the local executor.
+ */
+export function podRetries(maxAttempts: number): number {
+  return Math.max(0, maxAttempts - 1);
+}
+
+/** The time a run may take, and the setting it comes from (named in the timeout's message). */
+export interface Deadline {
+  ms: number;
+  /** Whole seconds, rounded up (a Kubernetes Job's activeDeadlineSeconds). */
+  seconds: number;
+  setting: string;
+}
+
+/**
+ * The deadline rule: the job's own `timeout_seconds`, else its type's `executor.timeouts.<type>`.
+ * `given` is a deadline an executor handed the run (a Kubernetes Job's activeDeadlineSeconds, seen
+ * by the runner as `givenSetting`): it wins, and is named only where it differs from the job's own.
+ */
+export function jobDeadline(
+  job: Pick<Job, "type" | "timeout_seconds">,
+  timeoutsMs: Record<JobType, number>,
+  given?: { seconds: number; setting: string },
+): Deadline {
+  const own =
+    job.timeout_seconds !== undefined
+      ? deadline(job.timeout_seconds * 1000, "timeout_seconds")
+      : deadline(timeoutsMs[job.type], `executor.timeouts.${job.type}`);
+  if (!given || given.seconds === own.seconds) return own;
+  return deadline(given.seconds * 1000, job.timeout_seconds !== undefined ? given.setting : own.setting);
+}
+
+function deadline(ms: number, setting: string): Deadline {
+  return { ms, seconds: Math.ceil(ms / 1000), setting };
+}
+
+/** The error of a job that ran out of its time. */
+export function timeoutMessage(deadline: Pick<Deadline, "seconds" | "setting">): string {
+  return `job timed out after ${deadline.seconds} s (${deadline.setting})`;
+}

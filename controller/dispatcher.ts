@@ -29,6 +29,8 @@ export class Dispatcher {
   private running = false;
   private loop: Promise<void> | undefined;
   private readonly launches = new Set<Promise<void>>();
+  /** No claims before this time: the target just failed to take one. */
+  private pausedUntil = 0;
 
   constructor(private readonly options: DispatcherOptions) {}
 
@@ -63,7 +65,7 @@ export class Dispatcher {
   private async claimLoop(): Promise<void> {
     const { store, target, logger } = this.options;
     while (this.running) {
-      if (target.room() <= 0) {
+      if (target.room() <= 0 || Date.now() < this.pausedUntil) {
         await this.wakeup.wait(IDLE_POLL_MS);
         continue;
       }
@@ -85,6 +87,7 @@ export class Dispatcher {
       const launch: Promise<void> = target
         .launch(id, type)
         .catch(async (err: Error) => {
+          this.pausedUntil = Date.now() + IDLE_POLL_MS;
           logger.error({ job_id: id, err: err.message }, "handing over a claimed job failed; re-queued");
           await store.requeue(id, `executor error: ${err.message}`).catch(() => undefined);
         })

@@ -1,0 +1,142 @@
+// The claim loop both executors share, against a real store: it claims only while its target has
+// room, visits the queues round-robin (a long queue never starves another), skips the types at their
+// cap, wakes on the store's queues channel, and hands back what it claimed when launching fails.
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import pino from "pino";
+import { Dispatcher } from "../../controller/dispatcher.js";
+import type { DispatchTarget } from "../../controller/executor.js";
+import type { JobType } from "../../core/jobs/types.js";
+import type { Logger } from "../../core/logger.js";
+import type { JobStore } from "../../core/store/store.js";
+import { connect, makeSpec, storeSuite } from "../support/store.js";
+
+let store: JobStore;
+const suite = storeSuite((s) => (store = s));
+const logger = pino({ level: "silent" }) as unknown as Logger;
+
+/** A target with `capacity` places and optional per-type caps that records what it is handed. */
+function recordingTarget(capacity: number, caps: Partial<Record<JobType, number>> = {}) {
+  const launched: Array<{ id: string; type: JobType }> = [];
+  let fail = false;
+  const target: DispatchTarget & { launched: typeof launched; capacity: number; failLaunches(): void } = {
+    launched,
+    capacity,
+    room: () => target.capacity - launched.length,
+    roomFor: (type) =>
+      caps[type] === undefined || launched.filter((l) => l.type === type).length < caps[type]!,
+    launch: async (id, type) => {
+      if (fail) throw new Error("no runner");
+      launched.push({ id, type });
+    },
+    failLaunches: () => {
+      fail = true;
+    },
+  };
+  return target;
+}
+
+async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`never happened: ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+async function submit(type: JobType, n: number): Promise<string[]> {
+  return (await store.submit(Array.from({ length: n }, () => makeSpec(type)))).jobIds;
+}
+
+describe("dispatcher", () => {
+  test("claims no more than the target's room, and again when notified of room", async () => {
+    await submit("image_resize", 5);
+    const target = recordingTarget(2);
+    const dispatcher = new Dispatcher({ store, target, owner: "test", leaseMs: 30_000, logger });
+    dispatcher.start();
+    try {
+      await until(() => target.launched.length === 2, "two claims");
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal(target.launched.length, 2, "nothing claimed without room");
+      assert.equal((await store.queueStats()).queues.image_resize?.pending, 5, "claimed jobs stay pending");
+      target.capacity = 5;
+      dispatcher.notify();
+      await until(() => target.launched.length === 5, "the rest claimed once there is room");
+    } finally {
+      await dispatcher.stop();
+    }
+  });
+
+  test("round-robin over the queues: a long queue does not starve the others", async () => {
+    await submit("image_resize", 20);
+    await submit("image_colors", 2);
+    await submit("audio_convert", 2);
+    const target = recordingTarget(6);
+    const dispatcher = new Dispatcher({ store, target, owner: "test", leaseMs: 30_000, logger });
+    dispatcher.start();
+    try {
+      await until(() => target.launched.length === 6, "six claims");
+      const types = target.launched.map((l) => l.type);
+      assert.equal(types.filter((t) => t === "image_colors").length, 2, types.join());
+      assert.equal(types.filter((t) => t === "audio_convert").length, 2, types.join());
+    } finally {
+      await dispatcher.stop();
+    }
+  });
+
+  test("a type at its cap is skipped while others are claimed", async () => {
+    await submit("image_resize", 5);
+    await submit("image_colors", 5);
+    const target = recordingTarget(6, { image_resize: 1 });
+    const dispatcher = new Dispatcher({ store, target, owner: "test", leaseMs: 30_000, logger });
+    dispatcher.start();
+    try {
+      await until(() => target.launched.length === 6, "six claims");
+      const types = target.launched.map((l) => l.type);
+      assert.equal(types.filter((t) => t === "image_resize").length, 1, types.join());
+      assert.equal(types.filter((t) => t === "image_colors").length, 5, types.join());
+    } finally {
+      await dispatcher.stop();
+    }
+  });
+
+  test("a submit wakes an idle dispatcher through the queues channel", async () => {
+    const subscriber = connect(suite.url);
+    const target = recordingTarget(1);
+    const dispatcher = new Dispatcher({ store, target, owner: "test", leaseMs: 30_000, logger });
+    let woken = 0;
+    await Dispatcher.listen(store, subscriber, () => {
+      woken++;
+      dispatcher.notify();
+    });
+    dispatcher.start();
+    try {
+      await new Promise((r) => setTimeout(r, 100));
+      const [id] = await submit("video_thumbnail", 1);
+      await until(() => target.launched.length === 1, "the new job claimed");
+      assert.equal(target.launched[0]!.id, id);
+      assert.ok(woken >= 1, "woken by the channel");
+    } finally {
+      await dispatcher.stop();
+    }
+  });
+
+  test("a job the target cannot take goes back to the head of its queue", async () => {
+    const [id] = await submit("image_optimize", 1);
+    const target = recordingTarget(1);
+    target.failLaunches();
+    const dispatcher = new Dispatcher({ store, target, owner: "test", leaseMs: 30_000, logger });
+    dispatcher.start();
+    try {
+      await until(async () => (await store.getJob(id!))?.status === "pending", "pending");
+      await until(
+        async () => (await store.redis.lrange(store.keys.pending("image_optimize"), 0, -1)).includes(id!),
+        "back in its queue",
+      );
+    } finally {
+      await dispatcher.stop();
+    }
+    assert.deepEqual(await store.redis.lrange(store.keys.pending("image_optimize"), 0, -1), [id]);
+    assert.equal(await store.redis.zcard(store.keys.active("image_optimize")), 0, "no lease left");
+  });
+});

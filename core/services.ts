@@ -63,6 +63,7 @@ export function openCoreServices(config: Config, logger: Logger, name: string): 
     keyPrefix: config.redis.keyPrefix,
     retentionMs: config.limits.retentionMs,
     eventsMaxLen: config.limits.eventsMaxLen,
+    maxAttempts: config.executor.maxAttempts,
   });
   const events = new JobEventHub(subscriber, store.keys);
   const s3 = createS3Client(config.storage);

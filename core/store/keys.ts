@@ -1,31 +1,99 @@
-// Every key carries one hash tag ({prefix}) so the scripts run unchanged on Redis Cluster.
+/**
+ * Where everything of the store lives in Redis, written once: the TS readers build keys from it and
+ * every Lua script receives, as KEYS, the families it declares in its header (scripts.ts). A family
+ * is a key name with a `*` where an id goes ("job:*" is every job's hash); a family without one is
+ * a single key. The scripts fill the `*` with ids they find themselves (lib.lua `at`), so they carry
+ * no layout of their own. Every key begins with one hash tag ({prefix}), so all of them are in one
+ * Redis Cluster slot and the scripts run unchanged there.
+ */
+const LAYOUT = {
+  /** The durable events stream (notifier, cancellations); see events.ts. */
+  events: "events",
+  /** Pub/sub channel that tells executors a queue has new work. */
+  queues: "queues",
+  /** Finished jobs and batches by when they are due for deletion (members "job:<id>", "batch:<id>"). */
+  expiry: "expiry",
+  /** Webhook delivery attempts by result (metrics). */
+  webhook_stats: "webhooks:stats",
+  /** A job's hash, by job id. */
+  job: "job:*",
+  /** Pub/sub channel of one job's changes (SSE), by job id. */
+  job_channel: "events:*",
+  /** A batch's hash, by batch id. */
+  batch: "batch:*",
+  /** The ids of a batch's jobs in submission order, by batch id. */
+  batch_jobs: "batch:*:jobs",
+  /** A queue's waiting job ids (a list), by job type. */
+  pending: "queue:*:pending",
+  /** A queue's claimed and processing job ids by lease deadline (a sorted set), by job type. */
+  active: "queue:*:active",
+  /** A queue's counters, by job type. */
+  stats: "stats:*",
+  /** A queue's duration histogram, by job type. */
+  histogram: "hist:*",
+  jobs_by_created: "jobs:by_created",
+  /** Job ids of one status by creation, by status. */
+  jobs_by_status: "jobs:status:*",
+  batches_by_created: "batches:by_created",
+  batches_by_status: "batches:status:*",
+  /** A client's own copies of the indexes above, by client name (then status). */
+  client_jobs_by_created: "client:*:jobs:by_created",
+  client_jobs_by_status: "client:*:jobs:status:*",
+  client_batches_by_created: "client:*:batches:by_created",
+  client_batches_by_status: "client:*:batches:status:*",
+} as const;
+
+export type KeyFamily = keyof typeof LAYOUT;
+export const KEY_FAMILIES = Object.keys(LAYOUT) as KeyFamily[];
+
+export function isKeyFamily(name: string): name is KeyFamily {
+  return Object.hasOwn(LAYOUT, name);
+}
+
+/** A key of a family: its `*`s filled with `ids` in order (the same as lib.lua `at`). */
+export function keyOf(family: string, ...ids: string[]): string {
+  const pieces = family.split("*");
+  if (pieces.length !== ids.length + 1) {
+    throw new Error(`key family ${family} takes ${pieces.length - 1} ids, not ${ids.length}`);
+  }
+  return pieces.reduce((key, piece, i) => key + ids[i - 1]! + piece);
+}
+
 export class Keys {
+  /** "{prefix}:", the start of every key. */
   readonly prefix: string;
+  /** Every family with the prefix in front: what the scripts get as KEYS. */
+  readonly families: Readonly<Record<KeyFamily, string>>;
+
   constructor(keyPrefix: string) {
     this.prefix = `{${keyPrefix}}:`;
+    this.families = Object.fromEntries(
+      KEY_FAMILIES.map((name) => [name, `${this.prefix}${LAYOUT[name]}`]),
+    ) as Record<KeyFamily, string>;
   }
+
   job(id: string) {
-    return `${this.prefix}job:${id}`;
+    return keyOf(this.families.job, id);
   }
   /** Pub/sub channel of one job's changes (SSE). */
   jobChannel(id: string) {
-    return `${this.prefix}events:${id}`;
+    return keyOf(this.families.job_channel, id);
   }
   pending(type: string) {
-    return `${this.prefix}queue:${type}:pending`;
+    return keyOf(this.families.pending, type);
   }
   active(type: string) {
-    return `${this.prefix}queue:${type}:active`;
+    return keyOf(this.families.active, type);
   }
   stats(type: string) {
-    return `${this.prefix}stats:${type}`;
+    return keyOf(this.families.stats, type);
   }
   histogram(type: string) {
-    return `${this.prefix}hist:${type}`;
+    return keyOf(this.families.histogram, type);
   }
   /** The job or batch index everyone's records are in: by status, or all of them by creation. */
   index(kind: "jobs" | "batches", status?: string) {
-    return status ? `${this.prefix}${kind}:status:${status}` : `${this.prefix}${kind}:by_created`;
+    return status ? keyOf(this.families[`${kind}_by_status`], status) : this.families[`${kind}_by_created`];
   }
   jobsByCreated() {
     return this.index("jobs");
@@ -34,10 +102,10 @@ export class Keys {
     return this.index("jobs", status);
   }
   batch(id: string) {
-    return `${this.prefix}batch:${id}`;
+    return keyOf(this.families.batch, id);
   }
   batchJobs(id: string) {
-    return `${this.prefix}batch:${id}:jobs`;
+    return keyOf(this.families.batch_jobs, id);
   }
   batchesByCreated() {
     return this.index("batches");
@@ -45,25 +113,25 @@ export class Keys {
   batchesByStatus(status: string) {
     return this.index("batches", status);
   }
-  /** A client's own copy of the job or batch indexes (lib.lua client_index). */
+  /** A client's own copy of the job or batch indexes (lib.lua move_index). */
   clientIndex(client: string, kind: "jobs" | "batches", status?: string) {
     return status
-      ? `${this.prefix}client:${client}:${kind}:status:${status}`
-      : `${this.prefix}client:${client}:${kind}:by_created`;
+      ? keyOf(this.families[`client_${kind}_by_status`], client, status)
+      : keyOf(this.families[`client_${kind}_by_created`], client);
   }
   /** Pub/sub channel that tells executors a queue has new work. */
   queuesChannel() {
-    return `${this.prefix}queues`;
+    return this.families.queues;
   }
   /** The durable events stream (notifier). */
   events() {
-    return `${this.prefix}events`;
+    return this.families.events;
   }
   /** Webhook delivery attempts by result (metrics). */
   webhookStats() {
-    return `${this.prefix}webhooks:stats`;
+    return this.families.webhook_stats;
   }
   expiry() {
-    return `${this.prefix}expiry`;
+    return this.families.expiry;
   }
 }

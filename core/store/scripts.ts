@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { Redis } from "ioredis";
+import { isKeyFamily, type KeyFamily, type Keys } from "./keys.js";
 
 // Each transition is one Lua file; lib.lua holds what they share and is prepended to each.
 export const SCRIPT_NAMES = [
@@ -17,36 +18,77 @@ export const SCRIPT_NAMES = [
 ] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
-const dir = new URL("./lua/", import.meta.url);
-let sources: Map<ScriptName, string> | undefined;
+interface Script {
+  /** The key families the script takes, in KEYS order (its header's `KEYS[i] family` lines). */
+  keys: KeyFamily[];
+  lua: string;
+}
 
-function loadSources(): Map<ScriptName, string> {
-  if (!sources) {
+const dir = new URL("./lua/", import.meta.url);
+let scripts: Map<ScriptName, Script> | undefined;
+
+function loadScripts(): Map<ScriptName, Script> {
+  if (!scripts) {
     const lib = readFileSync(new URL("lib.lua", dir), "utf8");
-    sources = new Map(
-      SCRIPT_NAMES.map((name) => [name, `${lib}\n${readFileSync(new URL(`${name}.lua`, dir), "utf8")}`]),
+    scripts = new Map(
+      SCRIPT_NAMES.map((name) => {
+        const source = readFileSync(new URL(`${name}.lua`, dir), "utf8");
+        const keys = declaredKeys(name, source);
+        return [name, { keys, lua: `${binding(name, keys)}\n${lib}\n${source}` }];
+      }),
     );
   }
-  return sources;
+  return scripts;
+}
+
+/**
+ * The families a script declares in its opening `--[[ ... ]]` header, one `KEYS[i] family` line
+ * each, numbered from 1 in order. The header is what the store passes: a family that does not
+ * exist, or a gap in the numbering, stops the store from loading.
+ */
+export function declaredKeys(name: string, source: string): KeyFamily[] {
+  const header = /^--\[\[([\s\S]*?)\]\]/.exec(source)?.[1];
+  if (header === undefined) throw new Error(`lua/${name}.lua does not open with a --[[ ]] header`);
+  const keys: KeyFamily[] = [];
+  for (const [, index, family] of header.matchAll(/^\s*KEYS\[(\d+)\]\s+(\S+)/gm)) {
+    if (Number(index) !== keys.length + 1) {
+      throw new Error(`lua/${name}.lua: KEYS[${index}] out of order (expected KEYS[${keys.length + 1}])`);
+    }
+    if (!isKeyFamily(family!)) throw new Error(`lua/${name}.lua: KEYS[${index}] ${family} is no key family`);
+    keys.push(family);
+  }
+  return keys;
+}
+
+/**
+ * `K`, the script's KEYS by family name, put in front of lib.lua: the shared functions and the
+ * script use K.job, K.pending, ...; reading a family the script did not declare is an error.
+ */
+function binding(name: string, keys: KeyFamily[]): string {
+  const fields = keys.map((family, i) => `${family} = KEYS[${i + 1}]`).join(", ");
+  return (
+    `local K = setmetatable({ ${fields} }, { __index = function(_, family) ` +
+    `error('${name}.lua declares no KEYS ' .. tostring(family)) end })`
+  );
 }
 
 /** Registers every script as a command on the connection (EVALSHA, falling back to EVAL). */
 export function defineScripts(redis: Redis): void {
-  for (const [name, lua] of loadSources()) {
-    redis.defineCommand(`media_${name}`, { numberOfKeys: 1, lua });
+  for (const [name, { keys, lua }] of loadScripts()) {
+    redis.defineCommand(`media_${name}`, { numberOfKeys: keys.length, lua });
   }
 }
 
-export type ScriptRunner = (
-  name: ScriptName,
-  key: string,
-  ...args: Array<string | number>
-) => Promise<unknown>;
+export type ScriptRunner = (name: ScriptName, ...args: Array<string | number>) => Promise<unknown>;
 
-export function scriptRunner(redis: Redis): ScriptRunner {
-  return (name, key, ...args) =>
+/** Runs scripts with the KEYS each declares, built from `keys`; `args` are its ARGV. */
+export function scriptRunner(redis: Redis, keys: Keys): ScriptRunner {
+  const keysOf = new Map(
+    [...loadScripts()].map(([name, script]) => [name, script.keys.map((family) => keys.families[family])]),
+  );
+  return (name, ...args) =>
     (redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[`media_${name}`]!(
-      key,
+      ...keysOf.get(name)!,
       ...args,
     );
 }

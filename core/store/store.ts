@@ -17,6 +17,21 @@ export interface StoreOptions {
   retentionMs: number;
   /** Approximate length the events stream is trimmed to. */
   eventsMaxLen: number;
+  /**
+   * The retry budget (executor.max_attempts): how many runs a job may be charged (one per start)
+   * before a counted re-queue fails it instead. Needed by requeueJob and reap, which refuse to run
+   * without it; a process that never re-queues (the runner) can leave it out.
+   */
+  maxAttempts?: number;
+}
+
+/** What a re-queue did: gave the job back, failed it (its retry budget was spent), or nothing. */
+export type RequeueOutcome = "requeued" | "failed" | "unchanged";
+
+/** A job whose lease had run out, and what reap did with it. */
+export interface Reaped {
+  id: string;
+  outcome: Exclude<RequeueOutcome, "unchanged">;
 }
 
 export interface NewBatch {
@@ -82,22 +97,22 @@ export class JobStore {
   ) {
     this.keys = new Keys(options.keyPrefix);
     defineScripts(redis);
-    this.run = scriptRunner(redis);
+    this.run = scriptRunner(redis, this.keys);
   }
 
+  /** Runs a script with the KEYS its header declares and lib.lua's ARGV before `args`. */
   private async script(name: ScriptName, ...args: Array<string | number>): Promise<unknown> {
     try {
-      return await this.run(
-        name,
-        this.keys.events(),
-        this.keys.prefix,
-        this.options.eventsMaxLen,
-        this.options.retentionMs,
-        ...args,
-      );
+      return await this.run(name, this.options.eventsMaxLen, this.options.retentionMs, ...args);
     } catch (err) {
       throw translateScriptError(err);
     }
+  }
+
+  private retryBudget(): number {
+    const budget = this.options.maxAttempts;
+    if (budget === undefined) throw new Error("this store was made without a retry budget (maxAttempts)");
+    return budget;
   }
 
   /** Records jobs (optionally as one batch) atomically: all of them or, on a conflict, none. */
@@ -150,18 +165,52 @@ export class JobStore {
     return (await this.script("fail", id, error, options.cancelled ? "1" : "0")) === 1;
   }
 
-  /** Claimed or processing → back to the head of its queue. */
+  /**
+   * Claimed or processing → back to the head of its queue, within the retry budget (lua/requeue.lua):
+   * a processing job already charged maxAttempts runs is failed instead, with the error
+   * "<reason> (gave up after <n> attempts)", as fail() fails a job. A job only claimed always goes
+   * back. `handback`: the run was interrupted by its executor stopping, not failed: the job goes back
+   * whatever its attempts, and the attempt its run was charged is refunded.
+   */
+  async requeueJob(
+    id: string,
+    reason: string,
+    options: { handback?: boolean } = {},
+  ): Promise<RequeueOutcome> {
+    return (await this.script(
+      "requeue",
+      id,
+      reason,
+      this.retryBudget(),
+      options.handback ? "1" : "0",
+    )) as RequeueOutcome;
+  }
+
+  /** requeueJob, counted; true when the job was re-queued or failed. Callers move to requeueJob. */
   async requeue(id: string, reason: string): Promise<boolean> {
-    return (await this.script("requeue", id, reason)) === 1;
+    return (await this.requeueJob(id, reason)) !== "unchanged";
   }
 
   async renewLease(id: string, leaseMs: number): Promise<boolean> {
     return (await this.script("renew", id, leaseMs)) === 1;
   }
 
-  /** Re-queues jobs whose lease ran out (by Redis' clock). Returns their ids. */
+  /**
+   * Gives back the jobs whose lease ran out (by Redis' clock), as requeueJob does, counted: a job
+   * past its retry budget fails (lua/reap.lua). At most 100 per queue per call.
+   */
+  async reap(): Promise<Reaped[]> {
+    const flat = (await this.script("reap", this.retryBudget(), ...JOB_TYPES)) as string[];
+    const reaped: Reaped[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      reaped.push({ id: flat[i]!, outcome: flat[i + 1] as Reaped["outcome"] });
+    }
+    return reaped;
+  }
+
+  /** reap's jobs, requeued or failed. Callers move to reap. */
   async reapExpiredLeases(): Promise<string[]> {
-    return (await this.script("reap", ...JOB_TYPES)) as string[];
+    return (await this.reap()).map((r) => r.id);
   }
 
   /** Claimed and processing jobs of a queue: who holds each and until when (epoch ms). */

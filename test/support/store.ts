@@ -2,10 +2,12 @@
 // fresh key prefix (so tests sharing one redis-server never see each other's keys), a pub/sub
 // collector for a job's channel, and readers for the keys the store maintains.
 import { randomUUID } from "node:crypto";
+import { after, before, beforeEach } from "node:test";
 import { Redis } from "ioredis";
 import type { JobSpec } from "../../core/jobs/spec.js";
 import type { JobType } from "../../core/jobs/types.js";
 import { JobStore, type StoreOptions } from "../../core/store/store.js";
+import { startTestRedis, type TestRedis } from "./redis.js";
 
 /** A minimal valid spec of a type; destination fields are always set so every type accepts it. */
 export function makeSpec(type: JobType = "image_colors", overrides: Partial<JobSpec> = {}): JobSpec {
@@ -40,7 +42,36 @@ export function createStore(redisUrl: string, options: Partial<StoreOptions> = {
     keyPrefix: options.keyPrefix ?? uniquePrefix(),
     retentionMs: options.retentionMs ?? 7 * 24 * 3600 * 1000,
     eventsMaxLen: options.eventsMaxLen ?? 10_000,
+    // The configuration's default budget; a test that needs a store without one says maxAttempts: undefined.
+    maxAttempts: "maxAttempts" in options ? options.maxAttempts : 3,
   });
+}
+
+/**
+ * The setup of a store test file: one redis-server for the file, a store on a fresh key prefix before
+ * each test (handed to `use`, e.g. to set the file's `store`; it may prepare more), and everything
+ * closed after the last test.
+ */
+export function storeSuite(
+  use: (store: JobStore) => unknown,
+  options: Partial<StoreOptions> = {},
+): { readonly url: string } {
+  let server: TestRedis | undefined;
+  before(async () => {
+    server = await startTestRedis();
+  });
+  after(async () => {
+    await closeStores();
+    await server?.stop();
+  });
+  beforeEach(async () => {
+    await use(createStore(server!.url, options));
+  });
+  return {
+    get url() {
+      return server!.url;
+    },
+  };
 }
 
 /** Another JobStore on the same key prefix as `store` but its own connection (concurrency tests). */

@@ -1,36 +1,23 @@
 // Batches in the store: their counters and status as their jobs move, the batch.completed event,
 // and fail_fast (the first failure cancels the batch's pending and running jobs).
-import { after, before, beforeEach, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { Batch } from "../../core/jobs/records.js";
 import type { JobStore } from "../../core/store/store.js";
-import { startTestRedis, type TestRedis } from "../support/redis.js";
 import {
   claimAndStart,
   claimJob,
-  closeStores,
   collectChannel,
-  createStore,
   ISO_MS_UTC,
   makeSpec,
   rawJob,
+  storeSuite,
   streamEvents,
   UUID_V4,
 } from "../support/store.js";
 
-let server: TestRedis;
 let store: JobStore;
-
-before(async () => {
-  server = await startTestRedis();
-});
-after(async () => {
-  await closeStores();
-  await server.stop();
-});
-beforeEach(() => {
-  store = createStore(server.url);
-});
+storeSuite((s) => (store = s));
 
 const LEASE = 30_000;
 const A = "image_resize";

@@ -1,34 +1,14 @@
 // Named clients in the store: what a client submits carries its name, each client has its own
 // copies of the job and batch indexes (an admin has none), every transition keeps them in step with the shared ones,
 // prune removes them, and a reader sees only what its viewer allows.
-import { after, before, beforeEach, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { JobStore } from "../../core/store/store.js";
 import { EVERYONE, type Submitter, type Viewer } from "../../core/store/visibility.js";
-import { startTestRedis, type TestRedis } from "../support/redis.js";
-import {
-  claimAndStart,
-  closeStores,
-  createStore,
-  makeSpec,
-  rawJob,
-  sleep,
-  storeKeys,
-} from "../support/store.js";
+import { claimAndStart, makeSpec, rawJob, sleep, storeKeys, storeSuite } from "../support/store.js";
 
-let server: TestRedis;
 let store: JobStore;
-
-before(async () => {
-  server = await startTestRedis();
-});
-after(async () => {
-  await closeStores();
-  await server.stop();
-});
-beforeEach(() => {
-  store = createStore(server.url, { retentionMs: 50 });
-});
+storeSuite((s) => (store = s), { retentionMs: 50 });
 
 const A = "image_resize";
 const ALICE: Viewer = { client: "alice" };

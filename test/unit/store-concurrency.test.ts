@@ -1,34 +1,14 @@
 // Races on the store: many clients (each its own connection, as separate processes would be) doing
 // the same or conflicting transitions at once. Each transition is one Lua script, so every outcome
 // must look like some serial order: nothing lost, nothing done twice, counters consistent.
-import { after, before, beforeEach, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { JobType } from "../../core/jobs/types.js";
 import type { JobStore } from "../../core/store/store.js";
-import { startTestRedis, type TestRedis } from "../support/redis.js";
-import {
-  claimAndStart,
-  closeStores,
-  createStore,
-  makeSpec,
-  rawStats,
-  sameStore,
-  streamEvents,
-} from "../support/store.js";
+import { claimAndStart, makeSpec, rawStats, sameStore, storeSuite, streamEvents } from "../support/store.js";
 
-let server: TestRedis;
 let store: JobStore;
-
-before(async () => {
-  server = await startTestRedis();
-});
-after(async () => {
-  await closeStores();
-  await server.stop();
-});
-beforeEach(() => {
-  store = createStore(server.url);
-});
+const suite = storeSuite((s) => (store = s));
 
 const LEASE = 30_000;
 const A = "image_resize";
@@ -36,7 +16,7 @@ const B = "image_colors";
 
 /** `n` stores on the test's key prefix, each with its own connection. */
 function clients(n: number): JobStore[] {
-  return Array.from({ length: n }, () => sameStore(server.url, store));
+  return Array.from({ length: n }, () => sameStore(suite.url, store));
 }
 
 /** Runs the same call from `n` clients at once; returns each outcome (value or error). */

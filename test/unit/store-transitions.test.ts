@@ -1,15 +1,13 @@
 // The store's state machine, one transition at a time: what each script changes (the job hash, the
 // queues, the indexes, the counters, the events stream, the job's pub/sub channel) and what it
 // refuses or ignores. Batches: store-batches.test.ts; races: store-concurrency.test.ts.
-import { after, before, beforeEach, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { JOB_DURATION_BUCKETS } from "../../core/metrics.js";
 import { ConflictError, IllegalTransitionError, NotFoundError } from "../../core/store/errors.js";
 import type { JobStore } from "../../core/store/store.js";
-import { startTestRedis, type TestRedis } from "../support/redis.js";
 import {
   claimAndStart,
-  closeStores,
   collectChannel,
   createStore,
   ISO_MS_UTC,
@@ -18,23 +16,13 @@ import {
   rawStats,
   sleep,
   storeKeys,
+  storeSuite,
   streamEvents,
   UUID_V4,
 } from "../support/store.js";
 
-let server: TestRedis;
 let store: JobStore;
-
-before(async () => {
-  server = await startTestRedis();
-});
-after(async () => {
-  await closeStores();
-  await server.stop();
-});
-beforeEach(() => {
-  store = createStore(server.url);
-});
+const suite = storeSuite((s) => (store = s));
 
 const LEASE = 30_000;
 const A = "image_resize";
@@ -666,7 +654,7 @@ describe("renewLease", () => {
 
 describe("prune", () => {
   test("removes finished jobs and batches after the retention, leaves live ones alone", async () => {
-    store = createStore(server.url, { retentionMs: 50 });
+    store = createStore(suite.url, { retentionMs: 50 });
     const [done, failed, running, waiting] = (
       await store.submit([makeSpec(A), makeSpec(A), makeSpec(A), makeSpec(A)])
     ).jobIds as [string, string, string, string];
@@ -740,7 +728,7 @@ describe("prune", () => {
     assert.equal(await store.prune(), 0);
     for (const id of ids) assert.equal((await store.getJob(id))?.status, "completed");
 
-    const short = createStore(server.url, { retentionMs: 1 });
+    const short = createStore(suite.url, { retentionMs: 1 });
     const shortIds = (await short.submit([makeSpec(A), makeSpec(A), makeSpec(A)])).jobIds;
     for (const id of shortIds) {
       await claimAndStart(short, A);

@@ -2,31 +2,14 @@
 // lua/webhook.lua records an attempt on the record and in the counters, acknowledging the event in
 // the notifier's group only on a final result.
 import assert from "node:assert/strict";
-import { after, before, beforeEach, test } from "node:test";
+import { test } from "node:test";
 import type { JobStore } from "../../core/store/store.js";
-import { startTestRedis, type TestRedis } from "../support/redis.js";
-import {
-  claimAndStart,
-  closeStores,
-  createStore,
-  ISO_MS_UTC,
-  makeSpec,
-  streamEvents,
-} from "../support/store.js";
+import { claimAndStart, ISO_MS_UTC, makeSpec, storeSuite, streamEvents } from "../support/store.js";
 
-let server: TestRedis;
 let store: JobStore;
 const GROUP = "notifier";
-
-before(async () => {
-  server = await startTestRedis();
-});
-after(async () => {
-  await closeStores();
-  await server.stop();
-});
-beforeEach(async () => {
-  store = createStore(server.url);
+storeSuite(async (s) => {
+  store = s;
   await store.redis.xgroup("CREATE", store.keys.events(), GROUP, "0", "MKSTREAM");
 });
 

@@ -1,17 +1,34 @@
--- claim: takes the job at the head of a queue for an executor, under a lease. The job stays
--- pending until its work really starts (start.lua). Entries whose job is gone or no longer pending
--- (pruned, cancelled) are dropped on the way.
--- ARGV[4]: job type, ARGV[5]: lease in ms, ARGV[6]: owner. Returns the job id or nil.
-local type, owner = ARGV[4], ARGV[6]
-local lease_ms, bad = number_arg(ARGV[5], 'lease', 1)
+--[[
+  claim: takes the job at the head of a queue for an executor, under a lease. The job stays pending
+  until its work really starts (start.lua). Entries whose job is gone or no longer pending (pruned,
+  cancelled) are dropped on the way.
+
+  Input:
+    KEYS[1] pending   the queues' waiting jobs
+    KEYS[2] active    the queues' leases
+    KEYS[3] job       the job hashes
+
+    ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
+    ARGV[3] job type
+    ARGV[4] lease, in ms
+    ARGV[5] owner (who claims: recorded as claimed_by)
+
+  Output:
+    the job id, or nil when the queue has no pending job
+
+  Errors:
+    ERR invalid lease (below 1 ms, or not a number): nothing is taken
+]]
+local type, owner = ARGV[3], ARGV[5]
+local lease_ms, bad = number_arg(ARGV[4], 'lease', 1)
 if bad then return bad end
-local queue = key('queue', type, 'pending')
+local queue = at(K.pending, type)
 while true do
   local id = redis.call('LPOP', queue)
   if not id then return nil end
-  local j = key('job', id)
+  local j = at(K.job, id)
   if redis.call('HGET', j, 'status') == 'pending' then
-    redis.call('ZADD', key('queue', type, 'active'), NOW + lease_ms, id)
+    redis.call('ZADD', at(K.active, type), NOW + lease_ms, id)
     redis.call('HSET', j, 'claimed_by', owner, 'lease_until', NOW + lease_ms)
     return id
   end

@@ -1,9 +1,35 @@
--- complete: processing -> completed with its result. A duplicate report is a no-op; so is a late
--- report for a job that was failed meanwhile (cancelled by its batch), which keeps its failure.
--- ARGV[4]: job id, ARGV[5]: result JSON, ARGV[6]: JSON array of histogram bucket bounds (seconds).
--- Returns 1 when it changed the job, 0 otherwise.
-local id, result_json, bounds = ARGV[4], ARGV[5], cjson.decode(ARGV[6])
-local j = key('job', id)
+--[[
+  complete: processing -> completed with its result. A duplicate report is a no-op; so is a late
+  report for a job that was failed meanwhile (cancelled by its batch), which keeps its failure.
+
+  Input:
+    KEYS[1]  job                        the job hashes
+    KEYS[2]  job_channel                each job's pub/sub channel
+    KEYS[3]  active                     the queues' leases
+    KEYS[4]  stats                      the queues' counters
+    KEYS[5]  histogram                  the queues' duration histograms
+    KEYS[6]  jobs_by_status             the job index by status
+    KEYS[7]  client_jobs_by_status      a client's job index by status
+    KEYS[8]  batch                      the batch hashes
+    KEYS[9]  batches_by_status          the batch index by status
+    KEYS[10] client_batches_by_status   a client's batch index by status
+    KEYS[11] expiry                     finished records by deletion time
+    KEYS[12] events                     the events stream
+
+    ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
+    ARGV[3] job id
+    ARGV[4] result, JSON
+    ARGV[5] the histogram's bucket bounds in seconds, a JSON array
+
+  Output:
+    1 when it completed the job, 0 for a duplicate or a job that already failed
+
+  Errors:
+    NOTFOUND job <id> does not exist
+    ILLEGAL job <id> is pending, cannot become completed
+]]
+local id, result_json, bounds = ARGV[3], ARGV[4], cjson.decode(ARGV[5])
+local j = at(K.job, id)
 local h = redis.call('HMGET', j, 'status', 'type', 'batch_id', 'created_ms', 'started_ms', 'request_id',
   'webhook_url')
 local status, type, batch_id = h[1], h[2], h[3]
@@ -14,13 +40,13 @@ local duration = (NOW - tonumber(h[5])) / 1000
 redis.call('HSET', j, 'status', 'completed', 'result', result_json, 'progress', 100, 'updated_at', NOW_ISO,
   'completed_at', NOW_ISO, 'duration_seconds', tostring(duration))
 redis.call('HDEL', j, 'claimed_by', 'lease_until')
-redis.call('ZREM', key('queue', type, 'active'), id)
+redis.call('ZREM', at(K.active, type), id)
 count(type, 'processing', 'completed', 'completed_total')
 move_status_index(id, 'processing', 'completed', tonumber(h[4]))
-redis.call('ZADD', key('expiry'), NOW + RETENTION_MS, 'job:' .. id)
+redis.call('ZADD', K.expiry, NOW + RETENTION_MS, expiry_member('job', id))
 
 -- Duration histogram, kept in Redis so every process's /metrics reports the same figures.
-local hist = key('hist', type)
+local hist = at(K.histogram, type)
 for i, bound in ipairs(bounds) do
   if duration <= bound then redis.call('HINCRBY', hist, 'b' .. i, 1) end
 end

@@ -1,11 +1,53 @@
--- Shared by every transition script (prepended at load time). Common arguments: ARGV[1] the key
--- prefix, e.g. "{media}:", whose hash tag keeps every key in one cluster slot; ARGV[2] the length
--- the events stream is trimmed to; ARGV[3] how long finished jobs are kept (ms). A script's own
--- arguments start at ARGV[4].
-local P = ARGV[1]
-local EVENTS_MAXLEN = tonumber(ARGV[2])
-local RETENTION_MS = tonumber(ARGV[3])
-local function key(...) return P .. table.concat({ ... }, ':') end
+--[[
+  lib: what the transition scripts share, prepended to each of them. In front of it scripts.ts puts
+  K, the script's KEYS by family name, built from the script's header (keys.ts describes the
+  families: a key name with '*' where an id goes, or a single key).
+
+  Input:
+    KEYS: none of its own. A function here reads the families it needs from K, so a script that
+      calls it declares them in its header:
+        publish             job, job_channel
+        record              events
+        count               stats
+        move_status_index   job, jobs_by_status, client_jobs_by_status
+        batch_move          batch
+        set_batch_status    batch, batches_by_status, client_batches_by_status
+        finalize_batch      expiry, events and set_batch_status's
+        fail_job            pending, active, expiry, batch_jobs and those of publish, record, count,
+                            move_status_index, finalize_batch
+        requeue_job         fail_job's (a job past its retry budget fails)
+
+    ARGV[1] the length the events stream is trimmed to (approximately)
+    ARGV[2] how long finished jobs and batches are kept, in ms
+    A script's own arguments start at ARGV[3].
+
+  Output: nothing; the functions below answer as their comments say. Refusals are error replies
+    starting with a code word that errors.ts turns into typed errors:
+      ILLEGAL job <id> is <status>, cannot become <status>
+      NOTFOUND job <id> does not exist
+      ERR invalid <argument>: <value>
+]]
+local EVENTS_MAXLEN = tonumber(ARGV[1])
+local RETENTION_MS = tonumber(ARGV[2])
+
+-- A key of a family: its '*'s filled with the ids, in order (keys.ts keyOf).
+local function at(family, ...)
+  local ids = { ... }
+  local pieces, from = {}, 1
+  for i = 1, #ids do
+    local star = string.find(family, '*', from, true)
+    if not star then error('key family ' .. family .. ' takes fewer than ' .. #ids .. ' ids') end
+    pieces[#pieces + 1] = string.sub(family, from, star - 1)
+    pieces[#pieces + 1] = ids[i]
+    from = star + 1
+  end
+  if string.find(family, '*', from, true) then error('key family ' .. family .. ' takes more ids') end
+  pieces[#pieces + 1] = string.sub(family, from)
+  return table.concat(pieces)
+end
+
+-- A member of the expiry set: what is due ('job' or 'batch') and its id.
+local function expiry_member(kind, id) return kind .. ':' .. id end
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -40,15 +82,17 @@ end
 
 -- Every change of a job is numbered (seq), so an SSE reader can drop what its snapshot already holds.
 -- Messages carry no result: a reader of `complete` reads it from the job (cjson would turn [] into {}).
+-- The messages are typed in events.ts (JobChannelMessage).
 local function publish(id, event, data)
-  local seq = redis.call('HINCRBY', key('job', id), 'seq', 1)
-  redis.call('PUBLISH', key('events', id), cjson.encode({ seq = seq, event = event, data = data }))
+  local seq = redis.call('HINCRBY', at(K.job, id), 'seq', 1)
+  redis.call('PUBLISH', at(K.job_channel, id), cjson.encode({ seq = seq, event = event, data = data }))
 end
 
 -- The durable events stream, read by the notifier (webhooks) through a consumer group. A job's
 -- terminal event carries webhook=1 when the job has a webhook_url, so the notifier reads only those.
+-- Every event and its fields are typed in events.ts (StoreEvent).
 local function record(event, fields)
-  local args = { 'XADD', key('events'), 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'event', event, 'at', NOW_ISO }
+  local args = { 'XADD', K.events, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'event', event, 'at', NOW_ISO }
   for k, v in pairs(fields) do
     if v ~= nil and v ~= false and v ~= '' then
       args[#args + 1] = k
@@ -58,31 +102,27 @@ local function record(event, fields)
   redis.call(unpack(args))
 end
 
--- A record submitted by a client carries its name (field `client`), and a client that is not an admin
--- has its own copies of the indexes, under client:<name>:, so that it lists its own jobs and batches
--- with the same reads (and totals) as an admin lists all of them. An admin's records (field
--- `client_admin`) are in the shared indexes only. `kind` is 'jobs' or 'batches'.
-local function client_index(client, kind, ...)
-  return key('client', client, kind, ...)
-end
-
-local function move_index(kind, record, id, from, to, created_ms)
-  if from then redis.call('ZREM', key(kind, 'status', from), id) end
-  redis.call('ZADD', key(kind, 'status', to), created_ms, id)
-  local owner = redis.call('HMGET', key(record, id), 'client', 'client_admin')
+-- Moves a job or batch from one status index to another. A record submitted by a client carries its
+-- name (field `client`), and a client that is not an admin has its own copies of the indexes, so that
+-- it lists its own jobs and batches with the same reads (and totals) as an admin lists all of them.
+-- An admin's records (field `client_admin`) are in the shared indexes only.
+local function move_index(record_key, by_status, client_by_status, id, from, to, created_ms)
+  if from then redis.call('ZREM', at(by_status, from), id) end
+  redis.call('ZADD', at(by_status, to), created_ms, id)
+  local owner = redis.call('HMGET', record_key, 'client', 'client_admin')
   local client = owner[1]
   if client and not owner[2] then
-    if from then redis.call('ZREM', client_index(client, kind, 'status', from), id) end
-    redis.call('ZADD', client_index(client, kind, 'status', to), created_ms, id)
+    if from then redis.call('ZREM', at(client_by_status, client, from), id) end
+    redis.call('ZADD', at(client_by_status, client, to), created_ms, id)
   end
 end
 
 local function move_status_index(id, from, to, created_ms)
-  move_index('jobs', 'job', id, from, to, created_ms)
+  move_index(at(K.job, id), K.jobs_by_status, K.client_jobs_by_status, id, from, to, created_ms)
 end
 
 local function count(type, from, to, total_field)
-  local stats = key('stats', type)
+  local stats = at(K.stats, type)
   if from then redis.call('HINCRBY', stats, from, -1) end
   redis.call('HINCRBY', stats, to, 1)
   if total_field then redis.call('HINCRBY', stats, total_field, 1) end
@@ -90,7 +130,7 @@ end
 
 local function batch_move(batch_id, from, to)
   if not batch_id or batch_id == '' then return end
-  local b = key('batch', batch_id)
+  local b = at(K.batch, batch_id)
   if redis.call('EXISTS', b) == 0 then return end
   redis.call('HINCRBY', b, from, -1)
   redis.call('HINCRBY', b, to, 1)
@@ -98,15 +138,15 @@ local function batch_move(batch_id, from, to)
 end
 
 local function set_batch_status(batch_id, from, to)
-  local b = key('batch', batch_id)
+  local b = at(K.batch, batch_id)
   local created_ms = redis.call('HGET', b, 'created_ms')
   redis.call('HSET', b, 'status', to, 'updated_at', NOW_ISO)
-  move_index('batches', 'batch', batch_id, from, to, created_ms)
+  move_index(b, K.batches_by_status, K.client_batches_by_status, batch_id, from, to, created_ms)
 end
 
 -- When every job of the batch is finished: completed (all succeeded), failed (none did) or partial.
 local function finalize_batch(batch_id)
-  local b = key('batch', batch_id)
+  local b = at(K.batch, batch_id)
   local h = redis.call('HMGET', b, 'status', 'total_jobs', 'completed', 'failed', 'webhook_url')
   local status, total, completed, failed = h[1], tonumber(h[2]), tonumber(h[3]), tonumber(h[4])
   if not status or status == 'completed' or status == 'failed' or status == 'partial' then return end
@@ -115,7 +155,7 @@ local function finalize_batch(batch_id)
   if failed == 0 then final = 'completed' elseif completed == 0 then final = 'failed' end
   set_batch_status(batch_id, status, final)
   redis.call('HSET', b, 'completed_at', NOW_ISO)
-  redis.call('ZADD', key('expiry'), NOW + RETENTION_MS, 'batch:' .. batch_id)
+  redis.call('ZADD', K.expiry, NOW + RETENTION_MS, expiry_member('batch', batch_id))
   record('batch.completed', {
     batch_id = batch_id, status = final, total_jobs = total, completed = completed, failed = failed,
     webhook_url = h[5],
@@ -136,19 +176,19 @@ end
 -- Ends a pending or processing job as failed; the caller has checked the status.
 local fail_job
 local function stop_batch(batch_id, failed_id)
-  local b = key('batch', batch_id)
+  local b = at(K.batch, batch_id)
   local h = redis.call('HMGET', b, 'fail_fast', 'stopped_by')
   if h[1] ~= '1' or (h[2] and h[2] ~= '') then return end
   redis.call('HSET', b, 'stopped_by', failed_id)
   local reason = 'cancelled: batch ' .. batch_id .. ' stopped by the failure of job ' .. failed_id
-  for _, other in ipairs(redis.call('LRANGE', b .. ':jobs', 0, -1)) do
-    local st = redis.call('HGET', key('job', other), 'status')
+  for _, other in ipairs(redis.call('LRANGE', at(K.batch_jobs, batch_id), 0, -1)) do
+    local st = redis.call('HGET', at(K.job, other), 'status')
     if st == 'pending' or st == 'processing' then fail_job(other, st, reason, true) end
   end
 end
 
 fail_job = function(id, from, message, cancelled)
-  local j = key('job', id)
+  local j = at(K.job, id)
   local h = redis.call('HMGET', j, 'type', 'batch_id', 'created_ms', 'started_ms', 'request_id', 'webhook_url')
   local type, batch_id, created_ms = h[1], h[2], tonumber(h[3])
   redis.call('HSET', j, 'status', 'failed', 'error', message, 'updated_at', NOW_ISO, 'completed_at', NOW_ISO)
@@ -157,11 +197,11 @@ fail_job = function(id, from, message, cancelled)
   end
   if cancelled then redis.call('HSET', j, 'cancelled', '1') end
   redis.call('HDEL', j, 'claimed_by', 'lease_until')
-  if from == 'pending' then redis.call('LREM', key('queue', type, 'pending'), 0, id) end
-  redis.call('ZREM', key('queue', type, 'active'), id)
+  if from == 'pending' then redis.call('LREM', at(K.pending, type), 0, id) end
+  redis.call('ZREM', at(K.active, type), id)
   count(type, from, 'failed', 'failed_total')
   move_status_index(id, from, 'failed', created_ms)
-  redis.call('ZADD', key('expiry'), NOW + RETENTION_MS, 'job:' .. id)
+  redis.call('ZADD', K.expiry, NOW + RETENTION_MS, expiry_member('job', id))
   publish(id, 'complete', { status = 'failed', error = message })
   record(cancelled and 'job.cancelled' or 'job.failed', {
     job_id = id, type = type, batch_id = batch_id, status = 'failed', was = from, request_id = h[5],
@@ -174,25 +214,40 @@ fail_job = function(id, from, message, cancelled)
   end
 end
 
--- Gives a claimed or processing job back to the head of its queue. Returns 1 when it changed the
--- job, 0 when there was nothing to give back (finished, or pending and unclaimed).
-local function requeue_job(id, reason)
-  local j = key('job', id)
-  local h = redis.call('HMGET', j, 'status', 'type', 'batch_id', 'created_ms')
+-- Gives a claimed or processing job back to the head of its queue, within its retry budget:
+-- start.lua charges every run one attempt, and a processing job whose attempts have reached
+-- `max_attempts` is failed instead (as fail.lua fails a job: batch, fail_fast and webhook alike)
+-- with the error "<reason> (gave up after <attempts> attempts)". A job that is only claimed has not
+-- been charged for this run and always goes back. A hand-back (`handback`: its executor stops, the
+-- run did not fail) is never failed and refunds the attempt its run was charged, so the job keeps
+-- its whole budget.
+-- Returns 'requeued', 'failed', or 'unchanged' when there was nothing to give back (finished, or
+-- pending and unclaimed); a NOTFOUND error reply when there is no such job.
+local function requeue_job(id, reason, max_attempts, handback)
+  local j = at(K.job, id)
+  local h = redis.call('HMGET', j, 'status', 'type', 'batch_id', 'created_ms', 'attempts')
   local status, type, batch_id = h[1], h[2], h[3]
   if not status then return redis.error_reply('NOTFOUND job ' .. id .. ' does not exist') end
-  if status ~= 'pending' and status ~= 'processing' then return 0 end
-  if redis.call('ZREM', key('queue', type, 'active'), id) == 0 and status == 'pending' then return 0 end
+  if status ~= 'pending' and status ~= 'processing' then return 'unchanged' end
+  local active = at(K.active, type)
+  if status == 'pending' and not redis.call('ZSCORE', active, id) then return 'unchanged' end
+  local attempts = tonumber(h[5]) or 0
+  if status == 'processing' and not handback and attempts >= max_attempts then
+    fail_job(id, status, reason .. ' (gave up after ' .. attempts .. ' attempts)', false)
+    return 'failed'
+  end
+  redis.call('ZREM', active, id)
   redis.call('HDEL', j, 'claimed_by', 'lease_until', 'progress', 'started_at', 'started_ms')
-  redis.call('LPUSH', key('queue', type, 'pending'), id)
+  redis.call('LPUSH', at(K.pending, type), id)
   redis.call('HSET', j, 'updated_at', NOW_ISO)
   if status == 'processing' then
     redis.call('HSET', j, 'status', 'pending')
+    if handback and attempts > 0 then redis.call('HINCRBY', j, 'attempts', -1) end
     count(type, 'processing', 'pending')
     move_status_index(id, 'processing', 'pending', tonumber(h[4]))
     if batch_id and batch_id ~= '' then batch_move(batch_id, 'processing', 'pending') end
   end
   publish(id, 'status', { status = 'pending', message = 'requeued: ' .. reason })
   record('job.requeued', { job_id = id, type = type, batch_id = batch_id, status = 'pending', reason = reason })
-  return 1
+  return 'requeued'
 end

@@ -1,10 +1,26 @@
--- progress: records how far a processing job is and tells its SSE readers. Ignored unless the job
--- is processing (a late report after the end changes nothing).
--- ARGV[4]: job id, ARGV[5]: percent, ARGV[6]: message. Returns 1 when recorded, else 0.
-local id, message = ARGV[4], ARGV[6]
-local percent, bad = number_arg(ARGV[5], 'percent')
+--[[
+  progress: records how far a processing job is and tells its SSE readers. Ignored unless the job is
+  processing (a late report after the end changes nothing).
+
+  Input:
+    KEYS[1] job           the job hashes
+    KEYS[2] job_channel   each job's pub/sub channel
+
+    ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
+    ARGV[3] job id
+    ARGV[4] percent, clamped to 0-100
+    ARGV[5] message
+
+  Output:
+    1 when recorded, 0 when the job is not processing
+
+  Errors:
+    ERR invalid percent (not a number): nothing is written
+]]
+local id, message = ARGV[3], ARGV[5]
+local percent, bad = number_arg(ARGV[4], 'percent')
 if bad then return bad end
-local j = key('job', id)
+local j = at(K.job, id)
 if redis.call('HGET', j, 'status') ~= 'processing' then return 0 end
 if percent < 0 then percent = 0 elseif percent > 100 then percent = 100 end
 redis.call('HSET', j, 'progress', percent, 'updated_at', NOW_ISO)

@@ -1,28 +1,52 @@
--- prune: deletes finished jobs and batches whose retention has passed, with their index entries.
--- ARGV[4]: the most entries to remove in one call. Returns the number removed.
-local limit = tonumber(ARGV[4])
-local due = redis.call('ZRANGEBYSCORE', key('expiry'), '-inf', NOW, 'LIMIT', 0, limit)
+--[[
+  prune: deletes finished jobs and batches whose retention has passed, with their index entries
+  (a client's copies included) and their counts in the queues' counters.
+
+  Input:
+    KEYS[1]  expiry                      finished records by deletion time
+    KEYS[2]  job                         the job hashes
+    KEYS[3]  stats                       the queues' counters
+    KEYS[4]  jobs_by_created             the job index by creation
+    KEYS[5]  jobs_by_status              the job index by status
+    KEYS[6]  client_jobs_by_created      a client's job index by creation
+    KEYS[7]  client_jobs_by_status       a client's job index by status
+    KEYS[8]  batch                       the batch hashes
+    KEYS[9]  batch_jobs                  each batch's job ids
+    KEYS[10] batches_by_created          the batch index by creation
+    KEYS[11] batches_by_status           the batch index by status
+    KEYS[12] client_batches_by_created   a client's batch index by creation
+    KEYS[13] client_batches_by_status    a client's batch index by status
+
+    ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
+    ARGV[3] the most records to remove in one call
+
+  Output:
+    the number of expiry entries handled (records removed, or already gone)
+]]
+local limit = tonumber(ARGV[3])
+local due = redis.call('ZRANGEBYSCORE', K.expiry, '-inf', NOW, 'LIMIT', 0, limit)
 for _, member in ipairs(due) do
   local kind, id = string.match(member, '^(%a+):(.*)$')
   if kind == 'job' then
-    local j = key('job', id)
+    local j = at(K.job, id)
     local h = redis.call('HMGET', j, 'type', 'status', 'client')
     if h[1] and (h[2] == 'completed' or h[2] == 'failed') then
-      redis.call('HINCRBY', key('stats', h[1]), h[2], -1)
-      redis.call('ZREM', key('jobs', 'status', h[2]), id)
-      if h[3] then redis.call('ZREM', client_index(h[3], 'jobs', 'status', h[2]), id) end
+      redis.call('HINCRBY', at(K.stats, h[1]), h[2], -1)
+      redis.call('ZREM', at(K.jobs_by_status, h[2]), id)
+      if h[3] then redis.call('ZREM', at(K.client_jobs_by_status, h[3], h[2]), id) end
     end
     redis.call('DEL', j)
-    redis.call('ZREM', key('jobs', 'by_created'), id)
-    if h[3] then redis.call('ZREM', client_index(h[3], 'jobs', 'by_created'), id) end
+    redis.call('ZREM', K.jobs_by_created, id)
+    if h[3] then redis.call('ZREM', at(K.client_jobs_by_created, h[3]), id) end
   elseif kind == 'batch' then
-    local h = redis.call('HMGET', key('batch', id), 'status', 'client')
-    if h[1] then redis.call('ZREM', key('batches', 'status', h[1]), id) end
-    if h[1] and h[2] then redis.call('ZREM', client_index(h[2], 'batches', 'status', h[1]), id) end
-    redis.call('DEL', key('batch', id), key('batch', id) .. ':jobs')
-    redis.call('ZREM', key('batches', 'by_created'), id)
-    if h[2] then redis.call('ZREM', client_index(h[2], 'batches', 'by_created'), id) end
+    local b = at(K.batch, id)
+    local h = redis.call('HMGET', b, 'status', 'client')
+    if h[1] then redis.call('ZREM', at(K.batches_by_status, h[1]), id) end
+    if h[1] and h[2] then redis.call('ZREM', at(K.client_batches_by_status, h[2], h[1]), id) end
+    redis.call('DEL', b, at(K.batch_jobs, id))
+    redis.call('ZREM', K.batches_by_created, id)
+    if h[2] then redis.call('ZREM', at(K.client_batches_by_created, h[2]), id) end
   end
-  redis.call('ZREM', key('expiry'), member)
+  redis.call('ZREM', K.expiry, member)
 end
 return #due

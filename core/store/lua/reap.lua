@@ -1,16 +1,53 @@
--- reap: re-queues the claimed and processing jobs whose lease has run out (by Redis' clock): their
--- executor died or lost Redis, and stopped renewing them.
--- ARGV[4..]: the job types to look at. Returns the ids re-queued.
-local reaped = {}
+--[[
+  reap: gives back the claimed and processing jobs whose lease has run out (by Redis' clock): their
+  executor died or lost Redis, and stopped renewing them. Each goes back as requeue.lua gives a job
+  back, within its retry budget: a processing job whose attempts have reached the budget fails with
+  "its executor stopped renewing the lease (gave up after <attempts> attempts)". At most 100 jobs of
+  each type per call; lease entries whose job is gone are dropped.
+
+  Input:
+    KEYS[1]  job                        the job hashes
+    KEYS[2]  job_channel                each job's pub/sub channel
+    KEYS[3]  pending                    the queues' waiting jobs
+    KEYS[4]  active                     the queues' leases
+    KEYS[5]  stats                      the queues' counters
+    KEYS[6]  jobs_by_status             the job index by status
+    KEYS[7]  client_jobs_by_status      a client's job index by status
+    KEYS[8]  batch                      the batch hashes
+    KEYS[9]  batch_jobs                 each batch's job ids
+    KEYS[10] batches_by_status          the batch index by status
+    KEYS[11] client_batches_by_status   a client's batch index by status
+    KEYS[12] expiry                     finished records by deletion time
+    KEYS[13] events                     the events stream
+    KEYS[14] queues                     the channel that wakes idle executors
+
+    ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
+    ARGV[3] the retry budget (as requeue.lua's ARGV[5])
+    ARGV[4..] the job types whose leases to look at
+
+  Output:
+    a flat array: job id, "requeued" or "failed", job id, ... (empty when no lease had run out)
+
+  Errors:
+    ERR invalid max attempts (below 1, or not a number)
+]]
+local max_attempts, bad = number_arg(ARGV[3], 'max attempts', 1)
+if bad then return bad end
+local reaped, requeued = {}, false
 for i = 4, #ARGV do
-  local type = ARGV[i]
-  for _, id in ipairs(redis.call('ZRANGEBYSCORE', key('queue', type, 'active'), '-inf', NOW, 'LIMIT', 0, 100)) do
-    if redis.call('EXISTS', key('job', id)) == 1 then
-      if requeue_job(id, 'its executor stopped renewing the lease') == 1 then reaped[#reaped + 1] = id end
+  local active = at(K.active, ARGV[i])
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', active, '-inf', NOW, 'LIMIT', 0, 100)) do
+    if redis.call('EXISTS', at(K.job, id)) == 1 then
+      local outcome = requeue_job(id, 'its executor stopped renewing the lease', max_attempts, false)
+      if outcome == 'requeued' or outcome == 'failed' then
+        reaped[#reaped + 1] = id
+        reaped[#reaped + 1] = outcome
+      end
+      if outcome == 'requeued' then requeued = true end
     else
-      redis.call('ZREM', key('queue', type, 'active'), id)
+      redis.call('ZREM', active, id)
     end
   end
 end
-if #reaped > 0 then redis.call('PUBLISH', key('queues'), 'requeued') end
+if requeued then redis.call('PUBLISH', K.queues, 'requeued') end
 return reaped

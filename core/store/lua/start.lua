@@ -1,19 +1,47 @@
--- start: pending -> processing, when the work really begins (child spawned, pod running). The job
--- must have been claimed. A job already processing is left as it is (duplicate report).
--- ARGV[4]: job id, ARGV[5]: lease in ms. Returns 1 when it changed the job, 0 for a duplicate.
-local id = ARGV[4]
-local lease_ms, bad = number_arg(ARGV[5], 'lease', 1)
+--[[
+  start: pending -> processing, when the work really begins (child spawned, pod running). The job
+  must have been claimed. Each start charges the job one attempt of its retry budget (requeue.lua).
+  A job already processing is left as it is (duplicate report).
+
+  Input:
+    KEYS[1]  job                        the job hashes
+    KEYS[2]  job_channel                each job's pub/sub channel
+    KEYS[3]  active                     the queues' leases
+    KEYS[4]  stats                      the queues' counters
+    KEYS[5]  jobs_by_status             the job index by status
+    KEYS[6]  client_jobs_by_status      a client's job index by status
+    KEYS[7]  batch                      the batch hashes
+    KEYS[8]  batches_by_status          the batch index by status
+    KEYS[9]  client_batches_by_status   a client's batch index by status
+    KEYS[10] events                     the events stream
+
+    ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
+    ARGV[3] job id
+    ARGV[4] lease, in ms from now
+
+  Output:
+    1 when it started the job, 0 for a duplicate (already processing)
+
+  Errors:
+    NOTFOUND job <id> does not exist
+    ILLEGAL job <id> is <completed|failed>, cannot become processing
+    ILLEGAL job <id> is pending but not claimed, cannot become processing
+    ERR invalid lease (below 1 ms, or not a number)
+]]
+local id = ARGV[3]
+local lease_ms, bad = number_arg(ARGV[4], 'lease', 1)
 if bad then return bad end
-local j = key('job', id)
+local j = at(K.job, id)
 local h = redis.call('HMGET', j, 'status', 'type', 'batch_id', 'created_ms')
 local status, type, batch_id = h[1], h[2], h[3]
 if not status then return redis.error_reply('NOTFOUND job ' .. id .. ' does not exist') end
 if status == 'processing' then return 0 end
 if status ~= 'pending' then return illegal(id, status, 'processing') end
-if not redis.call('ZSCORE', key('queue', type, 'active'), id) then
+local active = at(K.active, type)
+if not redis.call('ZSCORE', active, id) then
   return redis.error_reply('ILLEGAL job ' .. id .. ' is pending but not claimed, cannot become processing')
 end
-redis.call('ZADD', key('queue', type, 'active'), NOW + lease_ms, id)
+redis.call('ZADD', active, NOW + lease_ms, id)
 redis.call('HSET', j, 'status', 'processing', 'started_at', NOW_ISO, 'started_ms', NOW, 'updated_at', NOW_ISO,
   'lease_until', NOW + lease_ms, 'progress', 0)
 redis.call('HINCRBY', j, 'attempts', 1)
@@ -23,7 +51,7 @@ publish(id, 'status', { status = 'processing', message = 'processing started' })
 record('job.started', { job_id = id, type = type, batch_id = batch_id, status = 'processing' })
 if batch_id and batch_id ~= '' then
   batch_move(batch_id, 'pending', 'processing')
-  if redis.call('HGET', key('batch', batch_id), 'status') == 'queued' then
+  if redis.call('HGET', at(K.batch, batch_id), 'status') == 'queued' then
     set_batch_status(batch_id, 'queued', 'processing')
   end
 end

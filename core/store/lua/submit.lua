@@ -1,28 +1,55 @@
--- submit: records new jobs, pending, at the tail of their queues; optionally as one batch. All or
--- nothing: an id already taken fails the whole call before anything is written.
--- ARGV[4]: JSON {client?, admin?, batch?: {id, fail_fast, webhook_url}, jobs: [{id, type, fields: {..}}]};
--- client: the name of the submitting client, recorded on every job and the batch, and indexed for it
--- unless admin is true (an admin lists through the shared indexes; its records carry client_admin=1).
--- Returns the queue position of each job, in order.
-local payload = cjson.decode(ARGV[4])
+--[[
+  submit: records new jobs, pending, at the tail of their queues; optionally as one batch. All or
+  nothing: an id already taken fails the whole call before anything is written.
+
+  Input:
+    KEYS[1]  job                         the job hashes
+    KEYS[2]  pending                     the queues' waiting jobs
+    KEYS[3]  stats                       the queues' counters
+    KEYS[4]  jobs_by_created             the job index by creation
+    KEYS[5]  jobs_by_status              the job index by status
+    KEYS[6]  client_jobs_by_created      a client's job index by creation
+    KEYS[7]  client_jobs_by_status       a client's job index by status
+    KEYS[8]  batch                       the batch hashes
+    KEYS[9]  batch_jobs                  each batch's job ids
+    KEYS[10] batches_by_created          the batch index by creation
+    KEYS[11] batches_by_status           the batch index by status
+    KEYS[12] client_batches_by_created   a client's batch index by creation
+    KEYS[13] client_batches_by_status    a client's batch index by status
+    KEYS[14] events                      the events stream
+    KEYS[15] queues                      the channel that wakes idle executors
+
+    ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
+    ARGV[3] JSON {client?, admin?, batch?: {id, fail_fast, webhook_url?}, jobs: [{id, type, fields}]}:
+      client, the name of the submitting client, is recorded on every job and the batch, and they are
+      indexed for it unless admin is true (an admin lists through the shared indexes; its records
+      carry client_admin=1); fields are the job hash's fields from the spec
+
+  Output:
+    the queue position (1-based) of each job, in order
+
+  Errors:
+    CONFLICT batch <id> already exists, CONFLICT job <id> already exists
+    ERR a submission needs at least one job
+]]
+local payload = cjson.decode(ARGV[3])
 local batch = payload.batch
 local client = payload.client
 if client == cjson.null then client = nil end
--- Whose own indexes get copies of the new records (lib.lua client_index): a client that is not an admin.
+-- Whose own indexes get copies of the new records (lib.lua move_index): a client that is not an admin.
 local indexed = client and payload.admin ~= true
 if #payload.jobs == 0 then return redis.error_reply('ERR a submission needs at least one job') end
-if batch and redis.call('EXISTS', key('batch', batch.id)) == 1 then
+if batch and redis.call('EXISTS', at(K.batch, batch.id)) == 1 then
   return redis.error_reply('CONFLICT batch ' .. batch.id .. ' already exists')
 end
 for _, job in ipairs(payload.jobs) do
-  if redis.call('EXISTS', key('job', job.id)) == 1 then
+  if redis.call('EXISTS', at(K.job, job.id)) == 1 then
     return redis.error_reply('CONFLICT job ' .. job.id .. ' already exists')
   end
 end
 
 local positions = {}
 for i, job in ipairs(payload.jobs) do
-  local j = key('job', job.id)
   local fields = { 'id', job.id, 'type', job.type, 'status', 'pending', 'created_at', NOW_ISO,
     'updated_at', NOW_ISO, 'created_ms', NOW, 'seq', 0, 'attempts', 0 }
   for name, value in pairs(job.fields) do
@@ -41,35 +68,36 @@ for i, job in ipairs(payload.jobs) do
       fields[#fields + 1] = '1'
     end
   end
-  redis.call('HSET', j, unpack(fields))
-  positions[i] = redis.call('RPUSH', key('queue', job.type, 'pending'), job.id)
+  redis.call('HSET', at(K.job, job.id), unpack(fields))
+  positions[i] = redis.call('RPUSH', at(K.pending, job.type), job.id)
   count(job.type, nil, 'pending', 'submitted_total')
-  redis.call('ZADD', key('jobs', 'by_created'), NOW, job.id)
-  redis.call('ZADD', key('jobs', 'status', 'pending'), NOW, job.id)
+  redis.call('ZADD', K.jobs_by_created, NOW, job.id)
+  redis.call('ZADD', at(K.jobs_by_status, 'pending'), NOW, job.id)
   if indexed then
-    redis.call('ZADD', client_index(client, 'jobs', 'by_created'), NOW, job.id)
-    redis.call('ZADD', client_index(client, 'jobs', 'status', 'pending'), NOW, job.id)
+    redis.call('ZADD', at(K.client_jobs_by_created, client), NOW, job.id)
+    redis.call('ZADD', at(K.client_jobs_by_status, client, 'pending'), NOW, job.id)
   end
   record('job.created', { job_id = job.id, type = job.type, batch_id = batch and batch.id, status = 'pending' })
 end
 
 if batch then
-  local b = key('batch', batch.id)
+  local b = at(K.batch, batch.id)
   redis.call('HSET', b, 'id', batch.id, 'status', 'queued', 'total_jobs', #payload.jobs,
     'pending', #payload.jobs, 'processing', 0, 'completed', 0, 'failed', 0,
     'fail_fast', batch.fail_fast and '1' or '0', 'created_at', NOW_ISO, 'updated_at', NOW_ISO, 'created_ms', NOW)
   if batch.webhook_url then redis.call('HSET', b, 'webhook_url', batch.webhook_url) end
   if client then redis.call('HSET', b, 'client', client) end
   if client and not indexed then redis.call('HSET', b, 'client_admin', '1') end
-  for _, job in ipairs(payload.jobs) do redis.call('RPUSH', b .. ':jobs', job.id) end
-  redis.call('ZADD', key('batches', 'by_created'), NOW, batch.id)
-  redis.call('ZADD', key('batches', 'status', 'queued'), NOW, batch.id)
+  local batch_jobs = at(K.batch_jobs, batch.id)
+  for _, job in ipairs(payload.jobs) do redis.call('RPUSH', batch_jobs, job.id) end
+  redis.call('ZADD', K.batches_by_created, NOW, batch.id)
+  redis.call('ZADD', at(K.batches_by_status, 'queued'), NOW, batch.id)
   if indexed then
-    redis.call('ZADD', client_index(client, 'batches', 'by_created'), NOW, batch.id)
-    redis.call('ZADD', client_index(client, 'batches', 'status', 'queued'), NOW, batch.id)
+    redis.call('ZADD', at(K.client_batches_by_created, client), NOW, batch.id)
+    redis.call('ZADD', at(K.client_batches_by_status, client, 'queued'), NOW, batch.id)
   end
   record('batch.created', { batch_id = batch.id, status = 'queued', total_jobs = #payload.jobs })
 end
 -- Wakes idle executors at once rather than at their next poll.
-redis.call('PUBLISH', key('queues'), 'submitted')
+redis.call('PUBLISH', K.queues, 'submitted')
 return positions

@@ -1,14 +1,34 @@
--- webhook: records one delivery attempt of a job's or batch's webhook on its record and in the
--- delivery counters. A final outcome (delivered, or given up) also acknowledges the event in the
--- notifier's consumer group in the same step: an event is never acknowledged without its outcome
--- recorded, nor recorded as finished while still pending.
--- ARGV[4]: 'job' or 'batch', ARGV[5]: its id, ARGV[6]: the webhook id, ARGV[7]: result (delivered,
--- retry, failed, refused), ARGV[8]: what happened ("HTTP 503", "no response within 10 s"),
--- ARGV[9]: HTTP status code or '', ARGV[10]: next attempt (epoch ms) or '', ARGV[11]: consumer
--- group, ARGV[12]: the event's stream entry id.
--- Returns the attempts recorded on the record (0 when the record has expired).
-local kind, id, webhook_id, result, summary = ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
-local status_code, next_ms, group, entry = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
+--[[
+  webhook: records one delivery attempt of a job's or batch's webhook on its record and in the
+  delivery counters. A final outcome (delivered, or given up) also acknowledges the event in the
+  notifier's consumer group in the same step: an event is never acknowledged without its outcome
+  recorded, nor recorded as finished while still pending.
+
+  Input:
+    KEYS[1] events          the events stream
+    KEYS[2] webhook_stats   delivery attempts by result
+    KEYS[3] job             the job hashes
+    KEYS[4] batch           the batch hashes
+
+    ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
+    ARGV[3] 'job' or 'batch'
+    ARGV[4] its id
+    ARGV[5] the webhook id
+    ARGV[6] result: delivered, retry, failed or refused (all but retry are final)
+    ARGV[7] what happened ("HTTP 503", "no response within 10 s")
+    ARGV[8] HTTP status code, or ''
+    ARGV[9] next attempt (epoch ms), or ''
+    ARGV[10] the notifier's consumer group
+    ARGV[11] the event's stream entry id
+
+  Output:
+    the attempts now recorded on the record (0 when the record has expired)
+
+  Errors:
+    ERR invalid record kind, ERR invalid webhook result, ERR invalid next attempt: nothing is written
+]]
+local kind, id, webhook_id, result, summary = ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local status_code, next_ms, group, entry = ARGV[8], ARGV[9], ARGV[10], ARGV[11]
 if kind ~= 'job' and kind ~= 'batch' then return redis.error_reply('ERR invalid record kind: ' .. kind) end
 local final = result ~= 'retry'
 local next_at
@@ -21,10 +41,10 @@ if result ~= 'delivered' and result ~= 'retry' and result ~= 'failed' and result
   return redis.error_reply('ERR invalid webhook result: ' .. result)
 end
 
-redis.call('HINCRBY', key('webhooks', 'stats'), result, 1)
-if final then redis.call('XACK', KEYS[1], group, entry) end
+redis.call('HINCRBY', K.webhook_stats, result, 1)
+if final then redis.call('XACK', K.events, group, entry) end
 
-local r = key(kind, id)
+local r = at(kind == 'job' and K.job or K.batch, id)
 if redis.call('EXISTS', r) == 0 then return 0 end
 local attempts = redis.call('HINCRBY', r, 'webhook_attempts', 1)
 local state = 'pending'

@@ -4,12 +4,14 @@ import { join } from "node:path";
 import { Value } from "@sinclair/typebox/value";
 import { parse as parseYaml } from "yaml";
 import { parseDuration } from "../duration.js";
-import { JOB_TYPES, type JobType } from "../jobs/types.js";
+import { JOB_TYPES } from "../jobs/types.js";
 import { parseQuantity } from "../quantity.js";
 import { parseAllowedHosts } from "../webhooks/address-policy.js";
 import { decodeSigningSecret } from "../webhooks/signing.js";
 import { RUNNER_ENV } from "./runner-env.js";
+import type { ApiClientConfig, AiProviderConfig, LOG_LEVELS } from "./schema.js";
 import { AI_PROVIDER_NAME, ConfigFile } from "./schema.js";
+import { envSettings, resolveSettings, type Resolved } from "./settings.js";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -17,207 +19,56 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>;
 
-// Environment variables that override the file, as the README lists them: [variable, path, kind].
-// An "integer" is read as a number is in the file (1e9 is 1000000000) and must be a whole one:
-// 5.5, 0x10 or 12abc are refused rather than cut short to 5, 16 or 12.
-const ENV_OVERRIDES: Array<[string, string[], "string" | "integer" | "list"]> = [
-  ["HOST", ["server", "host"], "string"],
-  ["PORT", ["server", "port"], "integer"],
-  ["API_KEYS", ["server", "api_keys"], "list"],
-  ["ALLOW_UNAUTHENTICATED", ["server", "allow_unauthenticated"], "string"],
-  [RUNNER_ENV.redisUrl, ["redis", "url"], "string"],
-  [RUNNER_ENV.redisKeyPrefix, ["redis", "key_prefix"], "string"],
-  [RUNNER_ENV.scratchDir, ["executor", "scratch_dir"], "string"],
-  [RUNNER_ENV.s3Endpoint, ["storage", "endpoint"], "string"],
-  [RUNNER_ENV.s3Region, ["storage", "region"], "string"],
-  [RUNNER_ENV.s3AccessKeyId, ["storage", "access_key_id"], "string"],
-  [RUNNER_ENV.s3SecretAccessKey, ["storage", "secret_access_key"], "string"],
-  [RUNNER_ENV.s3ForcePathStyle, ["storage", "force_path_style"], "string"],
-  [RUNNER_ENV.s3PublicBaseUrl, ["storage", "public_base_url"], "string"],
-  ["EXECUTOR", ["executor", "kind"], "string"],
-  ["LOCAL_CONCURRENCY", ["executor", "local_concurrency"], "integer"],
-  ["DATA_DIR", ["data_dir"], "string"],
-  ["EMBEDDED_S3_PORT", ["storage", "embedded_port"], "integer"],
-  ["EMBEDDED_S3_HOST", ["storage", "embedded_host"], "string"],
-  [RUNNER_ENV.logLevel, ["log_level"], "string"],
-  ["LOG_FORMAT", ["log_format"], "string"],
-  [RUNNER_ENV.aiBaseUrl, ["ai", "base_url"], "string"],
-  [RUNNER_ENV.aiApiKey, ["ai", "api_key"], "string"],
-  [RUNNER_ENV.aiModel, ["ai", "model"], "string"],
-  [RUNNER_ENV.aiProvider, ["ai", "name"], "string"],
-  [RUNNER_ENV.aiTranscriptionModel, ["ai", "transcription_model"], "string"],
-  [RUNNER_ENV.aiStructuredOutput, ["ai", "structured_output"], "string"],
-  [RUNNER_ENV.aiTimeout, ["ai", "timeout"], "string"],
-  [RUNNER_ENV.aiMaxAttempts, ["ai", "max_attempts"], "integer"],
-  [RUNNER_ENV.aiRetryInitialDelay, ["ai", "retry_initial_delay"], "string"],
-  [RUNNER_ENV.aiRetryMaxDelay, ["ai", "retry_max_delay"], "string"],
-  [RUNNER_ENV.aiMaxImageSide, ["ai", "max_image_side"], "integer"],
-  [RUNNER_ENV.aiTranscriptionSegment, ["ai", "transcription_segment"], "string"],
-  ["WEBHOOK_SIGNING_SECRET", ["webhooks", "signing_secret"], "string"],
-  [RUNNER_ENV.maxSourceBytes, ["limits", "max_source_bytes"], "integer"],
-  [RUNNER_ENV.maxInputPixels, ["limits", "max_input_pixels"], "integer"],
-  [RUNNER_ENV.maxOutputDimension, ["limits", "max_output_dimension"], "integer"],
-];
+// Settings the environment overrides (schema.ts names each one's variable). An "integer" is read as
+// a number is in the file (1e9 is 1000000000) and must be a whole one: 5.5, 0x10 or 12abc are
+// refused rather than cut short to 5, 16 or 12; a "list" is comma-separated.
+const ENV_OVERRIDES = envSettings(ConfigFile);
 
 const NUMBER = /^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
 
+/** The settings as schema.ts declares them, resolved generically (settings.ts). */
+type Settings = Resolved<typeof ConfigFile>;
+
 /** A caller of the API: its name, the keys it presents, whether it sees every client's jobs. */
-export interface ApiClient {
-  name: string;
-  keys: string[];
-  admin: boolean;
-  /** Requests per server.rate_limit.window; unset: the per_client default. */
-  rateLimit?: number;
-}
+export type ApiClient = Resolved<typeof ApiClientConfig>;
 
 /** The client server.api_keys stand for when named clients are configured beside them. */
 export const DEFAULT_CLIENT = "default";
 
-/** One OpenAI-compatible provider. */
-export interface AiProvider {
+/** One OpenAI-compatible provider: its settings (baseUrl without a trailing slash), named. */
+export interface AiProvider extends Resolved<typeof AiProviderConfig> {
   name: string;
-  /** Without a trailing slash, e.g. https://api.openai.com/v1. */
-  baseUrl: string;
-  apiKey?: string;
-  model: string;
-  transcriptionModel: string;
-  structuredOutput: "prompt" | "json_object" | "json_schema";
-  /** Kubernetes executor: where runner pods read the key from. */
-  apiKeySecret?: { name: string; key: string };
   /** Where the key is set, for messages such as "check AI_API_KEY". */
   apiKeySetting: string;
 }
 
-export interface Config {
-  server: {
-    /** Unset: see listenHost() (core/config/exposure.ts). */
-    host?: string;
-    port: number;
-    mode: "debug" | "release" | "test";
-    readTimeoutMs: number;
-    writeTimeoutMs: number;
+/** The settings of `ai` that define its provider; the resolved configuration holds it in `providers`. */
+type AiProviderSettings = "baseUrl" | "model" | "apiKey" | "transcriptionModel" | "structuredOutput" | "name";
+
+/**
+ * The resolved configuration: the settings of schema.ts, named and converted by settings.ts, with
+ * what is derived from them in place of what they are derived from.
+ */
+export interface Config extends Omit<Settings, "server" | "executor" | "kubernetes" | "ai" | "logLevel"> {
+  server: Omit<Settings["server"], "apiKeys" | "clients"> & {
     /**
      * Who may call the API: server.clients, and server.api_keys as one more client ("default").
-     * Empty: authentication is off.
+     * Empty: authentication is off. (server.host unset: see listenHost() in exposure.ts.)
      */
     clients: ApiClient[];
-    docsPath: string;
-    sseHeartbeatMs: number;
-    shutdownTimeoutMs: number;
-    trustProxy: boolean;
-    allowUnauthenticated: boolean;
-    rateLimit: {
-      enabled: boolean;
-      windowMs: number;
-      perClient: number;
-      perAddress: number;
-      syncIntervalMs: number;
-    };
   };
-  redis: { url?: string; keyPrefix: string; connectTimeoutMs: number };
-  storage: {
-    endpoint?: string;
-    region: string;
-    accessKeyId?: string;
-    secretAccessKey?: string;
-    forcePathStyle: boolean;
-    publicBaseUrl?: string;
-    healthBucket?: string;
-    embeddedPort: number;
-    embeddedHost: string;
-  };
-  executor: {
-    kind: "local" | "kubernetes";
-    localConcurrency: number;
-    localRunnerMaxJobs: number;
-    timeoutsMs: Record<JobType, number>;
-    maxAttempts: number;
-    leaseMs: number;
-    scratchDir: string;
-  };
-  kubernetes: {
+  executor: Settings["executor"] & { scratchDir: string };
+  kubernetes: Omit<Settings["kubernetes"], "namespace" | "leaderElection"> & {
     namespace: string;
-    instance: string;
-    image: string;
-    imagePullPolicy: "Always" | "IfNotPresent" | "Never";
-    imagePullSecrets: string[];
-    serviceAccount?: string;
-    nodeSelector?: Record<string, string>;
-    tolerations?: KubernetesToleration[];
-    affinity?: Record<string, unknown>;
-    priorityClassName?: string;
-    backoffLimit: number;
-    ttlSecondsAfterFinished: number;
-    scratchSize: string;
-    resources: Record<JobType, KubernetesResources>;
-    maxResources: { cpu: string; memory: string };
-    maxRunningJobs: number;
-    maxRunningJobsPerType: Partial<Record<JobType, number>>;
-    unschedulableTimeoutMs: number;
-    startFailureTimeoutMs: number;
-    reconcileIntervalMs: number;
-    leaderElection: {
-      enabled: boolean;
-      leaseName: string;
-      leaseDurationMs: number;
-      renewDeadlineMs: number;
-      retryPeriodMs: number;
-    };
-    redisSecret?: { name: string; key: string };
-    s3Secret?: { name: string; accessKeyKey: string; secretKeyKey: string };
+    leaderElection: Settings["kubernetes"]["leaderElection"] & { leaseName: string };
   };
-  webhooks: {
-    signingSecret?: string;
-    /** Unset: the local stack (`start`) allows private targets, every other command refuses them. */
-    allowPrivate?: boolean;
-    allowedHosts: string[];
-    timeoutMs: number;
-    maxAttempts: number;
-    retryInitialDelayMs: number;
-    retryMaxDelayMs: number;
-    concurrency: number;
-    perHostConcurrency: number;
-    reclaimAfterMs: number;
-  };
-  ai: {
+  ai: Omit<Settings["ai"], AiProviderSettings | "providers"> & {
     /** Every configured provider by name, the env-defined one included. */
     providers: Record<string, AiProvider>;
     /** The provider of jobs that name none; unset when no provider is configured. */
     defaultProvider?: string;
-    timeoutMs: number;
-    maxAttempts: number;
-    retryInitialDelayMs: number;
-    retryMaxDelayMs: number;
-    maxImageSide: number;
-    transcriptionSegmentMs: number;
   };
-  limits: {
-    maxBodyBytes: number;
-    retentionMs: number;
-    pruneIntervalMs: number;
-    eventsMaxLen: number;
-    maxTimeoutSeconds: number;
-    healthCheckTimeoutMs: number;
-    maxInputPixels: number;
-    maxSourceBytes: number;
-    maxOutputDimension: number;
-  };
-  dataDir: string;
-  logLevel: string;
-  logFormat: "auto" | "json" | "pretty";
-}
-
-export interface KubernetesResources {
-  requests: { cpu: string; memory: string };
-  limits: { cpu: string; memory: string };
-}
-
-export interface KubernetesToleration {
-  key?: string;
-  operator?: "Exists" | "Equal";
-  value?: string;
-  effect?: "NoSchedule" | "PreferNoSchedule" | "NoExecute";
-  tolerationSeconds?: number;
+  logLevel: (typeof LOG_LEVELS)[number];
 }
 
 /** Where a pod finds its own namespace (the projected ServiceAccount volume). */
@@ -267,7 +118,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
   }
   const tree = raw as Record<string, unknown>;
   const fromEnv: EnvSources = [];
-  for (const [name, path, kind] of ENV_OVERRIDES) {
+  for (const { name, path, kind } of ENV_OVERRIDES) {
     const value = env[name];
     if (value === undefined || value === "") continue;
     if (kind === "integer" && !(NUMBER.test(value) && Number.isInteger(Number(value)))) {
@@ -290,7 +141,11 @@ export function loadConfig(options: LoadOptions = {}): Config {
   if (options.overrides) mergeInto(tree, options.overrides);
   // Settings the overrides replaced did not come from the environment after all.
   const sources = fromEnv.filter((s) => getPath(tree, s.path) === s.value);
-  return resolve(validate(tree, file, sources));
+  // The provider `ai` itself defines is configured when any of its own settings is given (before
+  // the defaults fill them in): a lone AI_TRANSCRIPTION_MODEL asks for AI_BASE_URL rather than vanish.
+  const ai = (tree.ai ?? {}) as Record<string, unknown>;
+  const aiDefined = ["base_url", "model", "api_key", "transcription_model"].some((k) => Boolean(ai[k]));
+  return resolve(validate(tree, file, sources), aiDefined);
 }
 
 /**
@@ -316,7 +171,7 @@ export function jobTimeoutFromEnv(env: Env = process.env): number | undefined {
  * that sees everything (admin); beside named clients they are the client "default". A name or a key
  * given twice is refused: a key must say who is calling.
  */
-function apiClients(apiKeys: string[], named: ConfigFile["server"]["clients"]): ApiClient[] {
+function apiClients(apiKeys: string[], named: ApiClient[]): ApiClient[] {
   const plain = apiKeys.filter((k) => k.length > 0);
   const clients: ApiClient[] = named.map((c, i) => {
     const keys = c.keys.filter((k) => k.length > 0);
@@ -325,12 +180,7 @@ function apiClients(apiKeys: string[], named: ConfigFile["server"]["clients"]): 
         `invalid configuration: server.clients[${i}].keys: client "${c.name}" has no key`,
       );
     }
-    return {
-      name: c.name,
-      keys,
-      admin: c.admin,
-      ...(c.rate_limit !== undefined ? { rateLimit: c.rate_limit } : {}),
-    };
+    return { ...c, keys };
   });
   if (plain.length > 0) {
     if (clients.some((c) => c.name === DEFAULT_CLIENT)) {
@@ -426,136 +276,40 @@ function validate(tree: Record<string, unknown>, file: string | undefined, fromE
   return converted as ConfigFile;
 }
 
-function resolve(c: ConfigFile): Config {
-  const duration = (field: string, value: string | number) => {
+function resolve(c: ConfigFile, aiDefined: boolean): Config {
+  const settings = resolveSettings(ConfigFile, c, (path, value) => {
     try {
       return parseDuration(value);
     } catch (err) {
-      throw new ConfigError(`invalid configuration: ${field}: ${(err as Error).message}`);
+      throw new ConfigError(`invalid configuration: ${formatPath(path)}: ${(err as Error).message}`);
     }
-  };
+  }) as Settings;
+  const { apiKeys, clients, ...server } = settings.server;
+  const { kubernetes, webhooks } = settings;
   const config: Config = {
+    ...settings,
     server: {
-      host: c.server.host,
-      port: c.server.port,
-      mode: c.server.mode,
-      readTimeoutMs: duration("server.read_timeout", c.server.read_timeout),
-      writeTimeoutMs: duration("server.write_timeout", c.server.write_timeout),
-      clients: apiClients(c.server.api_keys, c.server.clients),
-      docsPath: c.server.docs_path.replace(/\/+$/, "") || "/docs",
-      sseHeartbeatMs: duration("server.sse_heartbeat", c.server.sse_heartbeat),
-      shutdownTimeoutMs: duration("server.shutdown_timeout", c.server.shutdown_timeout),
-      trustProxy: c.server.trust_proxy,
-      allowUnauthenticated: c.server.allow_unauthenticated,
-      rateLimit: {
-        enabled: c.server.rate_limit.enabled,
-        windowMs: duration("server.rate_limit.window", c.server.rate_limit.window),
-        perClient: c.server.rate_limit.per_client,
-        perAddress: c.server.rate_limit.per_address,
-        syncIntervalMs: duration("server.rate_limit.sync_interval", c.server.rate_limit.sync_interval),
-      },
+      ...server,
+      clients: apiClients(apiKeys, clients),
+      docsPath: server.docsPath.replace(/\/+$/, "") || "/docs",
     },
-    redis: {
-      url: c.redis.url,
-      keyPrefix: c.redis.key_prefix,
-      connectTimeoutMs: duration("redis.connect_timeout", c.redis.connect_timeout),
-    },
-    storage: {
-      endpoint: c.storage.endpoint,
-      region: c.storage.region,
-      accessKeyId: c.storage.access_key_id,
-      secretAccessKey: c.storage.secret_access_key,
-      forcePathStyle: c.storage.force_path_style,
-      publicBaseUrl: c.storage.public_base_url?.replace(/\/+$/, ""),
-      healthBucket: c.storage.health_bucket,
-      embeddedPort: c.storage.embedded_port,
-      embeddedHost: c.storage.embedded_host,
-    },
+    storage: { ...settings.storage, publicBaseUrl: settings.storage.publicBaseUrl?.replace(/\/+$/, "") },
     executor: {
-      kind: c.executor.kind,
-      localConcurrency: c.executor.local_concurrency || Math.max(1, cpus().length),
-      localRunnerMaxJobs: c.executor.local_runner_max_jobs,
-      timeoutsMs: Object.fromEntries(
-        JOB_TYPES.map((type) => [type, duration(`executor.timeouts.${type}`, c.executor.timeouts[type])]),
-      ) as Record<JobType, number>,
-      maxAttempts: c.executor.max_attempts,
-      leaseMs: duration("executor.lease", c.executor.lease),
-      scratchDir: c.executor.scratch_dir ?? join(tmpdir(), "media-service"),
+      ...settings.executor,
+      localConcurrency: settings.executor.localConcurrency || Math.max(1, cpus().length),
+      scratchDir: settings.executor.scratchDir ?? join(tmpdir(), "media-service"),
     },
     kubernetes: {
-      namespace: c.kubernetes.namespace ?? ownNamespace(),
-      instance: c.kubernetes.instance,
-      image: c.kubernetes.image,
-      imagePullPolicy: c.kubernetes.image_pull_policy,
-      imagePullSecrets: c.kubernetes.image_pull_secrets,
-      serviceAccount: c.kubernetes.service_account,
-      nodeSelector: c.kubernetes.node_selector,
-      tolerations: c.kubernetes.tolerations,
-      affinity: c.kubernetes.affinity,
-      priorityClassName: c.kubernetes.priority_class_name,
-      backoffLimit: c.kubernetes.backoff_limit,
-      ttlSecondsAfterFinished: c.kubernetes.ttl_seconds_after_finished,
-      scratchSize: c.kubernetes.scratch_size,
-      resources: c.kubernetes.resources,
-      maxResources: c.kubernetes.max_resources,
-      maxRunningJobs: c.kubernetes.max_running_jobs,
-      maxRunningJobsPerType: c.kubernetes.max_running_jobs_per_type,
-      unschedulableTimeoutMs: duration(
-        "kubernetes.unschedulable_timeout",
-        c.kubernetes.unschedulable_timeout,
-      ),
-      startFailureTimeoutMs: duration("kubernetes.start_failure_timeout", c.kubernetes.start_failure_timeout),
-      reconcileIntervalMs: duration("kubernetes.reconcile_interval", c.kubernetes.reconcile_interval),
+      ...kubernetes,
+      namespace: kubernetes.namespace ?? ownNamespace(),
       leaderElection: {
-        enabled: c.kubernetes.leader_election.enabled,
-        leaseName: c.kubernetes.leader_election.lease_name ?? `${c.kubernetes.instance}-controller`,
-        leaseDurationMs: duration(
-          "kubernetes.leader_election.lease_duration",
-          c.kubernetes.leader_election.lease_duration,
-        ),
-        renewDeadlineMs: duration(
-          "kubernetes.leader_election.renew_deadline",
-          c.kubernetes.leader_election.renew_deadline,
-        ),
-        retryPeriodMs: duration(
-          "kubernetes.leader_election.retry_period",
-          c.kubernetes.leader_election.retry_period,
-        ),
-      },
-      redisSecret: c.kubernetes.redis_secret,
-      s3Secret: c.kubernetes.s3_secret && {
-        name: c.kubernetes.s3_secret.name,
-        accessKeyKey: c.kubernetes.s3_secret.access_key_key,
-        secretKeyKey: c.kubernetes.s3_secret.secret_key_key,
+        ...kubernetes.leaderElection,
+        leaseName: kubernetes.leaderElection.leaseName ?? `${kubernetes.instance}-controller`,
       },
     },
-    webhooks: {
-      signingSecret: c.webhooks.signing_secret || undefined,
-      ...(c.webhooks.allow_private !== undefined ? { allowPrivate: c.webhooks.allow_private } : {}),
-      allowedHosts: c.webhooks.allowed_hosts,
-      timeoutMs: duration("webhooks.timeout", c.webhooks.timeout),
-      maxAttempts: c.webhooks.max_attempts,
-      retryInitialDelayMs: duration("webhooks.retry_initial_delay", c.webhooks.retry_initial_delay),
-      retryMaxDelayMs: duration("webhooks.retry_max_delay", c.webhooks.retry_max_delay),
-      concurrency: c.webhooks.concurrency,
-      perHostConcurrency: c.webhooks.per_host_concurrency,
-      reclaimAfterMs: duration("webhooks.reclaim_after", c.webhooks.reclaim_after),
-    },
-    ai: resolveAi(c, duration),
-    limits: {
-      maxBodyBytes: c.limits.max_body_bytes,
-      retentionMs: duration("limits.retention", c.limits.retention),
-      pruneIntervalMs: duration("limits.prune_interval", c.limits.prune_interval),
-      eventsMaxLen: c.limits.events_max_len,
-      maxTimeoutSeconds: c.limits.max_timeout_seconds,
-      healthCheckTimeoutMs: duration("limits.health_check_timeout", c.limits.health_check_timeout),
-      maxInputPixels: c.limits.max_input_pixels,
-      maxSourceBytes: c.limits.max_source_bytes,
-      maxOutputDimension: c.limits.max_output_dimension,
-    },
-    dataDir: c.data_dir,
-    logLevel: c.log_level ?? { debug: "debug", release: "info", test: "warn" }[c.server.mode],
-    logFormat: c.log_format,
+    webhooks: { ...webhooks, signingSecret: webhooks.signingSecret || undefined },
+    ai: resolveAi(settings, aiDefined),
+    logLevel: settings.logLevel ?? ({ debug: "debug", release: "info", test: "warn" } as const)[server.mode],
   };
   checkQuantities(c.kubernetes);
   if (config.server.sseHeartbeatMs >= config.server.writeTimeoutMs) {
@@ -581,71 +335,79 @@ function resolve(c: ConfigFile): Config {
   return config;
 }
 
-/** Default transcription model: OpenAI's; local servers name their own. */
-const DEFAULT_TRANSCRIPTION_MODEL = "whisper-1";
-
-function resolveAi(c: ConfigFile, duration: (field: string, value: string | number) => number): Config["ai"] {
-  const ai = c.ai;
+function resolveAi(settings: Settings, aiDefined: boolean): Config["ai"] {
+  const {
+    baseUrl: _baseUrl,
+    model: _model,
+    apiKey: _apiKey,
+    transcriptionModel: _transcriptionModel,
+    structuredOutput: _structuredOutput,
+    name: envName,
+    providers: named,
+    defaultProvider: configuredDefault,
+    ...ai
+  } = settings.ai;
   const providers: Record<string, AiProvider> = {};
   const provider = (
     name: string,
-    p: {
-      base_url?: string;
-      api_key?: string;
+    p: Omit<AiProvider, "name" | "apiKeySetting" | "baseUrl" | "model"> & {
+      baseUrl?: string;
       model?: string;
-      transcription_model?: string;
-      structured_output?: AiProvider["structuredOutput"];
     },
-    settings: { prefix: string; baseUrl: string; model: string; apiKey: string },
-    apiKeySecret: { name: string; key: string } | undefined,
+    settingNames: { prefix: string; baseUrl: string; model: string; apiKey: string },
   ): AiProvider => {
-    if (!p.base_url) {
+    if (!p.baseUrl) {
       throw new ConfigError(
-        `invalid configuration: ${settings.baseUrl} is not set, but ${settings.prefix} is configured otherwise: set it to the provider's OpenAI-compatible API, e.g. https://api.openai.com/v1 or http://localhost:11434/v1`,
+        `invalid configuration: ${settingNames.baseUrl} is not set, but ${settingNames.prefix} is configured otherwise: set it to the provider's OpenAI-compatible API, e.g. https://api.openai.com/v1 or http://localhost:11434/v1`,
       );
     }
     let url: URL;
     try {
-      url = new URL(p.base_url);
+      url = new URL(p.baseUrl);
     } catch {
       throw new ConfigError(
-        `invalid configuration: ${settings.baseUrl}: not a URL (got ${JSON.stringify(p.base_url)})`,
+        `invalid configuration: ${settingNames.baseUrl}: not a URL (got ${JSON.stringify(p.baseUrl)})`,
       );
     }
     if (url.protocol !== "http:" && url.protocol !== "https:") {
-      throw new ConfigError(`invalid configuration: ${settings.baseUrl}: must be an http or https URL`);
+      throw new ConfigError(`invalid configuration: ${settingNames.baseUrl}: must be an http or https URL`);
     }
     if (!p.model) {
       throw new ConfigError(
-        `invalid configuration: ${settings.model} is not set: name the provider's chat model that accepts images (e.g. gpt-4o-mini, llava)`,
+        `invalid configuration: ${settingNames.model} is not set: name the provider's chat model that accepts images (e.g. gpt-4o-mini, llava)`,
       );
     }
     return {
       name,
       baseUrl: url.href.replace(/\/+$/, ""),
-      ...(p.api_key ? { apiKey: p.api_key } : {}),
+      ...(p.apiKey ? { apiKey: p.apiKey } : {}),
       model: p.model,
-      transcriptionModel: p.transcription_model ?? DEFAULT_TRANSCRIPTION_MODEL,
-      structuredOutput: p.structured_output ?? "prompt",
-      ...(apiKeySecret ? { apiKeySecret } : {}),
-      apiKeySetting: settings.apiKey,
+      transcriptionModel: p.transcriptionModel,
+      structuredOutput: p.structuredOutput,
+      ...(p.apiKeySecret ? { apiKeySecret: p.apiKeySecret } : {}),
+      apiKeySetting: settingNames.apiKey,
     };
   };
-  const envDefined = Boolean(ai.base_url || ai.model || ai.api_key || ai.transcription_model);
-  if (envDefined) {
-    providers[ai.name] = provider(
-      ai.name,
-      ai,
+  if (aiDefined) {
+    providers[envName] = provider(
+      envName,
+      {
+        baseUrl: _baseUrl,
+        model: _model,
+        apiKey: _apiKey,
+        transcriptionModel: _transcriptionModel,
+        structuredOutput: _structuredOutput,
+        apiKeySecret: settings.kubernetes.aiSecret,
+      },
       {
         prefix: "the AI provider",
         baseUrl: "AI_BASE_URL (ai.base_url)",
         model: "AI_MODEL (ai.model)",
         apiKey: "AI_API_KEY",
       },
-      c.kubernetes.ai_secret,
     );
   }
-  for (const [name, p] of Object.entries(ai.providers)) {
+  for (const [name, p] of Object.entries(named)) {
     if (!new RegExp(AI_PROVIDER_NAME).test(name)) {
       throw new ConfigError(
         `invalid configuration: ai.providers.${name}: a provider's name is lower-case letters, digits, - and _ (at most 63)`,
@@ -657,22 +419,22 @@ function resolveAi(c: ConfigFile, duration: (field: string, value: string | numb
       );
     }
     const prefix = `ai.providers.${name}`;
-    providers[name] = provider(
-      name,
-      p,
-      { prefix, baseUrl: `${prefix}.base_url`, model: `${prefix}.model`, apiKey: `${prefix}.api_key` },
-      p.api_key_secret && { name: p.api_key_secret.name, key: p.api_key_secret.key ?? "api-key" },
-    );
+    providers[name] = provider(name, p, {
+      prefix,
+      baseUrl: `${prefix}.base_url`,
+      model: `${prefix}.model`,
+      apiKey: `${prefix}.api_key`,
+    });
   }
   const names = Object.keys(providers);
-  let defaultProvider = ai.default_provider;
+  let defaultProvider = configuredDefault;
   if (defaultProvider !== undefined && !providers[defaultProvider]) {
     throw new ConfigError(
       `invalid configuration: ai.default_provider: no provider named "${defaultProvider}" (configured: ${names.join(", ") || "none"})`,
     );
   }
   if (defaultProvider === undefined) {
-    if (envDefined) defaultProvider = ai.name;
+    if (aiDefined) defaultProvider = envName;
     else if (names.length === 1) defaultProvider = names[0];
     else if (names.length > 1) {
       throw new ConfigError(
@@ -681,14 +443,9 @@ function resolveAi(c: ConfigFile, duration: (field: string, value: string | numb
     }
   }
   const result: Config["ai"] = {
+    ...ai,
     providers,
     ...(defaultProvider !== undefined ? { defaultProvider } : {}),
-    timeoutMs: duration("ai.timeout", ai.timeout),
-    maxAttempts: ai.max_attempts,
-    retryInitialDelayMs: duration("ai.retry_initial_delay", ai.retry_initial_delay),
-    retryMaxDelayMs: duration("ai.retry_max_delay", ai.retry_max_delay),
-    maxImageSide: ai.max_image_side,
-    transcriptionSegmentMs: duration("ai.transcription_segment", ai.transcription_segment),
   };
   if (result.timeoutMs <= 0)
     throw new ConfigError("invalid configuration: ai.timeout must be more than zero");

@@ -1,127 +1,302 @@
-import { Type, type Static } from "@sinclair/typebox";
-import { JOB_TYPES } from "../jobs/types.js";
+import {
+  Type,
+  type Static,
+  type TNumber,
+  type TObject,
+  type TSchema,
+  type TString,
+  type TUnion,
+} from "@sinclair/typebox";
+import { JOB_TYPES, type JobType } from "../jobs/types.js";
+import { RUNNER_ENV } from "./runner-env.js";
+
+// The configuration: every setting once, with its default, its allowed values, its environment
+// variable and its description. load.ts derives the resolved configuration (and its type) from
+// these schemas, scripts/gen-docs.ts derives docs/configuration.md, and test/unit/config-drift.test.ts
+// holds config.example.yaml and the Helm chart to them. Adding a setting means adding it here.
 
 /** A client's name: it is recorded on each of its jobs and appears in logs and metrics. */
 export const CLIENT_NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$";
 
-// The configuration, with every default in one place. Durations are Go-style strings ("30s") or
-// seconds as numbers; they are converted to milliseconds by load.ts.
-const Duration = (def: string) =>
-  Type.Union([Type.String({ minLength: 1 }), Type.Number({ minimum: 0 })], { default: def });
+// Keywords this schema adds to JSON Schema's (extensions, which validators ignore).
+/** The environment variable that overrides the setting. */
+export const ENV = "x-env";
+/**
+ * A duration: Go-style ("30s", "1m30s", "250ms", "7d") or seconds as a number. The resolved
+ * configuration holds it in milliseconds, named with "Ms" (`lease` → `leaseMs`).
+ */
+export const DURATION = "x-duration";
+/** An object whose keys are data (the job types), not names: the resolved configuration keeps them. */
+export const KEYED_BY = "x-keyed-by";
 
-export const ServerConfig = Type.Object(
+export type TDuration = TUnion<[TString, TNumber]> & { [DURATION]: true };
+export type TKeyed<P extends Record<string, TSchema>> = TObject<P> & { [KEYED_BY]: string };
+
+const Duration = (def: string, description: string, env?: string): TDuration =>
+  Type.Union([Type.String({ minLength: 1 }), Type.Number({ minimum: 0 })], {
+    default: def,
+    description,
+    [DURATION]: true,
+    ...(env ? { [ENV]: env } : {}),
+  }) as TDuration;
+
+/** One setting per job type, `of(type)` each; documented as one row (`….<type>`). */
+function PerJobType<T extends TSchema>(
+  of: (type: JobType) => T,
+  description: string,
+): TKeyed<Record<JobType, T>> {
+  const properties = Object.fromEntries(JOB_TYPES.map((type) => [type, of(type)])) as Record<JobType, T>;
+  return Type.Object(properties, {
+    additionalProperties: false,
+    default: {},
+    description,
+    [KEYED_BY]: "job type",
+  }) as TKeyed<Record<JobType, T>>;
+}
+
+/** A section of the file: an object whose settings each have their own default. */
+const Section = <P extends Record<string, TSchema>>(properties: P, description: string) =>
+  Type.Object(properties, { additionalProperties: false, default: {}, description });
+
+const ApiClientConfig = Type.Object(
   {
-    // Unset: 127.0.0.1 for `start` (the local stack), 0.0.0.0 for `api` and `controller` (deployments).
-    host: Type.Optional(Type.String({ minLength: 1 })),
-    port: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
+    name: Type.String({
+      pattern: CLIENT_NAME_PATTERN,
+      title: "client name",
+      description: "The client's name, recorded on each of its jobs and shown in logs and metrics.",
+    }),
+    keys: Type.Array(Type.String(), {
+      description:
+        "Its keys (several during a rotation). Empty entries (an unset `${VAR:-}`) are ignored; at least one must remain.",
+    }),
+    admin: Type.Boolean({
+      default: false,
+      description: "An admin sees every client's jobs and batches.",
+    }),
+    rate_limit: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        description: "Its requests per `server.rate_limit.window`; unset: `server.rate_limit.per_client`.",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export { ApiClientConfig };
+
+export const ServerConfig = Section(
+  {
+    host: Type.Optional(
+      Type.String({
+        minLength: 1,
+        [ENV]: "HOST",
+        description:
+          "Listen address. Unset: `127.0.0.1` for `start` (the local stack), `0.0.0.0` for `api` and `controller`.",
+      }),
+    ),
+    port: Type.Integer({
+      minimum: 0,
+      maximum: 65535,
+      default: 8080,
+      [ENV]: "PORT",
+      description: "Listen port.",
+    }),
     mode: Type.Union([Type.Literal("debug"), Type.Literal("release"), Type.Literal("test")], {
       default: "release",
+      description: "Sets the default log level: debug, info and warn respectively.",
     }),
-    read_timeout: Duration("30s"),
-    write_timeout: Duration("30s"),
-    // Keys of one client that sees every job (rotation: list the new key beside the old one).
-    api_keys: Type.Array(Type.String(), { default: [] }),
-    // Named clients, each seeing only its own jobs and batches (an admin sees all). The api_keys,
-    // when set beside them, are the client named "default".
-    clients: Type.Array(
-      Type.Object(
-        {
-          name: Type.String({ pattern: CLIENT_NAME_PATTERN }),
-          // Empty entries (an unset ${VAR:-}) are ignored; at least one key must remain.
-          keys: Type.Array(Type.String()),
-          admin: Type.Boolean({ default: false }),
-          // Requests per rate_limit.window for this client; unset: rate_limit.per_client.
-          rate_limit: Type.Optional(Type.Integer({ minimum: 1 })),
-        },
-        { additionalProperties: false },
-      ),
-      { default: [] },
+    read_timeout: Duration("30s", "Time allowed to receive a whole request."),
+    write_timeout: Duration("30s", "Idle time allowed on a connection (SSE heartbeats keep streams alive)."),
+    api_keys: Type.Array(Type.String(), {
+      default: [],
+      [ENV]: "API_KEYS",
+      description:
+        "Keys of one client that sees every job (rotation: list the new key beside the old one). Empty, with no `clients`: authentication is off, which is allowed on loopback only (see `allow_unauthenticated`). Beside `clients` they are the client named `default`.",
+    }),
+    clients: Type.Array(ApiClientConfig, {
+      default: [],
+      description:
+        "Named clients, each seeing only its own jobs and batches (an admin sees all); see the README's Authentication section.",
+    }),
+    docs_path: Type.String({
+      pattern: "^/[A-Za-z0-9/_-]*$",
+      default: "/docs",
+      description: "Path of the interactive API reference.",
+    }),
+    sse_heartbeat: Duration(
+      "15s",
+      "A comment line is sent on idle SSE streams this often; must be shorter than `write_timeout`.",
     ),
-    docs_path: Type.String({ pattern: "^/[A-Za-z0-9/_-]*$", default: "/docs" }),
-    sse_heartbeat: Duration("15s"),
-    shutdown_timeout: Duration("25s"),
-    trust_proxy: Type.Boolean({ default: false }),
-    // Requests to /api/v1 per window, counted in Redis so that every replica shares them. Health,
-    // metrics and docs are never limited.
-    rate_limit: Type.Object(
+    shutdown_timeout: Duration("25s", "Longest graceful shutdown before the process exits."),
+    trust_proxy: Type.Boolean({
+      default: false,
+      description: "Take the client's address from `X-Forwarded-For` (behind a proxy).",
+    }),
+    rate_limit: Section(
       {
-        enabled: Type.Boolean({ default: true }),
-        window: Duration("1m"),
-        // Each client's budget (every caller's own, by address, when authentication is off).
-        per_client: Type.Integer({ minimum: 1, default: 6000 }),
-        // The budget of an address whose requests carry no valid key.
-        per_address: Type.Integer({ minimum: 1, default: 300 }),
-        // How often a replica adds its counts to the shared ones (and learns the others').
-        sync_interval: Duration("100ms"),
+        enabled: Type.Boolean({ default: true, description: "Limit requests to `/api/v1`." }),
+        window: Duration(
+          "1m",
+          "The window the budgets count (fixed windows, aligned to the clock); at least 1s.",
+        ),
+        per_client: Type.Integer({
+          minimum: 1,
+          default: 6000,
+          description:
+            "Each client's budget per window (every caller's own, by address, when authentication is off).",
+        }),
+        per_address: Type.Integer({
+          minimum: 1,
+          default: 300,
+          description: "The budget of an address whose requests carry no valid key.",
+        }),
+        sync_interval: Duration(
+          "100ms",
+          "How often a replica adds its counts to the shared ones (and learns the others'); at least 10ms, shorter than the window.",
+        ),
       },
-      { additionalProperties: false, default: {} },
+      "Requests to `/api/v1` per window, counted in Redis so that every replica shares them; health, metrics and docs are never limited (docs/rate-limiting.md).",
     ),
-    // Serve the API on a non-loopback address with no api_keys. Refused unless this is true.
-    allow_unauthenticated: Type.Boolean({ default: false }),
+    allow_unauthenticated: Type.Boolean({
+      default: false,
+      [ENV]: "ALLOW_UNAUTHENTICATED",
+      description:
+        "Serve the API off loopback without `api_keys` or `clients` (`start` and `api` refuse otherwise).",
+    }),
   },
-  { additionalProperties: false, default: {} },
+  "The HTTP API.",
 );
 
-export const RedisConfig = Type.Object(
+export const RedisConfig = Section(
   {
-    // Unset: `media-service start` runs a redis-server of its own; the other commands need it.
-    url: Type.Optional(Type.String({ minLength: 1 })),
-    key_prefix: Type.String({ pattern: "^[A-Za-z0-9_.-]+$", default: "media" }),
-    connect_timeout: Duration("5s"),
+    url: Type.Optional(
+      Type.String({
+        minLength: 1,
+        [ENV]: RUNNER_ENV.redisUrl,
+        description:
+          "`redis://[:password@]host:port[/db]`, `rediss://…`, or a Sentinel group `redis-sentinel://[:password@]host:26379[,host:port…]/<master>[/<db>]` (`rediss-sentinel://` for TLS). Unset: `start` runs a redis-server of its own; the other commands need it.",
+      }),
+    ),
+    key_prefix: Type.String({
+      pattern: "^[A-Za-z0-9_.-]+$",
+      default: "media",
+      [ENV]: RUNNER_ENV.redisKeyPrefix,
+      description:
+        "Keys are `{media}:…` (one hash tag: Redis Cluster safe); lets installations share a Redis.",
+    }),
+    connect_timeout: Duration("5s", "Time allowed to connect to Redis."),
   },
-  { additionalProperties: false, default: {} },
+  "Redis, the system of record: jobs, batches, queues, events.",
 );
 
-export const StorageConfig = Type.Object(
+export const StorageConfig = Section(
   {
-    // Unset: `media-service start` runs the embedded S3-protocol store.
-    endpoint: Type.Optional(Type.String({ minLength: 1 })),
-    region: Type.String({ default: "us-east-1" }),
-    access_key_id: Type.Optional(Type.String()),
-    secret_access_key: Type.Optional(Type.String()),
-    force_path_style: Type.Boolean({ default: true }),
-    public_base_url: Type.Optional(Type.String({ minLength: 1 })),
-    // Bucket probed by the readiness check; unset: ListBuckets.
-    health_bucket: Type.Optional(Type.String({ minLength: 1 })),
-    embedded_port: Type.Integer({ minimum: 0, maximum: 65535, default: 9000 }),
-    // The embedded store's address (e.g. 0.0.0.0 in a container whose port 9000 is published). Off
-    // loopback it needs access_key_id and secret_access_key of the operator's choosing.
-    embedded_host: Type.String({ minLength: 1, default: "127.0.0.1" }),
+    endpoint: Type.Optional(
+      Type.String({
+        minLength: 1,
+        [ENV]: RUNNER_ENV.s3Endpoint,
+        description: "S3-protocol endpoint. Unset: AWS S3 (`start`: the embedded store).",
+      }),
+    ),
+    region: Type.String({ default: "us-east-1", [ENV]: RUNNER_ENV.s3Region, description: "Region." }),
+    access_key_id: Type.Optional(
+      Type.String({
+        [ENV]: RUNNER_ENV.s3AccessKeyId,
+        description: "Unset: the AWS SDK's default credential chain.",
+      }),
+    ),
+    secret_access_key: Type.Optional(
+      Type.String({ [ENV]: RUNNER_ENV.s3SecretAccessKey, description: "The secret of `access_key_id`." }),
+    ),
+    force_path_style: Type.Boolean({
+      default: true,
+      [ENV]: RUNNER_ENV.s3ForcePathStyle,
+      description: "Path-style addressing (the embedded store, most S3-compatible servers).",
+    }),
+    public_base_url: Type.Optional(
+      Type.String({
+        minLength: 1,
+        [ENV]: RUNNER_ENV.s3PublicBaseUrl,
+        description:
+          "Base of `output_url` in results (a CDN). Unset: the endpoint's path-style URL, else `s3://bucket/key`.",
+      }),
+    ),
+    health_bucket: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description: "Readiness probes this bucket with HeadBucket. Unset: ListBuckets.",
+      }),
+    ),
+    embedded_port: Type.Integer({
+      minimum: 0,
+      maximum: 65535,
+      default: 9000,
+      [ENV]: "EMBEDDED_S3_PORT",
+      description: "Port of the embedded store (`start` only).",
+    }),
+    embedded_host: Type.String({
+      minLength: 1,
+      default: "127.0.0.1",
+      [ENV]: "EMBEDDED_S3_HOST",
+      description:
+        "Address of the embedded store (`start` only), e.g. 0.0.0.0 in a container whose port 9000 is published; off loopback it needs `access_key_id` and `secret_access_key` of your own.",
+    }),
   },
-  { additionalProperties: false, default: {} },
+  "Object storage (S3 protocol): sources and outputs of jobs.",
 );
 
-const JobTimeouts = Type.Object(
-  {
-    image_resize: Duration("2m"),
-    image_optimize: Duration("2m"),
-    image_watermark: Duration("2m"),
-    image_colors: Duration("2m"),
-    image_ai_keywords: Duration("5m"),
-    video_thumbnail: Duration("5m"),
-    audio_convert: Duration("30m"),
-    analyze: Duration("10m"),
-  },
-  { additionalProperties: false, default: {} },
-);
+const JOB_TIMEOUTS: Record<JobType, string> = {
+  image_resize: "2m",
+  image_optimize: "2m",
+  image_watermark: "2m",
+  image_colors: "2m",
+  image_ai_keywords: "5m",
+  video_thumbnail: "5m",
+  audio_convert: "30m",
+  analyze: "10m",
+};
 
-export const ExecutorConfig = Type.Object(
+export const ExecutorConfig = Section(
   {
-    kind: Type.Union([Type.Literal("local"), Type.Literal("kubernetes")], { default: "local" }),
-    // 0 = one per CPU.
-    local_concurrency: Type.Integer({ minimum: 0, default: 0 }),
-    // Jobs one local runner process serves before it is replaced (1 = a fresh process per job).
-    local_runner_max_jobs: Type.Integer({ minimum: 1, default: 500 }),
-    // Processing time allowed per job type, unless the job sets timeout_seconds.
-    timeouts: JobTimeouts,
-    // Attempts of a job that fails transiently (runner crash, storage error) before it fails.
-    max_attempts: Type.Integer({ minimum: 1, default: 3 }),
-    // Lease of a claimed job; renewed while it runs, so a dead executor's jobs come back.
-    lease: Duration("30s"),
-    // Where runners keep sources and outputs while they work.
-    scratch_dir: Type.Optional(Type.String({ minLength: 1 })),
+    kind: Type.Union([Type.Literal("local"), Type.Literal("kubernetes")], {
+      default: "local",
+      [ENV]: "EXECUTOR",
+      description: "Where jobs run: runner processes on this machine, or Kubernetes Jobs.",
+    }),
+    local_concurrency: Type.Integer({
+      minimum: 0,
+      default: 0,
+      [ENV]: "LOCAL_CONCURRENCY",
+      description: "Jobs the local executor runs at once; 0: one per CPU.",
+    }),
+    local_runner_max_jobs: Type.Integer({
+      minimum: 1,
+      default: 500,
+      description: "Jobs one local runner process serves before it is replaced (1: a fresh process per job).",
+    }),
+    timeouts: PerJobType(
+      (type) => Duration(JOB_TIMEOUTS[type], `Processing time of \`${type}\` jobs.`),
+      "Processing time allowed per job type, unless the job sets `timeout_seconds`.",
+    ),
+    max_attempts: Type.Integer({
+      minimum: 1,
+      default: 3,
+      description: "Attempts of a job that fails transiently (runner crash, storage error) before it fails.",
+    }),
+    lease: Duration(
+      "30s",
+      "Lease of a claimed job, renewed every third of it while the job runs, so a dead executor's jobs come back.",
+    ),
+    scratch_dir: Type.Optional(
+      Type.String({
+        minLength: 1,
+        [ENV]: RUNNER_ENV.scratchDir,
+        description:
+          "Where runners keep sources and outputs while they work. Unset: `$TMPDIR/media-service`.",
+      }),
+    ),
   },
-  { additionalProperties: false, default: {} },
+  "How jobs are run.",
 );
 
 // Kubernetes quantities (500m, 2, 512Mi, 1G) and names (DNS-1123 labels and subdomains).
@@ -131,42 +306,46 @@ const DNS_LABEL = "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$";
 const DNS_SUBDOMAIN = "^[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?$";
 const LABEL_VALUE = "^(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?)?$";
 const SECRET_KEY = "^[-._a-zA-Z0-9]+$";
-const SECRET_REF = () =>
-  Type.Object(
-    {
-      name: Type.String({ pattern: DNS_SUBDOMAIN }),
-      key: Type.String({ pattern: SECRET_KEY, default: "api-key" }),
-    },
-    { additionalProperties: false },
-  );
 
-const Cpu = (def: string) => Type.String({ pattern: CPU_QUANTITY, default: def });
-const Memory = (def: string) => Type.String({ pattern: MEMORY_QUANTITY, default: def });
-const ResourceList = (cpu: string, memory: string) =>
-  Type.Object({ cpu: Cpu(cpu), memory: Memory(memory) }, { additionalProperties: false, default: {} });
-const Resources = (requests: [string, string], limits: [string, string]) =>
+// Their titles name them in docs/configuration.md.
+const secretName = (description: string) =>
+  Type.String({ pattern: DNS_SUBDOMAIN, title: "Secret name", description });
+const secretKey = (def: string, description: string) =>
+  Type.String({ pattern: SECRET_KEY, title: "Secret key", default: def, description });
+
+const Cpu = (def: string, description: string) =>
+  Type.String({ pattern: CPU_QUANTITY, title: "CPU quantity", default: def, description });
+const Memory = (def: string, description: string) =>
+  Type.String({ pattern: MEMORY_QUANTITY, title: "memory quantity", default: def, description });
+const ResourceList = ([cpu, memory]: [string, string], what: string) =>
   Type.Object(
-    { requests: ResourceList(...requests), limits: ResourceList(...limits) },
+    { cpu: Cpu(cpu, `CPU ${what}.`), memory: Memory(memory, `Memory ${what}.`) },
     { additionalProperties: false, default: {} },
   );
-const IMAGE_RESOURCES = () => Resources(["250m", "256Mi"], ["1", "1Gi"]);
-const MEDIA_RESOURCES = () => Resources(["500m", "512Mi"], ["2", "2Gi"]);
-const AI_RESOURCES = () => Resources(["100m", "128Mi"], ["500m", "512Mi"]);
-
-// Per job type: requests and limits of the runner container, unless the job sets `resources`.
-const JobResources = Type.Object(
-  {
-    image_resize: IMAGE_RESOURCES(),
-    image_optimize: IMAGE_RESOURCES(),
-    image_watermark: IMAGE_RESOURCES(),
-    image_colors: IMAGE_RESOURCES(),
-    image_ai_keywords: AI_RESOURCES(),
-    video_thumbnail: MEDIA_RESOURCES(),
-    audio_convert: MEDIA_RESOURCES(),
-    analyze: AI_RESOURCES(),
-  },
-  { additionalProperties: false, default: {} },
-);
+const JOB_RESOURCES: Record<"image" | "media" | "ai", [[string, string], [string, string]]> = {
+  image: [
+    ["250m", "256Mi"],
+    ["1", "1Gi"],
+  ],
+  media: [
+    ["500m", "512Mi"],
+    ["2", "2Gi"],
+  ],
+  ai: [
+    ["100m", "128Mi"],
+    ["500m", "512Mi"],
+  ],
+};
+const RESOURCE_CLASS: Record<JobType, keyof typeof JOB_RESOURCES> = {
+  image_resize: "image",
+  image_optimize: "image",
+  image_watermark: "image",
+  image_colors: "image",
+  image_ai_keywords: "ai",
+  video_thumbnail: "media",
+  audio_convert: "media",
+  analyze: "ai",
+};
 
 // Kubernetes objects passed through as Kubernetes spells them (camelCase), like Helm values do.
 const Toleration = Type.Object(
@@ -182,109 +361,237 @@ const Toleration = Type.Object(
   { additionalProperties: false },
 );
 
-export const KubernetesConfig = Type.Object(
+export const KubernetesConfig = Section(
   {
-    // Where runner Jobs are created; unset: the controller pod's own namespace, else "default".
-    namespace: Type.Optional(Type.String({ pattern: DNS_LABEL })),
-    // The app.kubernetes.io/instance label of every Job (the Helm release name).
-    instance: Type.String({ pattern: LABEL_VALUE, minLength: 1, default: "media-service" }),
-    image: Type.String({ minLength: 1, default: "media-service:latest" }),
+    namespace: Type.Optional(
+      Type.String({
+        pattern: DNS_LABEL,
+        title: "namespace name",
+        description:
+          "Where runner Jobs are created. Unset: the controller pod's own namespace, else `default`.",
+      }),
+    ),
+    instance: Type.String({
+      pattern: LABEL_VALUE,
+      title: "label value",
+      minLength: 1,
+      default: "media-service",
+      description: "The `app.kubernetes.io/instance` label of every runner Job (the Helm release name).",
+    }),
+    image: Type.String({
+      minLength: 1,
+      default: "media-service:latest",
+      description: "Image of the runner Jobs.",
+    }),
     image_pull_policy: Type.Union(
       [Type.Literal("Always"), Type.Literal("IfNotPresent"), Type.Literal("Never")],
-      { default: "IfNotPresent" },
+      { default: "IfNotPresent", description: "Pull policy of the runner containers." },
     ),
-    image_pull_secrets: Type.Array(Type.String({ pattern: DNS_SUBDOMAIN }), { default: [] }),
-    // Unset: the namespace's default ServiceAccount (its token is never mounted either way).
-    service_account: Type.Optional(Type.String({ pattern: DNS_SUBDOMAIN })),
-    node_selector: Type.Optional(Type.Record(Type.String(), Type.String())),
-    tolerations: Type.Optional(Type.Array(Toleration)),
-    // A core/v1 Affinity, passed through unchanged.
-    affinity: Type.Optional(Type.Object({}, { additionalProperties: true })),
-    priority_class_name: Type.Optional(Type.String({ pattern: DNS_SUBDOMAIN })),
-    // Pod retries of a Job after a transient failure (a permanent one, exit code 2, is never retried).
-    backoff_limit: Type.Integer({ minimum: 0, default: 2 }),
-    ttl_seconds_after_finished: Type.Integer({ minimum: 0, default: 3600 }),
-    // sizeLimit of the emptyDir the runner works in (sources and outputs).
-    scratch_size: Memory("2Gi"),
-    resources: JobResources,
-    // Largest per-job `resources` accepted at submit (400 beyond).
+    image_pull_secrets: Type.Array(Type.String({ pattern: DNS_SUBDOMAIN, title: "Secret name" }), {
+      default: [],
+      description: "Names of the Secrets runner pods pull the image with.",
+    }),
+    service_account: Type.Optional(
+      Type.String({
+        pattern: DNS_SUBDOMAIN,
+        title: "ServiceAccount name",
+        description:
+          "ServiceAccount of runner pods (its token is never mounted). Unset: the namespace's default one.",
+      }),
+    ),
+    node_selector: Type.Optional(
+      Type.Record(Type.String(), Type.String(), { description: "Node selector of runner pods." }),
+    ),
+    tolerations: Type.Optional(
+      Type.Array(Toleration, {
+        description:
+          "Tolerations of runner pods: core/v1 Tolerations (`key`, `operator`, `value`, `effect`, `tolerationSeconds`).",
+      }),
+    ),
+    affinity: Type.Optional(
+      Type.Object(
+        {},
+        {
+          additionalProperties: true,
+          description: "A core/v1 Affinity of runner pods, passed through unchanged.",
+        },
+      ),
+    ),
+    priority_class_name: Type.Optional(
+      Type.String({
+        pattern: DNS_SUBDOMAIN,
+        title: "PriorityClass name",
+        description: "PriorityClass of runner pods.",
+      }),
+    ),
+    backoff_limit: Type.Integer({
+      minimum: 0,
+      default: 2,
+      description:
+        "Pod retries of a Job after a transient failure (a permanent one, exit code 2, is never retried).",
+    }),
+    ttl_seconds_after_finished: Type.Integer({
+      minimum: 0,
+      default: 3600,
+      description: "Finished Jobs are deleted this many seconds after they end.",
+    }),
+    scratch_size: Memory("2Gi", "sizeLimit of the emptyDir a runner works in (sources and outputs)."),
+    resources: PerJobType((type) => {
+      const [requests, limits] = JOB_RESOURCES[RESOURCE_CLASS[type]];
+      return Type.Object(
+        {
+          requests: ResourceList(requests, `requested by \`${type}\` runners`),
+          limits: ResourceList(limits, `limit of \`${type}\` runners`),
+        },
+        { additionalProperties: false, default: {} },
+      );
+    }, "Requests and limits of the runner container per job type, unless the job sets `resources`. Checked at start as Kubernetes parses them (`512K` is refused: `k` is kilo, `Ki` kibi); a request above its limit stops the process."),
     max_resources: Type.Object(
-      { cpu: Cpu("4"), memory: Memory("8Gi") },
-      { additionalProperties: false, default: {} },
+      {
+        cpu: Cpu("4", "Largest CPU a job may ask for."),
+        memory: Memory("8Gi", "Largest memory a job may ask for."),
+      },
+      {
+        additionalProperties: false,
+        default: {},
+        description: "Largest per-job `resources` accepted at submit (400 beyond).",
+      },
     ),
-    // Runner Jobs running at once, in total and per job type (a type not listed: only the total).
-    max_running_jobs: Type.Integer({ minimum: 1, default: 20 }),
-    max_running_jobs_per_type: Type.Partial(
-      Type.Object(Object.fromEntries(JOB_TYPES.map((t) => [t, Type.Integer({ minimum: 1 })]))),
-      { additionalProperties: false, default: {} },
+    max_running_jobs: Type.Integer({
+      minimum: 1,
+      default: 20,
+      description: "Runner Jobs unfinished at once, in total.",
+    }),
+    max_running_jobs_per_type: PerJobType(
+      () => Type.Optional(Type.Integer({ minimum: 1 })),
+      "Runner Jobs unfinished at once per job type, e.g. `{audio_convert: 4}` (a type not listed: only the total).",
     ),
-    // A runner pod no node accepts for this long fails its job (with the scheduler's reason).
-    unschedulable_timeout: Duration("5m"),
-    // A runner pod whose image cannot be pulled, or whose Secrets are missing, for this long fails its job.
-    start_failure_timeout: Duration("1m"),
-    // Full level-triggered pass over the cluster and the store (on top of the watch events).
-    reconcile_interval: Duration("10s"),
-    // Leader election among controller replicas: one coordination.k8s.io Lease.
+    unschedulable_timeout: Duration(
+      "5m",
+      "A runner pod no node accepts for this long fails its job (with the scheduler's reason).",
+    ),
+    start_failure_timeout: Duration(
+      "1m",
+      "A runner pod whose image cannot be pulled, or whose Secrets are missing, for this long fails its job.",
+    ),
+    reconcile_interval: Duration(
+      "10s",
+      "Full level-triggered pass over the cluster and the store (on top of the watch events).",
+    ),
     leader_election: Type.Object(
       {
-        enabled: Type.Boolean({ default: true }),
-        // Unset: "<instance>-controller".
-        lease_name: Type.Optional(Type.String({ pattern: DNS_SUBDOMAIN })),
-        lease_duration: Duration("15s"),
-        renew_deadline: Duration("10s"),
-        retry_period: Duration("2s"),
+        enabled: Type.Boolean({
+          default: true,
+          description: "Keep on with more than one controller replica.",
+        }),
+        lease_name: Type.Optional(
+          Type.String({
+            pattern: DNS_SUBDOMAIN,
+            title: "Lease name",
+            description: "The Lease's name. Unset: `<instance>-controller`.",
+          }),
+        ),
+        lease_duration: Duration("15s", "How long a leader's Lease holds without renewal."),
+        renew_deadline: Duration("10s", "The leader steps down when it could not renew for this long."),
+        retry_period: Duration("2s", "How often candidates try to acquire the Lease."),
       },
-      { additionalProperties: false, default: {} },
+      {
+        additionalProperties: false,
+        default: {},
+        description:
+          "Leader election among controller replicas: one coordination.k8s.io Lease; needs lease_duration > renew_deadline > retry_period.",
+      },
     ),
-    // Secrets the runner pods read credentials from; only their names and keys are in the Job.
     redis_secret: Type.Optional(
       Type.Object(
         {
-          name: Type.String({ pattern: DNS_SUBDOMAIN }),
-          key: Type.String({ pattern: SECRET_KEY, default: "redis-url" }),
+          name: secretName("The Secret's name."),
+          key: secretKey("redis-url", "The key of the Redis URL in it."),
         },
-        { additionalProperties: false },
+        {
+          additionalProperties: false,
+          description: "The Secret runner pods read `REDIS_URL` from (only its name and key are in the Job).",
+        },
       ),
     ),
     s3_secret: Type.Optional(
       Type.Object(
         {
-          name: Type.String({ pattern: DNS_SUBDOMAIN }),
-          access_key_key: Type.String({ pattern: SECRET_KEY, default: "access-key-id" }),
-          secret_key_key: Type.String({ pattern: SECRET_KEY, default: "secret-access-key" }),
+          name: secretName("The Secret's name."),
+          access_key_key: secretKey("access-key-id", "The key of the access key id in it."),
+          secret_key_key: secretKey("secret-access-key", "The key of the secret access key in it."),
         },
-        { additionalProperties: false },
+        {
+          additionalProperties: false,
+          description: "The Secret runner pods read `S3_ACCESS_KEY_ID` and `S3_SECRET_ACCESS_KEY` from.",
+        },
       ),
     ),
-    // The key of the provider AI_BASE_URL defines (ai.providers.<name>.api_key_secret for the others).
-    ai_secret: Type.Optional(SECRET_REF()),
+    ai_secret: Type.Optional(
+      Type.Object(
+        {
+          name: secretName("The Secret's name."),
+          key: secretKey("api-key", "The key of the API key in it."),
+        },
+        {
+          additionalProperties: false,
+          description:
+            "The Secret runner pods read the key of the provider `AI_BASE_URL` defines from (`ai.providers.<name>.api_key_secret` for the others).",
+        },
+      ),
+    ),
   },
-  { additionalProperties: false, default: {} },
+  "The Kubernetes executor (`executor.kind: kubernetes`, `media-service controller` in a cluster).",
 );
 
-export const WebhooksConfig = Type.Object(
+export const WebhooksConfig = Section(
   {
-    // Standard Webhooks secret: whsec_ followed by base64 of 24-64 random bytes. Unset: not signed.
-    signing_secret: Type.Optional(Type.String()),
-    // Targets in loopback, private, link-local and similar ranges. Unset: allowed by `start` (the
-    // local stack), refused everywhere else.
-    allow_private: Type.Optional(Type.Boolean()),
-    // Hostnames, *.wildcards, IP addresses or CIDR ranges allowed whatever they resolve to.
-    allowed_hosts: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
-    // Time allowed for one delivery attempt (connect, headers and body).
-    timeout: Duration("10s"),
-    // Attempts per webhook before it is given up (the first one included).
-    max_attempts: Type.Integer({ minimum: 1, maximum: 50, default: 8 }),
-    // Delay before the first retry; it doubles per attempt (with jitter) up to retry_max_delay.
-    retry_initial_delay: Duration("30s"),
-    retry_max_delay: Duration("1h"),
-    // Delivery attempts in flight at once per notifier, and per receiving host.
-    concurrency: Type.Integer({ minimum: 1, default: 64 }),
-    per_host_concurrency: Type.Integer({ minimum: 1, default: 8 }),
-    // A delivery held by a notifier that stopped (no heartbeat for this long) is taken over.
-    reclaim_after: Duration("30s"),
+    signing_secret: Type.Optional(
+      Type.String({
+        [ENV]: "WEBHOOK_SIGNING_SECRET",
+        description:
+          "Standard Webhooks secret: `whsec_` followed by base64 of 24-64 random bytes (`echo whsec_$(openssl rand -base64 32)`). Unset: webhooks are not signed.",
+      }),
+    ),
+    allow_private: Type.Optional(
+      Type.Boolean({
+        description:
+          "Allow targets in loopback, private, link-local and similar ranges. Unset: allowed by `start` (the local stack), refused everywhere else.",
+      }),
+    ),
+    allowed_hosts: Type.Array(Type.String({ minLength: 1 }), {
+      default: [],
+      description:
+        "Hostnames, `*.domain` wildcards, IP addresses or CIDR ranges allowed whatever they resolve to.",
+    }),
+    timeout: Duration("10s", "Time allowed to one delivery attempt (connect, headers and body)."),
+    max_attempts: Type.Integer({
+      minimum: 1,
+      maximum: 50,
+      default: 8,
+      description: "Attempts per webhook before it is given up (the first one included).",
+    }),
+    retry_initial_delay: Duration(
+      "30s",
+      "Delay before the first retry; it doubles per attempt (with jitter) up to `retry_max_delay`.",
+    ),
+    retry_max_delay: Duration("1h", "Longest delay between attempts."),
+    concurrency: Type.Integer({
+      minimum: 1,
+      default: 64,
+      description: "Delivery attempts in flight at once per controller.",
+    }),
+    per_host_concurrency: Type.Integer({
+      minimum: 1,
+      default: 8,
+      description: "Delivery attempts in flight at once per receiving host.",
+    }),
+    reclaim_after: Duration(
+      "30s",
+      "A delivery held by a controller that stopped (no heartbeat for this long) is taken over; at least 1s.",
+    ),
   },
-  { additionalProperties: false, default: {} },
+  "Webhooks: job and batch notifications, delivered by the controller.",
 );
 
 /** Names a provider in config, in `analyze`'s `provider` and in results. */
@@ -292,83 +599,191 @@ export const AI_PROVIDER_NAME = "^[a-z0-9](?:[a-z0-9_-]{0,61}[a-z0-9])?$";
 
 const STRUCTURED_OUTPUT = ["prompt", "json_object", "json_schema"] as const;
 
-/** What one OpenAI-compatible provider needs; shared by `ai` itself (the env-defined one) and `ai.providers`. */
-const aiProviderFields = (required: boolean) => {
-  const text = (options: object = {}) =>
-    required ? Type.String({ minLength: 1, ...options }) : Type.Optional(Type.String(options));
-  return {
-    // e.g. https://api.openai.com/v1, http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM).
-    base_url: text(),
-    api_key: Type.Optional(Type.String()),
-    // A chat model that accepts images (image_ai_keywords, analyze).
-    model: text(),
-    // The model of /audio/transcriptions (analyze of audio).
-    transcription_model: Type.Optional(Type.String({ minLength: 1 })),
-    // How JSON answers are asked for: in the prompt only (works with every server), or also with
-    // response_format json_object / json_schema where the server supports it.
-    structured_output: Type.Optional(Type.Union(STRUCTURED_OUTPUT.map((m) => Type.Literal(m)))),
-    // Kubernetes executor: runner pods of this provider's jobs read the key from this Secret (key
-    // defaults to api-key; defaults inside ai.providers entries are applied when resolved).
+/**
+ * The settings of one OpenAI-compatible provider beside its URL and model: shared by `ai` itself
+ * (the provider the environment defines, with its variables) and the entries of `ai.providers`.
+ */
+const providerSettings = (env: {
+  apiKey?: string;
+  transcriptionModel?: string;
+  structuredOutput?: string;
+}) => ({
+  api_key: Type.Optional(
+    Type.String({
+      ...(env.apiKey ? { [ENV]: env.apiKey } : {}),
+      description: "Its API key; unset: none is sent.",
+    }),
+  ),
+  transcription_model: Type.String({
+    minLength: 1,
+    default: "whisper-1",
+    ...(env.transcriptionModel ? { [ENV]: env.transcriptionModel } : {}),
+    description:
+      "Its `/audio/transcriptions` model (analyze of audio); OpenAI's by default, local servers name their own.",
+  }),
+  structured_output: Type.Union(
+    STRUCTURED_OUTPUT.map((m) => Type.Literal(m)),
+    {
+      default: "prompt",
+      ...(env.structuredOutput ? { [ENV]: env.structuredOutput } : {}),
+      description:
+        "How JSON answers are asked for: in the prompt only (works with every server), or also with `response_format` `json_object` / `json_schema` where the server supports it.",
+    },
+  ),
+});
+
+const BASE_URL_EXAMPLES =
+  "e.g. https://api.openai.com/v1, http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM)";
+
+export const AiProviderConfig = Type.Object(
+  {
+    base_url: Type.String({ minLength: 1, description: `Its OpenAI-compatible API, ${BASE_URL_EXAMPLES}.` }),
+    model: Type.String({
+      minLength: 1,
+      description: "A chat model that accepts images (image_ai_keywords, analyze).",
+    }),
+    ...providerSettings({}),
     api_key_secret: Type.Optional(
       Type.Object(
         {
-          name: Type.String({ pattern: DNS_SUBDOMAIN }),
-          key: Type.Optional(Type.String({ pattern: SECRET_KEY })),
+          name: secretName("The Secret's name."),
+          key: secretKey("api-key", "The key of the API key in it."),
         },
-        { additionalProperties: false },
+        {
+          additionalProperties: false,
+          description:
+            "Kubernetes executor: runner pods of this provider's jobs read its key from this Secret.",
+        },
       ),
     ),
-  };
-};
-
-export const AiProviderConfig = Type.Object(aiProviderFields(true), { additionalProperties: false });
-
-export const AiConfig = Type.Object(
-  {
-    // The provider AI_BASE_URL, AI_API_KEY and AI_MODEL define, named `name` (AI_PROVIDER).
-    ...aiProviderFields(false),
-    name: Type.String({ pattern: AI_PROVIDER_NAME, default: "default" }),
-    // More providers by name; a job picks one with `provider` (analyze).
-    providers: Type.Record(Type.String({ pattern: AI_PROVIDER_NAME }), AiProviderConfig, { default: {} }),
-    // The provider of jobs that name none. Unset: the env-defined one, else the only one configured.
-    default_provider: Type.Optional(Type.String({ pattern: AI_PROVIDER_NAME })),
-    // One request's time limit (a slow model is given this long to answer).
-    timeout: Duration("2m"),
-    // Attempts of one request answered 429 or 5xx, or not answered (timeouts, refused connections).
-    max_attempts: Type.Integer({ minimum: 1, maximum: 10, default: 4 }),
-    retry_initial_delay: Duration("1s"),
-    retry_max_delay: Duration("30s"),
-    // Images (and video frames) are downscaled to this longest side before they are sent.
-    max_image_side: Type.Integer({ minimum: 64, maximum: 4096, default: 1024 }),
-    // Audio is transcribed in segments of this length (hosted APIs take about 25 MB per request).
-    transcription_segment: Duration("10m"),
   },
+  // The default only lets Value.Default reach the entries of the record (a provider needs base_url).
   { additionalProperties: false, default: {} },
 );
 
-export const LimitsConfig = Type.Object(
+export const AiConfig = Section(
   {
-    // Largest accepted request body. A full batch of 100 jobs is well under 256 KiB.
-    max_body_bytes: Type.Integer({ minimum: 1024, default: 1_048_576 }),
-    // How long finished jobs and batches are kept before they are pruned.
-    retention: Duration("7d"),
-    // How often finished jobs past their retention are pruned.
-    prune_interval: Duration("60s"),
-    // Entries kept in the events stream (approximate trim).
-    events_max_len: Type.Integer({ minimum: 1000, default: 100_000 }),
-    // Per-job override maximums (resources, timeout_seconds).
-    max_timeout_seconds: Type.Integer({ minimum: 1, default: 3600 }),
-    // Time allowed for one dependency probe of /health and /health/ready.
-    health_check_timeout: Duration("2s"),
-    // Decompression bombs: images with more pixels than this are refused before decoding.
-    max_input_pixels: Type.Integer({ minimum: 1, default: 100_000_000 }),
-    // Largest source object a job downloads.
-    max_source_bytes: Type.Integer({ minimum: 1, default: 5 * 1024 ** 3 }),
-    // Largest output image side (resize, thumbnail width).
-    max_output_dimension: Type.Integer({ minimum: 1, default: 16_384 }),
+    base_url: Type.Optional(
+      Type.String({
+        minLength: 1,
+        [ENV]: RUNNER_ENV.aiBaseUrl,
+        description: `The OpenAI-compatible API of the provider named \`ai.name\`, ${BASE_URL_EXAMPLES}. Unset, with no \`providers\`: AI jobs fail saying how to configure one.`,
+      }),
+    ),
+    model: Type.Optional(
+      Type.String({
+        minLength: 1,
+        [ENV]: RUNNER_ENV.aiModel,
+        description: "Its chat model, which must accept images (e.g. gpt-4o-mini, llava).",
+      }),
+    ),
+    ...providerSettings({
+      apiKey: RUNNER_ENV.aiApiKey,
+      transcriptionModel: RUNNER_ENV.aiTranscriptionModel,
+      structuredOutput: RUNNER_ENV.aiStructuredOutput,
+    }),
+    name: Type.String({
+      pattern: AI_PROVIDER_NAME,
+      title: "provider name",
+      default: "default",
+      [ENV]: RUNNER_ENV.aiProvider,
+      description: "The name of the provider `base_url` defines.",
+    }),
+    providers: Type.Record(Type.String({ pattern: AI_PROVIDER_NAME }), AiProviderConfig, {
+      default: {},
+      description:
+        "More providers by name (lower-case letters, digits, `-` and `_`); a job picks one with `provider` (analyze).",
+    }),
+    default_provider: Type.Optional(
+      Type.String({
+        pattern: AI_PROVIDER_NAME,
+        title: "provider name",
+        description:
+          "The provider of jobs that name none. Unset: the one `base_url` defines, else the only one configured (required with several).",
+      }),
+    ),
+    timeout: Duration(
+      "2m",
+      "Time allowed to one request (a slow model is given this long to answer).",
+      RUNNER_ENV.aiTimeout,
+    ),
+    max_attempts: Type.Integer({
+      minimum: 1,
+      maximum: 10,
+      default: 4,
+      [ENV]: RUNNER_ENV.aiMaxAttempts,
+      description:
+        "Attempts of one request answered 429 or 5xx, or not answered (timeouts, refused connections).",
+    }),
+    retry_initial_delay: Duration(
+      "1s",
+      "Backoff before the first retry of a request; it doubles (with jitter; `Retry-After` / `retry-after-ms` honoured up to `retry_max_delay`).",
+      RUNNER_ENV.aiRetryInitialDelay,
+    ),
+    retry_max_delay: Duration("30s", "Longest backoff between attempts.", RUNNER_ENV.aiRetryMaxDelay),
+    max_image_side: Type.Integer({
+      minimum: 64,
+      maximum: 4096,
+      default: 1024,
+      [ENV]: RUNNER_ENV.aiMaxImageSide,
+      description: "Images (and video frames) are downscaled to this longest side before they are sent.",
+    }),
+    transcription_segment: Duration(
+      "10m",
+      "Audio is transcribed in segments of this length (hosted APIs take about 25 MB per request); at least 10s.",
+      RUNNER_ENV.aiTranscriptionSegment,
+    ),
   },
-  { additionalProperties: false, default: {} },
+  "AI providers (OpenAI-compatible HTTP APIs) of image_ai_keywords and analyze jobs: the one `AI_BASE_URL` defines and any number of named ones.",
 );
+
+export const LimitsConfig = Section(
+  {
+    max_body_bytes: Type.Integer({
+      minimum: 1024,
+      default: 1_048_576,
+      description:
+        "Largest accepted request body (413 beyond); a full batch of 100 jobs is well under 256 KiB.",
+    }),
+    retention: Duration("7d", "Finished jobs and batches are deleted this long after they end."),
+    prune_interval: Duration("60s", "How often the controller deletes what is past its retention."),
+    events_max_len: Type.Integer({
+      minimum: 1000,
+      default: 100_000,
+      description: "Entries kept in the events stream (approximate trim).",
+    }),
+    max_timeout_seconds: Type.Integer({
+      minimum: 1,
+      default: 3600,
+      description: "Largest per-job `timeout_seconds` accepted.",
+    }),
+    health_check_timeout: Duration(
+      "2s",
+      "Time allowed to each dependency probe of /health and /health/ready.",
+    ),
+    max_input_pixels: Type.Integer({
+      minimum: 1,
+      default: 100_000_000,
+      [ENV]: RUNNER_ENV.maxInputPixels,
+      description: "Larger images and video frames are refused before decoding (decompression bombs).",
+    }),
+    max_source_bytes: Type.Integer({
+      minimum: 1,
+      default: 5 * 1024 ** 3,
+      [ENV]: RUNNER_ENV.maxSourceBytes,
+      description: "Larger sources are refused.",
+    }),
+    max_output_dimension: Type.Integer({
+      minimum: 1,
+      default: 16_384,
+      [ENV]: RUNNER_ENV.maxOutputDimension,
+      description: "Largest output image side (resize, thumbnail width).",
+    }),
+  },
+  "Limits and retention.",
+);
+
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
 export const ConfigFile = Type.Object(
   {
@@ -380,13 +795,23 @@ export const ConfigFile = Type.Object(
     webhooks: WebhooksConfig,
     ai: AiConfig,
     limits: LimitsConfig,
-    data_dir: Type.String({ minLength: 1, default: ".data" }),
+    data_dir: Type.String({
+      minLength: 1,
+      default: ".data",
+      [ENV]: "DATA_DIR",
+      description: "Data of the local stack (`start`): Redis AOF, embedded store objects.",
+    }),
     log_level: Type.Optional(
-      Type.Union(["fatal", "error", "warn", "info", "debug", "trace", "silent"].map((l) => Type.Literal(l))),
+      Type.Union(
+        LOG_LEVELS.map((l) => Type.Literal(l)),
+        { [ENV]: RUNNER_ENV.logLevel, description: "The log level. Unset: from `server.mode`." },
+      ),
     ),
-    // json: one JSON object a line; pretty: readable lines; auto: pretty on a terminal, else json.
     log_format: Type.Union([Type.Literal("auto"), Type.Literal("json"), Type.Literal("pretty")], {
       default: "auto",
+      [ENV]: "LOG_FORMAT",
+      description:
+        "`json`: one JSON object a line; `pretty`: readable lines; `auto`: pretty on a terminal, else json.",
     }),
   },
   { additionalProperties: false },

@@ -3,7 +3,11 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, test } from "node:test";
-import { ConfigError, loadConfig } from "../../core/config/load.js";
+import { Type } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
+import { ConfigError, loadConfig, type ApiClient, type Config } from "../../core/config/load.js";
+import { DURATION, KEYED_BY, type TDuration } from "../../core/config/schema.js";
+import { envSettings, resolveSettings, type Resolved } from "../../core/config/settings.js";
 import { parseDuration } from "../../core/duration.js";
 
 const dir = mkdtempSync(join(tmpdir(), "media-service-config-"));
@@ -178,6 +182,80 @@ server:
       /cannot read config file .*absent\.yaml/,
     );
     assert.throws(() => loadConfig({ file: file("server: [unclosed\n"), env: {} }), /is not valid YAML/);
+  });
+});
+
+// Compile-time: the resolved configuration's type is computed from the schema (npm run typecheck).
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+type Expect<T extends true> = T;
+export type ResolvedTypes = [
+  Expect<Equal<Config["executor"]["timeoutsMs"]["image_resize"], number>>,
+  Expect<Equal<Config["executor"]["localRunnerMaxJobs"], number>>,
+  Expect<Equal<Config["kubernetes"]["resources"]["video_thumbnail"]["limits"]["memory"], string>>,
+  Expect<Equal<Config["kubernetes"]["maxRunningJobsPerType"]["audio_convert"], number | undefined>>,
+  Expect<
+    Equal<
+      Config["kubernetes"]["s3Secret"],
+      { name: string; accessKeyKey: string; secretKeyKey: string } | undefined
+    >
+  >,
+  Expect<Equal<Config["server"]["host"], string | undefined>>,
+  Expect<Equal<Config["server"]["rateLimit"]["syncIntervalMs"], number>>,
+  Expect<Equal<Config["webhooks"]["allowPrivate"], boolean | undefined>>,
+  Expect<Equal<Config["executor"]["scratchDir"], string>>,
+  Expect<Equal<ApiClient, { name: string; keys: string[]; admin: boolean; rateLimit?: number }>>,
+];
+
+describe("the resolved configuration, derived from the schema", () => {
+  test("names are camelCase, durations milliseconds named …Ms, keys of per-job-type objects and pass-through objects kept", () => {
+    const config = loadConfig({
+      env: {},
+      overrides: {
+        kubernetes: {
+          node_selector: { pool_name: "media" },
+          affinity: { nodeAffinity: { some_field: 1 } },
+          max_running_jobs_per_type: { audio_convert: 2 },
+          leader_election: { lease_duration: "20s" },
+        },
+      },
+    });
+    assert.equal(config.executor.timeoutsMs.audio_convert, 30 * 60_000);
+    assert.equal(config.executor.localRunnerMaxJobs, 500);
+    assert.equal(config.kubernetes.resources.image_resize.requests.cpu, "250m");
+    assert.deepEqual(config.kubernetes.maxRunningJobsPerType, { audio_convert: 2 });
+    assert.deepEqual(config.kubernetes.nodeSelector, { pool_name: "media" });
+    assert.deepEqual(config.kubernetes.affinity, { nodeAffinity: { some_field: 1 } });
+    assert.equal(config.kubernetes.leaderElection.leaseDurationMs, 20_000);
+    assert.equal(config.kubernetes.leaderElection.leaseName, "media-service-controller");
+  });
+
+  test("a new setting needs nothing but its schema: name, default, environment variable, duration", () => {
+    const schema = Type.Object({
+      queue: Type.Object(
+        {
+          max_depth_per_client: Type.Integer({ default: 10, "x-env": "MAX_DEPTH" }),
+          idle_timeout: Type.Union([Type.String(), Type.Number()], {
+            default: "90s",
+            [DURATION]: true,
+          }) as TDuration,
+          per_type: Type.Object(
+            { image_resize: Type.Integer({ default: 1 }) },
+            { default: {}, [KEYED_BY]: "job type" },
+          ),
+        },
+        { default: {} },
+      ),
+    });
+    const value = Value.Default(schema, {});
+    const resolved = resolveSettings(schema, value, (_, v) => parseDuration(v)) as Resolved<typeof schema>;
+    assert.deepEqual(resolved, {
+      queue: { maxDepthPerClient: 10, idleTimeoutMs: 90_000, perType: { image_resize: 1 } },
+    });
+    const typed: number = resolved.queue.idleTimeoutMs + resolved.queue.maxDepthPerClient;
+    assert.equal(typed, 90_010);
+    assert.deepEqual(envSettings(schema), [
+      { name: "MAX_DEPTH", path: ["queue", "max_depth_per_client"], kind: "integer" },
+    ]);
   });
 });
 

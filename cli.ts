@@ -27,7 +27,7 @@ commands:
                127.0.0.1:9000), objects under DATA_DIR; off loopback it needs S3_ACCESS_KEY_ID and
                S3_SECRET_ACCESS_KEY of your own (for a test cluster or a second machine)
 
-configuration: CONFIG_FILE (default ./config.yaml) and environment variables; see README.md`;
+configuration: CONFIG_FILE (default ./config.yaml) and environment variables; see docs/configuration.md`;
 
 type Stop = () => Promise<void>;
 

@@ -13,7 +13,7 @@
 //              once by `bash scripts/provision.sh versitygw`)
 //   k8s        the Kubernetes executor on the real node of `npm run test:k8s` beside the local
 //              executor: pod start, tiny-job submit → completed, throughput under a cap of 10
-//              (k8s.ts, docs/benchmarks-k8s.md; root, Node 24, `npm run build` first)
+//              (k8s.ts, docs/performance.md; root, Node 24, `npm run build` first)
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import autocannon from "autocannon";

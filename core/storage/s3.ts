@@ -15,7 +15,7 @@ export function createS3Client(storage: StorageSettings): S3Client {
   });
 }
 
-/** Where an output object can be fetched, as the README describes. */
+/** Where an output object can be fetched (`output_url`, docs/job-types.md). */
 export function outputUrl(storage: StorageSettings, bucket: string, key: string): string {
   const path = `${encodeURIComponent(bucket)}/${key.split("/").map(encodeURIComponent).join("/")}`;
   if (storage.publicBaseUrl) return `${storage.publicBaseUrl}/${path}`;

@@ -6,7 +6,7 @@
 //   ~13 % smaller than libjpeg at the same quality, but ~18× slower (6 s for 12 megapixels on 2
 //   cores). `standard` uses libjpeg-turbo's defaults: mozjpeg's tables and deringing alone made
 //   files ~2.5 % smaller at 3× the encode time (48.6 ms against 16.0 ms for 800×600), which was
-//   the largest single cost of a resize job (the resize benchmark, README "Performance").
+//   the largest single cost of a resize job (the resize benchmark, docs/performance.md).
 // - PNG: lossless with adaptive row filters in `standard` (filters matter more than the zlib level:
 //   a tenth of the size of unfiltered output on smooth photos), kept as a palette image when the
 //   source was one. `optimize` quantises to a palette (libimagequant, as pngquant/TinyPNG do) with

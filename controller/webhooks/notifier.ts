@@ -3,6 +3,13 @@ import { hostname } from "node:os";
 import type { Redis } from "ioredis";
 import type { Config } from "../../core/config/load.js";
 import type { Logger } from "../../core/logger.js";
+import {
+  decodeStoreEvent,
+  fieldsOf,
+  type StoreEvent,
+  type StreamEntry,
+  type StreamReply,
+} from "../../core/store/events.js";
 import type { JobStore, WebhookResult } from "../../core/store/store.js";
 import { decodeSigningSecret, signWebhook } from "../../core/webhooks/signing.js";
 import { nextAttemptDelay } from "../../core/retry.js";
@@ -45,8 +52,6 @@ interface Delivery {
   timer?: NodeJS.Timeout;
   log: Logger;
 }
-
-type Fields = Record<string, string>;
 
 /**
  * Delivers job and batch webhooks from the store's events stream. Notifiers (one per controller
@@ -175,7 +180,7 @@ export class WebhookNotifier {
         await sleep(1000);
         continue;
       }
-      const streams = reply as Array<[string, Array<[string, string[]]>]> | null;
+      const streams = reply as StreamReply;
       // Entries it could not take stay pending in the group; its own reclaim takes them again later.
       if (streams?.[0])
         await this.take(streams[0][1]).catch((err) => this.warn("handling events failed", err));
@@ -183,13 +188,14 @@ export class WebhookNotifier {
   }
 
   /** Turns stream entries into deliveries; entries that need none are acknowledged at once. */
-  private async take(entries: Array<[string, string[] | null]>): Promise<void> {
+  private async take(entries: StreamEntry[]): Promise<void> {
     const done: string[] = [];
     await Promise.all(
-      entries.map(async ([entryId, flat]) => {
+      entries.map(async (entry) => {
+        const [entryId] = entry;
         if (this.held.has(entryId)) return;
-        const fields = flat ? toFields(flat) : undefined;
-        const delivery = fields ? await this.prepare(entryId, fields) : undefined;
+        const event = decodeStoreEvent(entry);
+        const delivery = event ? await this.prepare(event) : undefined;
         if (delivery) this.schedule(delivery);
         else done.push(entryId);
       }),
@@ -197,16 +203,16 @@ export class WebhookNotifier {
     if (done.length > 0) await this.store.redis.xack(this.streamKey, NOTIFIER_GROUP, ...done);
   }
 
-  private async prepare(entryId: string, fields: Fields): Promise<Delivery | undefined> {
-    const event = fields.event;
-    const at = fields.at ?? new Date().toISOString();
-    if (event === "job.completed" || event === "job.failed" || event === "job.cancelled") {
-      if (fields.webhook !== "1" || !fields.job_id) return undefined;
-      const job = await this.store.getJob(fields.job_id);
+  private async prepare(event: StoreEvent): Promise<Delivery | undefined> {
+    const { entryId } = event;
+    const at = event.at ?? new Date().toISOString();
+    if (event.event === "job.completed" || event.event === "job.failed" || event.event === "job.cancelled") {
+      if (!event.webhook) return undefined;
+      const job = await this.store.getJob(event.job_id);
       const log = this.logger.child({
-        job_id: fields.job_id,
-        ...(fields.batch_id ? { batch_id: fields.batch_id } : {}),
-        ...(fields.request_id ? { request_id: fields.request_id } : {}),
+        job_id: event.job_id,
+        ...(event.batch_id ? { batch_id: event.batch_id } : {}),
+        ...(event.request_id ? { request_id: event.request_id } : {}),
       });
       if (!job?.webhook_url) {
         log.warn("job expired before its webhook was delivered; dropped");
@@ -216,26 +222,26 @@ export class WebhookNotifier {
       const body = job.webhook_style === "chat" ? chatPayload(job) : jobPayload(job, at);
       return this.delivery(entryId, "job", job.id, job.webhook_url, body, job.webhook_delivery, log);
     }
-    if (event === "batch.completed") {
-      if (!fields.webhook_url || !fields.batch_id) return undefined;
-      const batch = await this.store.getBatch(fields.batch_id);
+    if (event.event === "batch.completed") {
+      if (!event.webhook_url) return undefined;
+      const batch = await this.store.getBatch(event.batch_id);
       if (batch?.webhook_delivery && batch.webhook_delivery.status !== "pending") return undefined;
       const body = batchPayload(
         {
-          id: fields.batch_id,
-          status: fields.status ?? batch?.status ?? "completed",
-          total_jobs: Number(fields.total_jobs ?? 0),
-          completed: Number(fields.completed ?? 0),
-          failed: Number(fields.failed ?? 0),
+          id: event.batch_id,
+          status: event.status,
+          total_jobs: event.total_jobs,
+          completed: event.completed,
+          failed: event.failed,
         },
         at,
       );
-      const log = this.logger.child({ batch_id: fields.batch_id });
+      const log = this.logger.child({ batch_id: event.batch_id });
       return this.delivery(
         entryId,
         "batch",
-        fields.batch_id,
-        fields.webhook_url,
+        event.batch_id,
+        event.webhook_url,
         body,
         batch?.webhook_delivery,
         log,
@@ -445,7 +451,7 @@ export class WebhookNotifier {
         cursor,
         "COUNT",
         READ_COUNT,
-      )) as [string, Array<[string, string[] | null]>, string[]?];
+      )) as [string, StreamEntry[], string[]?];
       cursor = reply[0];
       const entries = reply[1].filter(([id]) => !this.held.has(id));
       if (reply[2] && reply[2].length > 0) {
@@ -470,7 +476,7 @@ export class WebhookNotifier {
       NOTIFIER_GROUP,
     )) as unknown[][];
     for (const flat of consumers) {
-      const info = toFields(flat.map(String));
+      const info = fieldsOf(flat);
       if (
         info.name !== this.consumer &&
         Number(info.pending) === 0 &&
@@ -484,12 +490,6 @@ export class WebhookNotifier {
   private warn(message: string, err: unknown, log: Logger = this.logger): void {
     log.warn({ err: err instanceof Error ? err.message : String(err) }, message);
   }
-}
-
-function toFields(flat: string[]): Fields {
-  const fields: Fields = {};
-  for (let i = 0; i + 1 < flat.length; i += 2) fields[flat[i]!] = flat[i + 1]!;
-  return fields;
 }
 
 // Webhook URLs often carry secrets in their path or query (Slack's do): logs name the origin only.

@@ -1,12 +1,9 @@
 import type { Redis } from "ioredis";
+import { decodeJobChannelMessage, type JobChannelMessage } from "./events.js";
 import type { Keys } from "./keys.js";
 
-/** One change of a job as published by the transition scripts. */
-export interface JobEventMessage {
-  seq: number;
-  event: "status" | "progress" | "complete";
-  data: Record<string, unknown>;
-}
+/** One change of a job as published by the transition scripts (events.ts). */
+export type JobEventMessage = JobChannelMessage;
 export type JobEventListener = (message: JobEventMessage) => void;
 
 /**
@@ -63,12 +60,8 @@ export class JobEventHub {
   private dispatch(channel: string, text: string): void {
     const set = this.listeners.get(channel);
     if (!set) return;
-    let message: JobEventMessage;
-    try {
-      message = JSON.parse(text) as JobEventMessage;
-    } catch {
-      return;
-    }
+    const message = decodeJobChannelMessage(text);
+    if (!message) return;
     for (const listener of [...set]) listener(message);
   }
 }

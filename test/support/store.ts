@@ -6,6 +6,7 @@ import { after, before, beforeEach } from "node:test";
 import { Redis } from "ioredis";
 import type { JobSpec } from "../../core/jobs/spec.js";
 import type { JobType } from "../../core/jobs/types.js";
+import { fieldsOf } from "../../core/store/events.js";
 import { JobStore, type StoreOptions } from "../../core/store/store.js";
 import { startTestRedis, type TestRedis } from "./redis.js";
 
@@ -177,8 +178,7 @@ export interface StreamEvent {
 export async function streamEvents(store: JobStore, event?: string): Promise<StreamEvent[]> {
   const entries = await store.redis.xrange(store.keys.events(), "-", "+");
   const out = entries.map(([id, flat]) => {
-    const fields: Record<string, string> = {};
-    for (let i = 0; i + 1 < flat.length; i += 2) fields[flat[i]!] = flat[i + 1]!;
+    const fields = fieldsOf(flat);
     return { id, event: fields.event ?? "", fields };
   });
   return event ? out.filter((e) => e.event === event) : out;

@@ -81,7 +81,9 @@ export class Dispatcher {
       }
       const { id, type } = claimed;
       if (!this.running) {
-        await store.requeue(id, "the controller stopped before the job started").catch(() => undefined);
+        await store
+          .requeueJob(id, "the controller stopped before the job started", { handback: true })
+          .catch(() => undefined);
         return;
       }
       const launch: Promise<void> = target
@@ -89,7 +91,9 @@ export class Dispatcher {
         .catch(async (err: Error) => {
           this.pausedUntil = Date.now() + IDLE_POLL_MS;
           logger.error({ job_id: id, err: err.message }, "handing over a claimed job failed; re-queued");
-          await store.requeue(id, `executor error: ${err.message}`).catch(() => undefined);
+          await store
+            .requeueJob(id, `executor error: ${err.message}`, { handback: true })
+            .catch(() => undefined);
         })
         .finally(() => {
           this.launches.delete(launch);

@@ -116,7 +116,9 @@ export class LocalExecutor implements Executor, DispatchTarget {
     const left = [...this.running.keys()];
     await Promise.all([...this.processes].map((r) => r.stop()));
     for (const id of left) {
-      await this.store.requeue(id, "the controller stopped before the job ended").catch(() => undefined);
+      await this.store
+        .requeueJob(id, "the controller stopped before the job ended", { handback: true })
+        .catch(() => undefined);
     }
     await Promise.allSettled([...this.executions]);
     await this.stopCancellations?.();
@@ -218,7 +220,7 @@ export class LocalExecutor implements Executor, DispatchTarget {
       await this.settle(job, outcome, timedOut, log);
     } catch (err) {
       log.error({ err: (err as Error).message }, "running the job failed; re-queued");
-      await this.store.requeue(id, `executor error: ${(err as Error).message}`).catch(() => undefined);
+      await this.store.requeueJob(id, `executor error: ${(err as Error).message}`).catch(() => undefined);
     } finally {
       clearTimeout(killTimer);
       clearInterval(renew);
@@ -247,8 +249,15 @@ export class LocalExecutor implements Executor, DispatchTarget {
       await this.store.fail(job.id, verdict.error);
       return;
     }
-    log.info({ attempts: current.attempts, error: verdict.reason }, "transient failure; job re-queued");
-    await this.store.requeue(job.id, verdict.reason);
+    const retried = await this.store.requeueJob(job.id, verdict.reason);
+    if (retried === "failed") {
+      log.warn(
+        { attempts: current.attempts, error: verdict.reason },
+        "job failed for good after transient errors",
+      );
+    } else {
+      log.info({ attempts: current.attempts, error: verdict.reason }, "transient failure; job re-queued");
+    }
   }
 
   /** Jobs this executor held when it last stopped (crashed) have no runner now: back to their queue. */
@@ -256,18 +265,26 @@ export class LocalExecutor implements Executor, DispatchTarget {
     let requeued = 0;
     for (const type of JOB_TYPES) {
       for (const entry of await this.store.activeJobs(type)) {
-        if (entry.owner === this.owner && (await this.store.requeue(entry.id, "the executor restarted")))
-          requeued++;
+        if (entry.owner !== this.owner) continue;
+        if ((await this.store.requeueJob(entry.id, "the executor restarted")) !== "unchanged") requeued++;
       }
     }
     if (requeued > 0) this.log.info({ requeued }, "re-queued the jobs a previous run left behind");
   }
 
-  /** Any executor's jobs whose lease ran out (it died, or lost Redis) go back to their queue. */
+  /**
+   * Any executor's jobs whose lease ran out (it died, or lost Redis) go back to their queue, or fail
+   * when their attempts are spent.
+   */
   private async reapExpiredLeases(): Promise<void> {
     try {
-      for (const id of await this.store.reapExpiredLeases()) {
-        this.log.warn({ job_id: id }, "re-queued a job whose lease expired");
+      for (const { id, outcome } of await this.store.reap()) {
+        this.log.warn(
+          { job_id: id, outcome },
+          outcome === "failed"
+            ? "failed a job whose lease expired on its last attempt"
+            : "re-queued a job whose lease expired",
+        );
       }
     } catch (err) {
       this.log.warn({ err: (err as Error).message }, "lease check failed; will retry");

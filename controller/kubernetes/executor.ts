@@ -448,7 +448,7 @@ export class KubernetesExecutor implements Executor {
       // The API server is failing or refusing us (RBAC): claim nothing more for a moment.
       term.pausedUntil = Date.now() + CREATE_FAILURE_PAUSE_MS;
       await this.store
-        .requeue(id, `creating its Kubernetes Job failed: ${describeError(err)}`)
+        .requeueJob(id, `creating its Kubernetes Job failed: ${describeError(err)}`, { handback: true })
         .catch(() => undefined);
     }
   }
@@ -539,7 +539,7 @@ export class KubernetesExecutor implements Executor {
         return;
       }
       case "failed":
-        await this.failJob(id, observed.reason, observed.error);
+        await this.failJob(id, observed.reason, observed.error, observed.attempts);
         return;
       case "stuck": {
         const key = `${observed.pod}/${observed.reason}`;
@@ -562,13 +562,18 @@ export class KubernetesExecutor implements Executor {
     }
   }
 
-  private async failJob(id: string, reason: FailureReason, error: string): Promise<void> {
-    if (await this.store.fail(id, error)) {
-      this.metrics?.jobFailed(reason);
-      this.log.warn({ job_id: id, reason, error }, "job failed");
-      const name = jobName(id);
-      await this.recorder.jobFailed(name, this.term?.jobs.get(name, this.namespace), reason, error);
+  private async failJob(id: string, reason: FailureReason, error: string, attempts?: number): Promise<void> {
+    if (await this.store.fail(id, error, attempts !== undefined ? { attempts } : {})) {
+      await this.failed(id, reason, error);
     }
+  }
+
+  /** What follows a failure the store recorded: the metric, a log line, the Job's Event. */
+  private async failed(id: string, reason: FailureReason, error: string): Promise<void> {
+    this.metrics?.jobFailed(reason);
+    this.log.warn({ job_id: id, reason, error }, "job failed");
+    const name = jobName(id);
+    await this.recorder.jobFailed(name, this.term?.jobs.get(name, this.namespace), reason, error);
   }
 
   private async deleteJob(name: string, why: string, log: Logger): Promise<void> {
@@ -629,20 +634,18 @@ export class KubernetesExecutor implements Executor {
         const record = await this.store.getJob(entry.id);
         if (!record) continue;
         if (record.status === "pending") {
-          if (await this.store.requeue(entry.id, "claimed, but its Kubernetes Job was never created")) {
+          if (
+            (await this.store.requeueJob(entry.id, "claimed, but its Kubernetes Job was never created")) ===
+            "requeued"
+          ) {
             this.log.info({ job_id: entry.id }, "re-queued a claimed job that has no Kubernetes Job");
           }
         } else if (record.status === "processing") {
-          const attempts = record.attempts ?? 1;
-          if (attempts >= this.config.executor.maxAttempts) {
-            await this.failJob(
-              entry.id,
-              "job_lost",
-              `its Kubernetes Job disappeared before the job ended (gave up after ${attempts} attempts)`,
-            );
-          } else if (
-            await this.store.requeue(entry.id, "its Kubernetes Job disappeared before the job ended")
-          ) {
+          const why = "its Kubernetes Job disappeared before the job ended";
+          const outcome = await this.store.requeueJob(entry.id, why);
+          if (outcome === "failed") {
+            await this.failed(entry.id, "job_lost", (await this.store.getJob(entry.id))?.error ?? why);
+          } else if (outcome === "requeued") {
             this.log.warn({ job_id: entry.id }, "re-queued a processing job whose Kubernetes Job is gone");
           }
         }

@@ -26,7 +26,8 @@ export type JobObservation =
   | { state: "waiting" }
   | { state: "running" }
   | { state: "succeeded" }
-  | { state: "failed"; reason: FailureReason; error: string }
+  /** `attempts`: the Job's pods that failed, when it retried (the store says it gave up after them). */
+  | { state: "failed"; reason: FailureReason; error: string; attempts?: number }
   | { state: "stuck"; reason: StuckReason; error: string; pod: string; since?: number };
 
 const IMAGE_PULL_REASONS = new Set([
@@ -176,7 +177,7 @@ function describeJobFailure(
   const { reason: why, error } = describePodFailure(pod);
   const attempts = job.status?.failed ?? 1;
   if (reason === "BackoffLimitExceeded" && attempts > 1) {
-    return { state: "failed", reason: why, error: `${error} (gave up after ${attempts} attempts)` };
+    return { state: "failed", reason: why, error, attempts };
   }
   return { state: "failed", reason: why, error };
 }

@@ -161,8 +161,16 @@ export class JobStore {
   }
 
   /** pending|processing → failed. False for a duplicate. */
-  async fail(id: string, error: string, options: { cancelled?: boolean } = {}): Promise<boolean> {
-    return (await this.script("fail", id, error, options.cancelled ? "1" : "0")) === 1;
+  /**
+   * Pending or processing → failed. `attempts`: the executor retried the job itself (a Kubernetes
+   * Job's pods) and this is the last of that many failures; the error then says it gave up.
+   */
+  async fail(
+    id: string,
+    error: string,
+    options: { cancelled?: boolean; attempts?: number } = {},
+  ): Promise<boolean> {
+    return (await this.script("fail", id, error, options.cancelled ? "1" : "0", options.attempts ?? 0)) === 1;
   }
 
   /**
@@ -186,11 +194,6 @@ export class JobStore {
     )) as RequeueOutcome;
   }
 
-  /** requeueJob, counted; true when the job was re-queued or failed. Callers move to requeueJob. */
-  async requeue(id: string, reason: string): Promise<boolean> {
-    return (await this.requeueJob(id, reason)) !== "unchanged";
-  }
-
   async renewLease(id: string, leaseMs: number): Promise<boolean> {
     return (await this.script("renew", id, leaseMs)) === 1;
   }
@@ -206,11 +209,6 @@ export class JobStore {
       reaped.push({ id: flat[i]!, outcome: flat[i + 1] as Reaped["outcome"] });
     }
     return reaped;
-  }
-
-  /** reap's jobs, requeued or failed. Callers move to reap. */
-  async reapExpiredLeases(): Promise<string[]> {
-    return (await this.reap()).map((r) => r.id);
   }
 
   /** Claimed and processing jobs of a queue: who holds each and until when (epoch ms). */

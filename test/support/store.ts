@@ -111,7 +111,7 @@ export async function claimJob(store: JobStore, type: JobType, id: string, lease
       others.push(got);
     }
   } finally {
-    for (const other of others.reverse()) await store.requeue(other, "test");
+    for (const other of others.reverse()) await store.requeueJob(other, "test");
   }
 }
 

@@ -104,7 +104,8 @@ describe("observeJob", () => {
     assert.deepEqual(o, {
       state: "failed",
       reason: "runner_error",
-      error: "the runner exited with code 1: queue store unavailable (gave up after 3 attempts)",
+      error: "the runner exited with code 1: queue store unavailable",
+      attempts: 3,
     });
   });
 

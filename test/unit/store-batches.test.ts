@@ -253,7 +253,7 @@ describe("batch status", () => {
   test("requeue moves the batch's counters back; the batch stays processing", async () => {
     const { batchId, ids } = await submitBatch(2, true);
     await start(ids[0]!);
-    assert.equal(await store.requeue(ids[0]!, "lease expired"), true);
+    assert.equal(await store.requeueJob(ids[0]!, "lease expired"), "requeued");
     assert.deepEqual(await counts(batchId), {
       status: "processing",
       total_jobs: 2,

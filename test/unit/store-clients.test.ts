@@ -59,7 +59,7 @@ describe("named clients in the store", () => {
     assert.equal(await claimAndStart(store, A), failed);
     await store.fail(failed, "boom");
     assert.equal(await claimAndStart(store, A), requeued);
-    await store.requeue(requeued, "node drained");
+    await store.requeueJob(requeued, "node drained");
 
     assert.deepEqual(await ids(ALICE, "completed"), { ids: [done], total: 1 });
     assert.deepEqual(await ids(ALICE, "failed"), { ids: [failed], total: 1 });

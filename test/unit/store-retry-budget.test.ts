@@ -107,21 +107,12 @@ describe("requeueJob", () => {
     assert.equal(job?.error, `transient (gave up after ${BUDGET} attempts)`);
   });
 
-  test("the old requeue is the counted one and says whether the job changed", async () => {
-    const id = await submitOne();
-    await runAndRequeue(id, BUDGET - 1);
-    assert.equal(await claimAndStart(store, A), id);
-    assert.equal(await store.requeue(id, "lost"), true);
-    assert.equal((await store.getJob(id))?.status, "failed");
-    assert.equal(await store.requeue(id, "lost"), false);
-  });
-
   test("a budget of 1 fails a job at its first counted re-queue", async () => {
     const strict = createStore(suite.url, { maxAttempts: 1 });
     const id = (await strict.submit([makeSpec(A)])).jobIds[0]!;
     assert.equal(await claimAndStart(strict, A), id);
     assert.equal(await strict.requeueJob(id, "boom"), "failed");
-    assert.equal((await strict.getJob(id))?.error, "boom (gave up after 1 attempts)");
+    assert.equal((await strict.getJob(id))?.error, "boom (gave up after 1 attempt)");
   });
 
   test("a store made without a budget refuses to re-queue or reap, and changes nothing", async () => {
@@ -179,14 +170,18 @@ describe("reap", () => {
     );
   });
 
-  test("reapExpiredLeases gives the ids of the jobs reap changed, failed ones included", async () => {
-    const [spent, fresh] = (await store.submit([makeSpec(A), makeSpec(A)])).jobIds as [string, string];
-    await runAndRequeue(spent, BUDGET - 1);
-    assert.equal(await claimAndStart(store, A, 1), spent);
-    assert.equal(await claimAndStart(store, A, 1), fresh);
-    await sleep(10);
-    assert.deepEqual((await store.reapExpiredLeases()).sort(), [spent, fresh].sort());
-    assert.equal((await store.getJob(spent))?.status, "failed");
-    assert.equal((await store.getJob(fresh))?.status, "pending");
+  test("an executor that retried the job itself reports its last failure with the attempts it made", async () => {
+    const id = await submitOne();
+    assert.equal(await claimAndStart(store, A), id);
+    assert.equal(await store.fail(id, "the runner exited with code 1", { attempts: 3 }), true);
+    assert.equal((await store.getJob(id))?.error, "the runner exited with code 1 (gave up after 3 attempts)");
+    const once = await submitOne();
+    assert.equal(await claimAndStart(store, A), once);
+    assert.equal(await store.fail(once, "the runner exited with code 1", { attempts: 1 }), true);
+    assert.equal(
+      (await store.getJob(once))?.error,
+      "the runner exited with code 1",
+      "a single attempt gave nothing up",
+    );
   });
 });

@@ -566,7 +566,7 @@ describe("requeue", () => {
     await claimAndStart(store, A);
     await store.progress(first, 30);
     const channel = await collectChannel(store.redis, store.keys.jobChannel(first));
-    assert.equal(await store.requeue(first, "lease expired"), true);
+    assert.equal(await store.requeueJob(first, "lease expired"), "requeued");
 
     const job = await store.getJob(first);
     assert.equal(job?.status, "pending");
@@ -598,7 +598,7 @@ describe("requeue", () => {
   test("a claimed, not started job goes back to the head; counters unchanged", async () => {
     const [first, second] = (await store.submit([makeSpec(A), makeSpec(A)])).jobIds as [string, string];
     assert.equal(await store.claim(A, LEASE, "w"), first);
-    assert.equal(await store.requeue(first, "executor shutting down"), true);
+    assert.equal(await store.requeueJob(first, "executor shutting down"), "requeued");
     assert.deepEqual(await pendingList(A), [first, second]);
     assert.equal(await store.redis.zcard(store.keys.active(A)), 0);
     assert.equal((await counters(A)).pending, 2);
@@ -617,12 +617,12 @@ describe("requeue", () => {
     await store.fail(failed, "boom");
     for (const id of [done, failed, waiting]) {
       const before = await rawJob(store, id);
-      assert.equal(await store.requeue(id, "again"), false);
+      assert.equal(await store.requeueJob(id, "again"), "unchanged");
       assert.deepEqual(await rawJob(store, id), before);
     }
     assert.deepEqual(await pendingList(A), [waiting], "nothing pushed twice");
     assert.equal((await streamEvents(store, "job.requeued")).length, 0);
-    await assert.rejects(store.requeue("no-such-job", "x"), NotFoundError);
+    await assert.rejects(store.requeueJob("no-such-job", "x"), NotFoundError);
   });
 });
 
@@ -823,7 +823,7 @@ describe("SSE support", () => {
     const channel = await collectChannel(store.redis, store.keys.jobChannel(id));
     await claimAndStart(store, A);
     await store.progress(id, 10);
-    await store.requeue(id, "retry");
+    await store.requeueJob(id, "retry");
     await claimAndStart(store, A);
     for (const p of [20, 50, 80]) await store.progress(id, p);
     await store.complete(id, { ok: true });

@@ -22,6 +22,8 @@
     ARGV[3] job id
     ARGV[4] error message
     ARGV[5] "1" when this is a cancellation (job.cancelled rather than job.failed)
+    ARGV[6] attempts, when the executor retried the job itself (a Kubernetes Job's pods) and this is
+            the last failure: more than 1 makes the error "<message> (gave up after <n> attempts)"
 
   Output:
     1 when it failed the job, 0 when it had already failed
@@ -35,5 +37,7 @@ local status = redis.call('HGET', at(K.job, id), 'status')
 if not status then return redis.error_reply('NOTFOUND job ' .. id .. ' does not exist') end
 if status == 'failed' then return 0 end
 if status == 'completed' then return illegal(id, status, 'failed') end
+local attempts = tonumber(ARGV[6])
+if attempts and attempts > 1 then message = gave_up(message, attempts) end
 fail_job(id, status, message, cancelled)
 return 1

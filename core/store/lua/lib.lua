@@ -223,6 +223,11 @@ end
 -- its whole budget.
 -- Returns 'requeued', 'failed', or 'unchanged' when there was nothing to give back (finished, or
 -- pending and unclaimed); a NOTFOUND error reply when there is no such job.
+-- The error of a job that failed transiently on each of its attempts: the retry rule's last word.
+local function gave_up(reason, attempts)
+  return reason .. ' (gave up after ' .. attempts .. (attempts == 1 and ' attempt)' or ' attempts)')
+end
+
 local function requeue_job(id, reason, max_attempts, handback)
   local j = at(K.job, id)
   local h = redis.call('HMGET', j, 'status', 'type', 'batch_id', 'created_ms', 'attempts')
@@ -233,7 +238,7 @@ local function requeue_job(id, reason, max_attempts, handback)
   if status == 'pending' and not redis.call('ZSCORE', active, id) then return 'unchanged' end
   local attempts = tonumber(h[5]) or 0
   if status == 'processing' and not handback and attempts >= max_attempts then
-    fail_job(id, status, reason .. ' (gave up after ' .. attempts .. ' attempts)', false)
+    fail_job(id, status, gave_up(reason, attempts), false)
     return 'failed'
   end
   redis.call('ZREM', active, id)

@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "../core/logger.js";
+import { decodeStreamReply, type StreamReply } from "../core/store/events.js";
 import { blockingConnection, type JobStore } from "../core/store/store.js";
 
 const RETRY_MS = 1000;
@@ -21,32 +22,22 @@ export function followCancellations(
     const stream = store.keys.events();
     let last = "$";
     while (!stopping) {
-      let reply: Array<[string, Array<[string, string[]]>]> | null;
+      let reply: StreamReply;
       try {
-        reply = (await connection.xread(
-          "COUNT",
-          200,
-          "BLOCK",
-          2000,
-          "STREAMS",
-          stream,
-          last,
-        )) as typeof reply;
+        reply = (await connection.xread("COUNT", 200, "BLOCK", 2000, "STREAMS", stream, last)) as StreamReply;
       } catch (err) {
         if (stopping) return;
         logger.warn({ err: (err as Error).message }, "reading the events stream failed; retrying");
         await new Promise((r) => setTimeout(r, RETRY_MS));
         continue;
       }
-      for (const [, entries] of reply ?? []) {
-        for (const [entryId, fields] of entries) {
-          last = entryId;
-          const jobId = fieldOf(fields, "job_id");
-          if (!jobId || fieldOf(fields, "event") !== "job.cancelled") continue;
-          await cancel(jobId).catch((err: Error) =>
-            logger.warn({ job_id: jobId, err: err.message }, "stopping a cancelled job failed"),
-          );
-        }
+      const { events, lastId } = decodeStreamReply(reply);
+      if (lastId) last = lastId;
+      for (const event of events) {
+        if (event.event !== "job.cancelled") continue;
+        await cancel(event.job_id).catch((err: Error) =>
+          logger.warn({ job_id: event.job_id, err: err.message }, "stopping a cancelled job failed"),
+        );
       }
     }
   })();
@@ -55,9 +46,4 @@ export function followCancellations(
     connection.disconnect();
     await loop;
   };
-}
-
-function fieldOf(fields: string[], name: string): string | undefined {
-  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
-  return undefined;
 }

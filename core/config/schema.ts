@@ -116,7 +116,7 @@ export const ServerConfig = Section(
     clients: Type.Array(ApiClientConfig, {
       default: [],
       description:
-        "Named clients, each seeing only its own jobs and batches (an admin sees all); see the README's Authentication section.",
+        "Named clients, each seeing only its own jobs and batches (an admin sees all); see docs/api.md, Authentication.",
     }),
     docs_path: Type.String({
       pattern: "^/[A-Za-z0-9/_-]*$",

@@ -6,7 +6,7 @@ import { AI_JOB_TYPES, chooseProvider } from "../../core/ai/providers.js";
 import type { AiProvider, Config } from "../../core/config/load.js";
 import type { Job } from "../../core/jobs/records.js";
 import { RUNNER_ENV } from "../../core/config/runner-env.js";
-import { EXIT } from "../../core/policy.js";
+import { EXIT, podRetries } from "../../core/policy.js";
 import { jobName, labelValue } from "./names.js";
 
 /** The container's name; the pod failure policy's exit-code rule is bound to it. */
@@ -53,6 +53,8 @@ export interface RunnerEnvSettings {
 /** What a manifest is built from: the `kubernetes` section plus the runner's non-secret settings. */
 type KubernetesSection = Config["kubernetes"];
 export interface KubernetesSettings extends KubernetesSection {
+  /** Pod retries of a Job: the job's attempts after the first (executor.max_attempts). */
+  backoffLimit: number;
   runner: RunnerEnvSettings;
 }
 
@@ -68,6 +70,7 @@ export function kubernetesSettings(config: Config): KubernetesSettings {
   }
   return {
     ...config.kubernetes,
+    backoffLimit: podRetries(config.executor.maxAttempts),
     runner: {
       redisKeyPrefix: config.redis.keyPrefix,
       s3Endpoint: config.storage.endpoint,

@@ -424,12 +424,6 @@ export const KubernetesConfig = Section(
         description: "PriorityClass of runner pods.",
       }),
     ),
-    backoff_limit: Type.Integer({
-      minimum: 0,
-      default: 2,
-      description:
-        "Pod retries of a Job after a transient failure (a permanent one, exit code 2, is never retried).",
-    }),
     ttl_seconds_after_finished: Type.Integer({
       minimum: 0,
       default: 3600,

@@ -288,15 +288,15 @@ describe("chart values", () => {
 
   test("templates use every value and only declared ones", () => {
     assert.deepEqual(usageProblems(TEMPLATES, VALUES, SCHEMA), []);
-    const drifted = TEMPLATES.replace(".Values.runner.backoffLimit", ".Values.runner.backoffLimits").replace(
+    const drifted = TEMPLATES.replace(".Values.runner.maxAttempts", ".Values.runner.maxAttemptsX").replace(
       "$p.baseUrl",
       "$p.baseURL",
     );
     assert.deepEqual(usageProblems(drifted, VALUES, SCHEMA), [
-      "runner.backoffLimits: used by a template, not in values.schema.json",
-      "runner.backoffLimits: used by a template, not in values.yaml",
+      "runner.maxAttemptsX: used by a template, not in values.schema.json",
+      "runner.maxAttemptsX: used by a template, not in values.yaml",
       "ai.providers.*.baseURL: used by a template, not in values.schema.json",
-      "runner.backoffLimit: in values.yaml, used by no template",
+      "runner.maxAttempts: in values.yaml, used by no template",
     ]);
   });
 

@@ -220,7 +220,11 @@ describe("buildJobManifest", () => {
   });
 
   test("deadline, retries, TTL and the pod failure policy", () => {
-    const m = buildJobManifest(job(), settings({ backoff_limit: 5, ttl_seconds_after_finished: 60 }), 900);
+    const m = buildJobManifest(
+      job(),
+      kubernetesSettings(config({ ttl_seconds_after_finished: 60 }, { executor: { max_attempts: 6 } })),
+      900,
+    );
     assert.equal(m.spec!.activeDeadlineSeconds, 900);
     assert.equal(m.spec!.backoffLimit, 5);
     assert.equal(m.spec!.ttlSecondsAfterFinished, 60);
@@ -397,7 +401,6 @@ describe("kubernetes configuration", () => {
     const k = loadConfig({ env: {}, file: "/dev/null" }).kubernetes;
     assert.equal(k.namespace, "default");
     assert.equal(k.instance, "media-service");
-    assert.equal(k.backoffLimit, 2);
     assert.equal(k.ttlSecondsAfterFinished, 3600);
     assert.equal(k.scratchSize, "2Gi");
     assert.deepEqual(k.imagePullSecrets, []);
@@ -407,7 +410,7 @@ describe("kubernetes configuration", () => {
   test("invalid settings are refused with the field named", () => {
     const bad: Array<[Record<string, unknown>, RegExp]> = [
       [{ unknown_field: 1 }, /kubernetes\.unknown_field: unexpected property/],
-      [{ backoff_limit: -1 }, /kubernetes\.backoff_limit/],
+      [{ ttl_seconds_after_finished: -1 }, /kubernetes\.ttl_seconds_after_finished/],
       [{ scratch_size: "lots" }, /kubernetes\.scratch_size/],
       [{ namespace: "Not_A_Namespace" }, /kubernetes\.namespace/],
       [

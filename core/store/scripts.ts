@@ -19,7 +19,7 @@ export const SCRIPT_NAMES = [
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
 interface Script {
-  /** The key families the script takes, in KEYS order (its header's `KEYS[i] family` lines). */
+  /** The key families the script takes, in KEYS order (its header's `KEYS` line). */
   keys: KeyFamily[];
   lua: string;
 }
@@ -42,19 +42,19 @@ function loadScripts(): Map<ScriptName, Script> {
 }
 
 /**
- * The families a script declares in its opening `--[[ ... ]]` header, one `KEYS[i] family` line
- * each, numbered from 1 in order. The header is what the store passes: a family that does not
- * exist, or a gap in the numbering, stops the store from loading.
+ * The families a script declares in its opening `--[[ ... ]]` header: the words of its `KEYS` line
+ * and of the lines that continue it (up to a blank line or the next section), in KEYS order. Each
+ * family is described once, in keys.ts. The header is what the store passes: a family that does not
+ * exist, or one named twice, stops the store from loading.
  */
 export function declaredKeys(name: string, source: string): KeyFamily[] {
   const header = /^--\[\[([\s\S]*?)\]\]/.exec(source)?.[1];
   if (header === undefined) throw new Error(`lua/${name}.lua does not open with a --[[ ]] header`);
+  const block = /^\s*KEYS\s+([^\n]*(?:\n[ \t]+(?!ARGV|Output|Errors)[^\s][^\n]*)*)/m.exec(header)?.[1] ?? "";
   const keys: KeyFamily[] = [];
-  for (const [, index, family] of header.matchAll(/^\s*KEYS\[(\d+)\]\s+(\S+)/gm)) {
-    if (Number(index) !== keys.length + 1) {
-      throw new Error(`lua/${name}.lua: KEYS[${index}] out of order (expected KEYS[${keys.length + 1}])`);
-    }
-    if (!isKeyFamily(family!)) throw new Error(`lua/${name}.lua: KEYS[${index}] ${family} is no key family`);
+  for (const family of block.split(/\s+/).filter(Boolean)) {
+    if (!isKeyFamily(family)) throw new Error(`lua/${name}.lua: KEYS ${family} is no key family`);
+    if (keys.includes(family)) throw new Error(`lua/${name}.lua: KEYS ${family} is named twice`);
     keys.push(family);
   }
   return keys;

@@ -27,9 +27,14 @@ test("every script opens with a header naming its KEYS, ARGV and output, and rea
   }
 });
 
-test("a header that names no family or skips an index stops the store from loading", () => {
-  assert.throws(() => declaredKeys("x", "--[[\n  KEYS[1] jobs\n]]"), /jobs is no key family/);
-  assert.throws(() => declaredKeys("x", "--[[\n  KEYS[1] job\n  KEYS[3] batch\n]]"), /out of order/);
+test("a header naming a family that does not exist, or one twice, stops the store from loading", () => {
+  assert.deepEqual(declaredKeys("x", "--[[\n  KEYS  job pending\n        batch\n\n  ARGV[1] id\n]]"), [
+    "job",
+    "pending",
+    "batch",
+  ]);
+  assert.throws(() => declaredKeys("x", "--[[\n  KEYS  jobs\n]]"), /jobs is no key family/);
+  assert.throws(() => declaredKeys("x", "--[[\n  KEYS  job batch\n        job\n]]"), /job is named twice/);
   assert.throws(() => declaredKeys("x", "-- no header"), /header/);
 });
 

@@ -4,9 +4,7 @@
   cancelled) are dropped on the way.
 
   Input:
-    KEYS[1] pending   the queues' waiting jobs
-    KEYS[2] active    the queues' leases
-    KEYS[3] job       the job hashes
+    KEYS  pending active job
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] job type

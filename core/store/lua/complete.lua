@@ -3,18 +3,8 @@
   report for a job that was failed meanwhile (cancelled by its batch), which keeps its failure.
 
   Input:
-    KEYS[1]  job                        the job hashes
-    KEYS[2]  job_channel                each job's pub/sub channel
-    KEYS[3]  active                     the queues' leases
-    KEYS[4]  stats                      the queues' counters
-    KEYS[5]  histogram                  the queues' duration histograms
-    KEYS[6]  jobs_by_status             the job index by status
-    KEYS[7]  client_jobs_by_status      a client's job index by status
-    KEYS[8]  batch                      the batch hashes
-    KEYS[9]  batches_by_status          the batch index by status
-    KEYS[10] client_batches_by_status   a client's batch index by status
-    KEYS[11] expiry                     finished records by deletion time
-    KEYS[12] events                     the events stream
+    KEYS  job job_channel active stats histogram jobs_by_status client_jobs_by_status batch
+          batches_by_status client_batches_by_status expiry events
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] job id

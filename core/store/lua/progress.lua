@@ -3,8 +3,7 @@
   processing (a late report after the end changes nothing).
 
   Input:
-    KEYS[1] job           the job hashes
-    KEYS[2] job_channel   each job's pub/sub channel
+    KEYS  job job_channel
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] job id

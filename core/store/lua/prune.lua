@@ -3,19 +3,9 @@
   (a client's copies included) and their counts in the queues' counters.
 
   Input:
-    KEYS[1]  expiry                      finished records by deletion time
-    KEYS[2]  job                         the job hashes
-    KEYS[3]  stats                       the queues' counters
-    KEYS[4]  jobs_by_created             the job index by creation
-    KEYS[5]  jobs_by_status              the job index by status
-    KEYS[6]  client_jobs_by_created      a client's job index by creation
-    KEYS[7]  client_jobs_by_status       a client's job index by status
-    KEYS[8]  batch                       the batch hashes
-    KEYS[9]  batch_jobs                  each batch's job ids
-    KEYS[10] batches_by_created          the batch index by creation
-    KEYS[11] batches_by_status           the batch index by status
-    KEYS[12] client_batches_by_created   a client's batch index by creation
-    KEYS[13] client_batches_by_status    a client's batch index by status
+    KEYS  expiry job stats jobs_by_created jobs_by_status client_jobs_by_created client_jobs_by_status
+          batch batch_jobs batches_by_created batches_by_status client_batches_by_created
+          client_batches_by_status
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] the most records to remove in one call

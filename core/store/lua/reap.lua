@@ -6,20 +6,8 @@
   each type per call; lease entries whose job is gone are dropped.
 
   Input:
-    KEYS[1]  job                        the job hashes
-    KEYS[2]  job_channel                each job's pub/sub channel
-    KEYS[3]  pending                    the queues' waiting jobs
-    KEYS[4]  active                     the queues' leases
-    KEYS[5]  stats                      the queues' counters
-    KEYS[6]  jobs_by_status             the job index by status
-    KEYS[7]  client_jobs_by_status      a client's job index by status
-    KEYS[8]  batch                      the batch hashes
-    KEYS[9]  batch_jobs                 each batch's job ids
-    KEYS[10] batches_by_status          the batch index by status
-    KEYS[11] client_batches_by_status   a client's batch index by status
-    KEYS[12] expiry                     finished records by deletion time
-    KEYS[13] events                     the events stream
-    KEYS[14] queues                     the channel that wakes idle executors
+    KEYS  job job_channel pending active stats jobs_by_status client_jobs_by_status batch batch_jobs
+          batches_by_status client_batches_by_status expiry events queues
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] the retry budget (as requeue.lua's ARGV[5])

@@ -2,8 +2,7 @@
   renew: extends the lease of a claimed or processing job.
 
   Input:
-    KEYS[1] job      the job hashes
-    KEYS[2] active   the queues' leases
+    KEYS  job active
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] job id

@@ -4,16 +4,8 @@
   A job already processing is left as it is (duplicate report).
 
   Input:
-    KEYS[1]  job                        the job hashes
-    KEYS[2]  job_channel                each job's pub/sub channel
-    KEYS[3]  active                     the queues' leases
-    KEYS[4]  stats                      the queues' counters
-    KEYS[5]  jobs_by_status             the job index by status
-    KEYS[6]  client_jobs_by_status      a client's job index by status
-    KEYS[7]  batch                      the batch hashes
-    KEYS[8]  batches_by_status          the batch index by status
-    KEYS[9]  client_batches_by_status   a client's batch index by status
-    KEYS[10] events                     the events stream
+    KEYS  job job_channel active stats jobs_by_status client_jobs_by_status batch batches_by_status
+          client_batches_by_status events
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] job id

@@ -3,21 +3,9 @@
   nothing: an id already taken fails the whole call before anything is written.
 
   Input:
-    KEYS[1]  job                         the job hashes
-    KEYS[2]  pending                     the queues' waiting jobs
-    KEYS[3]  stats                       the queues' counters
-    KEYS[4]  jobs_by_created             the job index by creation
-    KEYS[5]  jobs_by_status              the job index by status
-    KEYS[6]  client_jobs_by_created      a client's job index by creation
-    KEYS[7]  client_jobs_by_status       a client's job index by status
-    KEYS[8]  batch                       the batch hashes
-    KEYS[9]  batch_jobs                  each batch's job ids
-    KEYS[10] batches_by_created          the batch index by creation
-    KEYS[11] batches_by_status           the batch index by status
-    KEYS[12] client_batches_by_created   a client's batch index by creation
-    KEYS[13] client_batches_by_status    a client's batch index by status
-    KEYS[14] events                      the events stream
-    KEYS[15] queues                      the channel that wakes idle executors
+    KEYS  job pending stats jobs_by_created jobs_by_status client_jobs_by_created
+          client_jobs_by_status batch batch_jobs batches_by_created batches_by_status
+          client_batches_by_created client_batches_by_status events queues
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] JSON {client?, admin?, batch?: {id, fail_fast, webhook_url?}, jobs: [{id, type, fields}]}:

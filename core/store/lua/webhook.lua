@@ -5,10 +5,7 @@
   recorded, nor recorded as finished while still pending.
 
   Input:
-    KEYS[1] events          the events stream
-    KEYS[2] webhook_stats   delivery attempts by result
-    KEYS[3] job             the job hashes
-    KEYS[4] batch           the batch hashes
+    KEYS  events webhook_stats job batch
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] 'job' or 'batch'

@@ -21,6 +21,27 @@ import { streamEvents } from "../support/store.js";
 
 const run = promisify(execFile);
 
+/** The pid of the runner process that runs a job, once the job is processing. */
+async function runnerOnceProcessing(stack: TestStack, id: string): Promise<number> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const job = await stack.services.store.getJob(id);
+    const pid = job?.status === "processing" ? stack.executor!.runnerPid(id) : undefined;
+    if (pid) return pid;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`job ${id} never started in a runner process`);
+}
+
+/** The executor still runs jobs: a small one completes. */
+async function assertStillRunsJobs(stack: TestStack): Promise<void> {
+  const next = await submit(stack, "image/colors", {
+    source_bucket: stack.bucket,
+    source_key: "in/small.jpg",
+  });
+  assert.equal((await finished(stack, next)).status, "completed");
+}
+
 /** Whether any process of the process group led by `pgid` is alive. */
 function processGroupAlive(pgid: number): boolean {
   try {
@@ -189,12 +210,7 @@ describe("jobs through the local stack", () => {
     assert.equal(job.status, "failed");
     assert.match(job.error ?? "", /timed out after 1 s \(timeout_seconds\)/);
     assert.equal(await exists(stack, "out/long.mp3"), false);
-    // The executor still runs jobs afterwards.
-    const next = await submit(stack, "image/colors", {
-      source_bucket: stack.bucket,
-      source_key: "in/small.jpg",
-    });
-    assert.equal((await finished(stack, next)).status, "completed");
+    await assertStillRunsJobs(stack);
   });
 
   test("a long conversion streams real progress over SSE, then complete", async () => {
@@ -246,14 +262,7 @@ describe("jobs through the local stack", () => {
     assert.equal(res.status, 201);
     const { batch_id, job_ids } = (await res.json()) as { batch_id: string; job_ids: string[] };
     const [long, short] = job_ids as [string, string];
-    let pid: number | undefined;
-    const deadline = Date.now() + 30_000;
-    while (!pid && Date.now() < deadline) {
-      if ((await stack.services.store.getJob(long))?.status === "processing")
-        pid = stack.executor!.runnerPid(long);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    assert.ok(pid, "the long job started in a runner process");
+    const pid = await runnerOnceProcessing(stack, long);
 
     const failed = await finished(stack, short);
     assert.match(failed.error ?? "", /timed out after 2 s \(timeout_seconds\)/);
@@ -271,12 +280,7 @@ describe("jobs through the local stack", () => {
     assert.equal(await exists(stack, "out/cancel-long.mp3"), false, "nothing uploaded");
     assert.equal((await stack.services.store.getJob(long))?.status, "failed");
     assert.equal((await stack.services.store.getBatch(batch_id))?.status, "failed");
-    // The executor goes on running jobs.
-    const next = await submit(stack, "image/colors", {
-      source_bucket: stack.bucket,
-      source_key: "in/small.jpg",
-    });
-    assert.equal((await finished(stack, next)).status, "completed");
+    await assertStillRunsJobs(stack);
   });
 
   test("a runner killed mid-job is a transient failure: the job is retried and completes", async () => {
@@ -287,14 +291,7 @@ describe("jobs through the local stack", () => {
       dest_key: "out/retried.mp3",
       format: "mp3",
     });
-    let pid: number | undefined;
-    const deadline = Date.now() + 30_000;
-    while (!pid && Date.now() < deadline) {
-      const job = await stack.services.store.getJob(id);
-      if (job?.status === "processing") pid = stack.executor!.runnerPid(id);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    assert.ok(pid, "the job started in a runner process");
+    const pid = await runnerOnceProcessing(stack, id);
     process.kill(pid, "SIGKILL");
     const job = await finished(stack, id, 120_000);
     assert.equal(job.status, "completed", job.error);

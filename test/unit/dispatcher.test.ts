@@ -44,6 +44,27 @@ async function until(check: () => boolean | Promise<boolean>, what: string): Pro
   }
 }
 
+/** Runs `check` with a started dispatcher over `target`, then stops it. */
+async function withDispatcher(
+  target: DispatchTarget,
+  check: (d: Dispatcher) => Promise<void>,
+): Promise<void> {
+  const dispatcher = new Dispatcher({ store, target, owner: "test", leaseMs: 30_000, logger });
+  dispatcher.start();
+  try {
+    await check(dispatcher);
+  } finally {
+    await dispatcher.stop();
+  }
+}
+
+/** The types of the jobs a target was handed, counted. */
+function countTypes(launched: Array<{ type: JobType }>): Partial<Record<JobType, number>> {
+  const counts: Partial<Record<JobType, number>> = {};
+  for (const { type } of launched) counts[type] = (counts[type] ?? 0) + 1;
+  return counts;
+}
+
 async function submit(type: JobType, n: number): Promise<string[]> {
   return (await store.submit(Array.from({ length: n }, () => makeSpec(type)))).jobIds;
 }
@@ -52,9 +73,7 @@ describe("dispatcher", () => {
   test("claims no more than the target's room, and again when notified of room", async () => {
     await submit("image_resize", 5);
     const target = recordingTarget(2);
-    const dispatcher = new Dispatcher({ store, target, owner: "test", leaseMs: 30_000, logger });
-    dispatcher.start();
-    try {
+    await withDispatcher(target, async (dispatcher) => {
       await until(() => target.launched.length === 2, "two claims");
       await new Promise((r) => setTimeout(r, 200));
       assert.equal(target.launched.length, 2, "nothing claimed without room");
@@ -62,9 +81,7 @@ describe("dispatcher", () => {
       target.capacity = 5;
       dispatcher.notify();
       await until(() => target.launched.length === 5, "the rest claimed once there is room");
-    } finally {
-      await dispatcher.stop();
-    }
+    });
   });
 
   test("round-robin over the queues: a long queue does not starve the others", async () => {
@@ -72,32 +89,20 @@ describe("dispatcher", () => {
     await submit("image_colors", 2);
     await submit("audio_convert", 2);
     const target = recordingTarget(6);
-    const dispatcher = new Dispatcher({ store, target, owner: "test", leaseMs: 30_000, logger });
-    dispatcher.start();
-    try {
+    await withDispatcher(target, async () => {
       await until(() => target.launched.length === 6, "six claims");
-      const types = target.launched.map((l) => l.type);
-      assert.equal(types.filter((t) => t === "image_colors").length, 2, types.join());
-      assert.equal(types.filter((t) => t === "audio_convert").length, 2, types.join());
-    } finally {
-      await dispatcher.stop();
-    }
+      assert.deepEqual(countTypes(target.launched), { image_resize: 2, image_colors: 2, audio_convert: 2 });
+    });
   });
 
   test("a type at its cap is skipped while others are claimed", async () => {
     await submit("image_resize", 5);
     await submit("image_colors", 5);
     const target = recordingTarget(6, { image_resize: 1 });
-    const dispatcher = new Dispatcher({ store, target, owner: "test", leaseMs: 30_000, logger });
-    dispatcher.start();
-    try {
+    await withDispatcher(target, async () => {
       await until(() => target.launched.length === 6, "six claims");
-      const types = target.launched.map((l) => l.type);
-      assert.equal(types.filter((t) => t === "image_resize").length, 1, types.join());
-      assert.equal(types.filter((t) => t === "image_colors").length, 5, types.join());
-    } finally {
-      await dispatcher.stop();
-    }
+      assert.deepEqual(countTypes(target.launched), { image_resize: 1, image_colors: 5 });
+    });
   });
 
   test("a submit wakes an idle dispatcher through the queues channel", async () => {
@@ -125,17 +130,13 @@ describe("dispatcher", () => {
     const [id] = await submit("image_optimize", 1);
     const target = recordingTarget(1);
     target.failLaunches();
-    const dispatcher = new Dispatcher({ store, target, owner: "test", leaseMs: 30_000, logger });
-    dispatcher.start();
-    try {
+    await withDispatcher(target, async () => {
       await until(async () => (await store.getJob(id!))?.status === "pending", "pending");
       await until(
         async () => (await store.redis.lrange(store.keys.pending("image_optimize"), 0, -1)).includes(id!),
         "back in its queue",
       );
-    } finally {
-      await dispatcher.stop();
-    }
+    });
     assert.deepEqual(await store.redis.lrange(store.keys.pending("image_optimize"), 0, -1), [id]);
     assert.equal(await store.redis.zcard(store.keys.active("image_optimize")), 0, "no lease left");
   });

@@ -1,14 +1,18 @@
 import { Type, type Static, type TObject, type TSchema } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
 import type { JobType } from "./types.js";
 import { DEFAULT_BOUNDS, ERROR_MESSAGE, integerRange, perBounds, type SchemaBounds } from "./bounds.js";
 import { Enum } from "./enum.js";
 import { MAX_TIMESTAMP_SECONDS, TIMESTAMP_PATTERN } from "./timestamp.js";
 
 // Job parameters per type: names, rules and defaults of the interface, plus the decisions it leaves
-// open. These schemas are the single source of truth for validation (API, batch entries),
-// the defaults the runner applies, and the OpenAPI document. Bounds that come from the
-// configuration (SchemaBounds) are parameters of the schemas: the API builds them from its
-// configuration when it starts; PARAMETER_SCHEMAS are those of the default configuration.
+// open. These schemas are the single source of truth for validation (API, batch entries), the
+// defaults (the API's validator fills them in at submit, withDefaults in the runner), the types
+// processors read, and the OpenAPI document. A field with a default is never wrapped in
+// Type.Optional: TypeBox then lists it as required, so its Static type has it, as it is once the
+// default is applied. Bounds that come from the configuration (SchemaBounds) are parameters of the
+// schemas: the API builds them from its configuration when it starts; PARAMETER_SCHEMAS are those
+// of the default configuration.
 
 export const IMAGE_FORMATS = ["jpeg", "png", "webp", "avif"] as const;
 export const FIT_MODES = ["cover", "contain", "fill", "inside", "outside"] as const;
@@ -244,25 +248,42 @@ export const analyzeParameters = (bounds: SchemaBounds) =>
 export const AnalyzeParameters = analyzeParameters(DEFAULT_BOUNDS);
 
 /** Every job type's parameter schema, with the configuration's bounds. */
-export const parameterSchemas = perBounds((bounds): Readonly<Record<JobType, TObject>> => ({
-  image_resize: imageResizeParameters(bounds),
-  image_optimize: ImageOptimizeParameters,
-  image_watermark: ImageWatermarkParameters,
-  image_colors: ImageColorsParameters,
-  image_ai_keywords: ImageAiKeywordsParameters,
-  video_thumbnail: videoThumbnailParameters(bounds),
-  audio_convert: AudioConvertParameters,
-  analyze: analyzeParameters(bounds),
-}));
+export const parameterSchemas = perBounds(
+  (bounds) =>
+    ({
+      image_resize: imageResizeParameters(bounds),
+      image_optimize: ImageOptimizeParameters,
+      image_watermark: ImageWatermarkParameters,
+      image_colors: ImageColorsParameters,
+      image_ai_keywords: ImageAiKeywordsParameters,
+      video_thumbnail: videoThumbnailParameters(bounds),
+      audio_convert: AudioConvertParameters,
+      analyze: analyzeParameters(bounds),
+    }) as const satisfies Readonly<Record<JobType, TObject>>,
+);
 
 /** The parameter schemas of the default configuration. */
 export const PARAMETER_SCHEMAS = parameterSchemas(DEFAULT_BOUNDS);
 
-export type ImageResizeParameters = Static<typeof ImageResizeParameters>;
-export type ImageOptimizeParameters = Static<typeof ImageOptimizeParameters>;
-export type ImageWatermarkParameters = Static<typeof ImageWatermarkParameters>;
-export type ImageColorsParameters = Static<typeof ImageColorsParameters>;
-export type ImageAiKeywordsParameters = Static<typeof ImageAiKeywordsParameters>;
-export type VideoThumbnailParameters = Static<typeof VideoThumbnailParameters>;
-export type AudioConvertParameters = Static<typeof AudioConvertParameters>;
-export type AnalyzeParameters = Static<typeof AnalyzeParameters>;
+/** Each job type's parameters as its processor reads them (withDefaults): defaulted fields present. */
+export type JobParameters = { [T in JobType]: Static<(typeof PARAMETER_SCHEMAS)[T]> };
+
+/**
+ * A job's parameters as its processor reads them: those recorded, with its schema's default for each
+ * field they lack. The API records a submission's parameters with these defaults already in (its
+ * validator applies the same schemas' defaults); a job recorded another way, or handed to a processor
+ * directly, gets them here. Defaults do not depend on the configuration's bounds, so the schemas of
+ * the default configuration serve. The record itself is left as it is.
+ */
+export function withDefaults<T extends JobType>(type: T, parameters: unknown): JobParameters[T] {
+  return Value.Default(PARAMETER_SCHEMAS[type], structuredClone(parameters ?? {})) as JobParameters[T];
+}
+
+export type ImageResizeParameters = JobParameters["image_resize"];
+export type ImageOptimizeParameters = JobParameters["image_optimize"];
+export type ImageWatermarkParameters = JobParameters["image_watermark"];
+export type ImageColorsParameters = JobParameters["image_colors"];
+export type ImageAiKeywordsParameters = JobParameters["image_ai_keywords"];
+export type VideoThumbnailParameters = JobParameters["video_thumbnail"];
+export type AudioConvertParameters = JobParameters["audio_convert"];
+export type AnalyzeParameters = JobParameters["analyze"];

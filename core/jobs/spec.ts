@@ -1,8 +1,7 @@
 import type { TObject } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
-import { Value } from "@sinclair/typebox/value";
 import { shown } from "../text.js";
-import { PARAMETER_SCHEMAS } from "./parameters.js";
+import { PARAMETER_SCHEMAS, withDefaults } from "./parameters.js";
 import { JOB_TYPES, type JobType } from "./types.js";
 
 /** A job as it is submitted: what the store records. */
@@ -36,8 +35,7 @@ const checkers = new Map<JobType, TypeCheck<TObject>>(
  * this is for parameters built in code. `where` prefixes messages, e.g. "jobs[3].parameters".
  */
 export function normalizeParameters(type: JobType, input: unknown, where = ""): Record<string, unknown> {
-  const schema = PARAMETER_SCHEMAS[type];
-  const value = Value.Default(schema, structuredClone(input ?? {})) as Record<string, unknown>;
+  const value: Record<string, unknown> = withDefaults(type, input);
   const checker = checkers.get(type)!;
   const first = checker.Errors(value).First();
   if (first) {

@@ -11,7 +11,7 @@
 // valid answer to a prompt. An empty answer fails the job.
 import { mkdir, readFile, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
-import type { AnalyzeParameters } from "../../core/jobs/parameters.js";
+import { withDefaults } from "../../core/jobs/parameters.js";
 import type { ChatMessage, ContentPart } from "../../core/ai/client.js";
 import { extractJson, stripReasoning } from "../../core/ai/json-answer.js";
 import { PermanentError } from "../errors.js";
@@ -41,8 +41,8 @@ import {
 const MAX_TAGS = 20;
 
 export const analyze: Processor = async (ctx) => {
-  const parameters = ctx.job.parameters as Partial<AnalyzeParameters>;
-  const language = parameters.language ?? "en";
+  const parameters = withDefaults("analyze", ctx.job.parameters);
+  const { language } = parameters;
   const client = providerClient(ctx);
   const { provider } = client;
   const media = await mediaKind(ctx);
@@ -64,7 +64,7 @@ export const analyze: Processor = async (ctx) => {
     ctx.progress(30, "image prepared");
   } else if (media.kind === "video") {
     const { info } = media;
-    const count = parameters.max_frames ?? 8;
+    const count = parameters.max_frames;
     const dir = join(ctx.scratchDir, "frames");
     await mkdir(dir, { recursive: true });
     const frames = await sampleFrames(ctx.sourcePath, info, {

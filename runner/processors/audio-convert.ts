@@ -13,7 +13,7 @@
 // end), or much less than ffprobe's duration with ffmpeg complaining of the data (an M4A whose
 // index is at the front and whose data is cut off).
 import { join } from "node:path";
-import { LOSSLESS_AUDIO_FORMATS, type AudioConvertParameters } from "../../core/jobs/parameters.js";
+import { LOSSLESS_AUDIO_FORMATS, withDefaults } from "../../core/jobs/parameters.js";
 import { PermanentError } from "../errors.js";
 import type { Processor } from "../processor.js";
 import { AUDIO_CODECS, audioCodec, audioEncodeOptions, type AudioFormat } from "../av/codecs.js";
@@ -26,8 +26,9 @@ const CONVERT_FROM = 5;
 const CONVERT_TO = 95;
 
 export const audioConvert: Processor = async (ctx) => {
-  const parameters = ctx.job.parameters as Partial<AudioConvertParameters>;
-  const format = parameters.format as AudioFormat | undefined;
+  const parameters = withDefaults("audio_convert", ctx.job.parameters);
+  // Checked when submitted; a job recorded another way may lack it or name another.
+  const format: AudioFormat | undefined = parameters.format;
   if (!format || !(format in AUDIO_CODECS)) {
     throw new PermanentError(
       `format is required: one of ${Object.keys(AUDIO_CODECS).join(", ")} (got ${String(format)})`,

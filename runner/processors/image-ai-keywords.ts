@@ -6,7 +6,7 @@
 // confidence, no JSON), ask again in the same conversation, up to MAX_REQUESTS in all → the
 // keyword_count most confident, de-duplicated, most confident first (so confidence_scores never
 // increase). A provider that never gives enough fails the job, saying what it gave.
-import type { ImageAiKeywordsParameters } from "../../core/jobs/parameters.js";
+import { withDefaults } from "../../core/jobs/parameters.js";
 import type { ChatMessage } from "../../core/ai/client.js";
 import { extractJson } from "../../core/ai/json-answer.js";
 import { PermanentError } from "../errors.js";
@@ -21,9 +21,7 @@ import { KEYWORDS_SCHEMA, keywordsFollowUp, keywordsPrompt, keywordsSystemPrompt
 export const MAX_REQUESTS = 3;
 
 export const imageAiKeywords: Processor = async (ctx) => {
-  const parameters = ctx.job.parameters as Partial<ImageAiKeywordsParameters>;
-  const count = parameters.keyword_count ?? 15;
-  const language = parameters.language ?? "en";
+  const { keyword_count: count, language } = withDefaults("image_ai_keywords", ctx.job.parameters);
   const client = providerClient(ctx);
   const { provider } = client;
 

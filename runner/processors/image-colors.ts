@@ -9,7 +9,7 @@
 //
 // Up to color_count colours: an image with fewer distinct colours (after merging colours too close
 // to tell apart) gives fewer (see quantize.ts). An image without an opaque pixel fails.
-import type { ImageColorsParameters } from "../../core/jobs/parameters.js";
+import { withDefaults } from "../../core/jobs/parameters.js";
 import { PermanentError } from "../errors.js";
 import { formatColor } from "../image/color.js";
 import { openImage } from "../image/open.js";
@@ -22,9 +22,7 @@ export const SAMPLE_PIXELS = 128 * 128;
 const MIN_ALPHA = 128;
 
 export const imageColors: Processor = async (ctx) => {
-  const parameters = ctx.job.parameters as ImageColorsParameters;
-  const colorCount = parameters.color_count ?? 5;
-  const format = parameters.format ?? "hex";
+  const { color_count: colorCount, format } = withDefaults("image_colors", ctx.job.parameters);
 
   const source = await openImage(ctx.sourcePath, {
     maxInputPixels: ctx.limits.maxInputPixels,

@@ -14,7 +14,7 @@
 // size). Not when strip_metadata asks for metadata the source carries to go: the request to remove
 // it wins over the size.
 import { copyFile } from "node:fs/promises";
-import type { ImageOptimizeParameters } from "../../core/jobs/parameters.js";
+import { withDefaults } from "../../core/jobs/parameters.js";
 import { defaultOutputFormat, encode, type OutputFormat } from "../image/encode.js";
 import { openImage } from "../image/open.js";
 import { imageOutput, outputPath, writeOutput } from "../image/output.js";
@@ -22,9 +22,8 @@ import type { Processor } from "../processor.js";
 
 export const imageOptimize: Processor = async (ctx) => {
   const startedAt = performance.now();
-  const parameters = ctx.job.parameters as ImageOptimizeParameters;
-  const quality = parameters.quality ?? 80;
-  const strip = parameters.strip_metadata ?? false;
+  const parameters = withDefaults("image_optimize", ctx.job.parameters);
+  const { quality, strip_metadata: strip } = parameters;
 
   const source = await openImage(ctx.sourcePath, {
     maxInputPixels: ctx.limits.maxInputPixels,

@@ -15,7 +15,7 @@
 //
 // Output format: parameters.format, else the source's (GIF → PNG; TIFF, HEIC → PNG with alpha,
 // else JPEG; see encode.ts). Neither side of the output may exceed limits.max_output_dimension.
-import type { FIT_MODES, ImageResizeParameters } from "../../core/jobs/parameters.js";
+import { withDefaults, type FIT_MODES } from "../../core/jobs/parameters.js";
 import { PermanentError } from "../errors.js";
 import { defaultOutputFormat, encode, type OutputFormat } from "../image/encode.js";
 import { openImage } from "../image/open.js";
@@ -26,10 +26,8 @@ type Fit = (typeof FIT_MODES)[number];
 
 export const imageResize: Processor = async (ctx) => {
   const startedAt = performance.now();
-  const parameters = ctx.job.parameters as ImageResizeParameters;
-  const fit: Fit = parameters.fit ?? "cover";
-  const enlarge = parameters.enlarge ?? false;
-  const quality = parameters.quality ?? 85;
+  const parameters = withDefaults("image_resize", ctx.job.parameters);
+  const { fit, enlarge, quality } = parameters;
 
   const source = await openImage(ctx.sourcePath, {
     maxInputPixels: ctx.limits.maxInputPixels,

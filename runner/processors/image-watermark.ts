@@ -10,12 +10,16 @@
 // the edges of the chosen corner; `center` centres it. The overlay never exceeds the image inside
 // that margin: bigger text wraps or shrinks, a bigger image is scaled down.
 //
-// Text: font_size defaults to 5 % of the shorter side (at least 10 px); color defaults to white.
+// Text: font_size defaults to 5 % of the shorter side (at least 10 px).
 // Image: at most 25 % of the image's width (scaled down, never up, aspect kept); its own
 // transparency is kept and multiplied by the opacity.
 //
 // opacity 0 composites nothing: the output is the source re-encoded.
-import type { ImageWatermarkParameters, WATERMARK_POSITIONS } from "../../core/jobs/parameters.js";
+import {
+  withDefaults,
+  type ImageWatermarkParameters,
+  type WATERMARK_POSITIONS,
+} from "../../core/jobs/parameters.js";
 import { PermanentError } from "../errors.js";
 import { defaultOutputFormat, encode, type OutputFormat } from "../image/encode.js";
 import { openImage, type SourceImage } from "../image/open.js";
@@ -36,9 +40,8 @@ const MIN_FONT_SIZE = 10;
 
 export const imageWatermark: Processor = async (ctx) => {
   const startedAt = performance.now();
-  const parameters = ctx.job.parameters as ImageWatermarkParameters;
-  const position: Position = parameters.position ?? "bottom-right";
-  const opacity = parameters.opacity ?? 100;
+  const parameters = withDefaults("image_watermark", ctx.job.parameters);
+  const { position, opacity } = parameters;
   if ((parameters.watermark_text === undefined) === (parameters.watermark_image === undefined)) {
     throw new PermanentError("give exactly one of watermark_text and watermark_image");
   }
@@ -113,7 +116,7 @@ async function textOverlay(
   const rendered = await renderText({
     text: clean,
     fontSize,
-    color: parameters.color ?? "#ffffff",
+    color: parameters.color,
     maxWidth: room.width,
     maxHeight: room.height,
     // Wrapped lines hug the side the text sits at.

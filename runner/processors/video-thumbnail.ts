@@ -25,14 +25,14 @@ import { rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import ffmpeg from "fluent-ffmpeg";
 import sharp from "sharp";
-import type { VideoThumbnailParameters } from "../../core/jobs/parameters.js";
+import { withDefaults, type VideoThumbnailParameters } from "../../core/jobs/parameters.js";
 import { describeError, PermanentError } from "../errors.js";
 import type { Processor } from "../processor.js";
 import { NOT_MEDIA_FORMATS, probeSource, REFERENCE_FORMATS, type VideoStreamInfo } from "../av/probe.js";
 import { runFfmpeg, tellingLine, type RunResult } from "../av/run.js";
 import { formatDuration, formatTimestamp, parseTimestamp } from "../av/timestamp.js";
 
-type ThumbnailFormat = "jpeg" | "png" | "webp";
+type ThumbnailFormat = VideoThumbnailParameters["format"];
 
 const FORMATS: Record<ThumbnailFormat, { extension: string; contentType: string; encode: string[] }> = {
   jpeg: { extension: "jpg", contentType: "image/jpeg", encode: ["-c:v", "mjpeg", "-q:v", "2"] },
@@ -49,10 +49,10 @@ const retryWindow = (frameRate: number | undefined) =>
   Math.min(5, Math.max(0.25, frameRate ? 2 / frameRate : 1));
 
 export const videoThumbnail: Processor = async (ctx) => {
-  const parameters = ctx.job.parameters as Partial<VideoThumbnailParameters>;
-  const format = (parameters.format ?? "jpeg") as ThumbnailFormat;
+  const parameters = withDefaults("video_thumbnail", ctx.job.parameters);
+  const { format } = parameters;
   if (!(format in FORMATS)) throw new PermanentError(`unsupported thumbnail format ${String(format)}`);
-  const seconds = parseTimestamp(parameters.timestamp ?? "00:00:01");
+  const seconds = parseTimestamp(parameters.timestamp);
   const timestamp = formatTimestamp(seconds);
   const { maxInputPixels, maxOutputDimension } = ctx.limits;
 

@@ -1,9 +1,10 @@
 // The audio formats of audio_convert: container, encoder, file extension, Content-Type, default
 // bitrate and the sample rates and channel counts the encoder takes. Every encoder here is in
 // Debian's `ffmpeg` package (libmp3lame, aac, libopus, libvorbis, flac, pcm_s16le).
+import type { AUDIO_FORMATS } from "../../core/jobs/parameters.js";
 import type { AudioStreamInfo } from "./probe.js";
 
-export type AudioFormat = "mp3" | "aac" | "opus" | "ogg" | "flac" | "wav" | "m4a";
+export type AudioFormat = (typeof AUDIO_FORMATS)[number];
 
 export interface AudioCodec {
   /** ffmpeg muxer (`-f`). */

@@ -34,74 +34,28 @@ STAMP_FORMAT=3
 CACHE_ROOT="${MEDIA_SERVICE_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/media-service/k8s}"
 OUT_DIR="$CACHE_ROOT/$K8S_VERSION"
 BIN_DIR="$OUT_DIR/bin"
-STAMP="$BIN_DIR/.stamp"
 BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
 
-log() { printf '[k8s-build] %s\n' "$*" >&2; }
-die() {
-  log "ERROR: $*"
-  exit 1
-}
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1fs", b - a }'; }
+# The cache, its stamp and lock, log and die, and a Go toolchain new enough for k8s.io/kubernetes'
+# go.mod (fetched from the Go module proxy into the cache when `go` is missing or too old).
+# shellcheck source=scripts/k8s/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+build_cache_init --log k8s-build --stamp "kubernetes=$K8S_VERSION format=$STAMP_FORMAT" \
+  --rebuild-var MEDIA_K8S_REBUILD --print-var MEDIA_K8S_PRINT_BIN --print "$BIN_DIR" \
+  --subject "$BIN_DIR" --details
 
-done_msg() {
-  if [[ "${MEDIA_K8S_PRINT_BIN:-}" == 1 ]]; then
-    printf '%s\n' "$BIN_DIR"
-  fi
-}
-
-is_cached() {
-  [[ "${MEDIA_K8S_REBUILD:-}" != 1 && -f "$STAMP" ]] || return 1
-  grep -qx "kubernetes=$K8S_VERSION format=$STAMP_FORMAT" <(head -n1 "$STAMP") || return 1
-  local b
-  for b in "${BINARIES[@]}"; do [[ -x "$BIN_DIR/$b" ]] || return 1; done
-}
-
-if is_cached; then
-  log "cached: $BIN_DIR ($(tail -n +2 "$STAMP" | tr '\n' ' '))"
-  done_msg
-  exit 0
-fi
-
-mkdir -p "$CACHE_ROOT"
-
-# A Go toolchain new enough for k8s.io/kubernetes' go.mod (fetched from the Go module proxy into the cache
-# when `go` is missing or too old): version_ge and ensure_go.
-# shellcheck source=scripts/k8s/go-toolchain.sh
-source "$(dirname "${BASH_SOURCE[0]}")/go-toolchain.sh"
-
+exit_if_cached
 # Only one build at a time per cache (parallel test runs wait for the first one).
-exec 9>"$CACHE_ROOT/.lock"
-if ! flock -n 9; then
-  log "another build holds $CACHE_ROOT/.lock; waiting…"
-  flock 9
-fi
-if is_cached; then
-  log "cached (built by a concurrent run): $BIN_DIR"
-  done_msg
-  exit 0
-fi
+lock_cache
 
 T0=$(now)
-ensure_go "$MIN_GO" "$GO_BOOTSTRAP" "$CACHE_ROOT/go"
-export GOFLAGS="-mod=mod -buildvcs=false"
+use_go "$MIN_GO" "$GO_BOOTSTRAP" "$CACHE_ROOT/go" "-mod=mod -buildvcs=false"
 export CGO_ENABLED=0
-GO_VERSION=$(go env GOVERSION)
 log "building Kubernetes $K8S_VERSION control plane with $GO_VERSION into $BIN_DIR (first run only; takes a while)"
 
 # 1. k8s.io/kubernetes' go.mod: the staging modules to pin and the etcd version it uses.
-T=$(now)
-MOD_JSON=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION") ||
-  die "cannot download k8s.io/kubernetes@$K8S_VERSION through $(go env GOPROXY)"
-K8S_GOMOD=$(sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p' <<<"$MOD_JSON")
-[[ -f "$K8S_GOMOD" ]] || die "no go.mod path in: $MOD_JSON"
-log "downloaded k8s.io/kubernetes@$K8S_VERSION ($(elapsed "$T"))"
-
-NEEDED_GO=$(awk '$1 == "go" { print $2; exit }' "$K8S_GOMOD")
-if ! version_ge "${GO_VERSION#go}" "$NEEDED_GO"; then
-  die "k8s.io/kubernetes@$K8S_VERSION needs Go >= $NEEDED_GO, found $GO_VERSION (set MEDIA_K8S_MIN_GO=$NEEDED_GO)"
-fi
+download_module "k8s.io/kubernetes@$K8S_VERSION" MEDIA_K8S_MIN_GO
+K8S_GOMOD="$MOD_GOMOD"
 
 # Staging modules = the left-hand sides of `k8s.io/X => ./staging/src/k8s.io/X`.
 mapfile -t STAGING < <(awk '$2 == "=>" && $3 ~ /^\.\/staging\// { print $1 }' "$K8S_GOMOD")
@@ -122,7 +76,7 @@ log "${#REQUIRED[@]} staging modules pinned to $STAGING_VERSION; etcd $ETCD_VERS
 
 # 2. The wrapper module.
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/k8s-wrapper.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+remove_on_exit "$WORK"
 {
   echo "module media-service.test/k8s-control-plane"
   echo
@@ -154,10 +108,7 @@ import (
 EOF
 
 # 3. Build into a staging dir, then swap it in, so an interrupted build never leaves half a cache.
-mkdir -p "$OUT_DIR"
-NEW_BIN=$(mktemp -d "$OUT_DIR/bin.new.XXXXXX")
-chmod 755 "$NEW_BIN"
-trap 'rm -rf "$WORK" "$NEW_BIN"' EXIT
+new_bin_dir
 MINOR=${K8S_VERSION#v1.}
 MINOR=${MINOR%%.*}
 VERSION_LDFLAGS=""
@@ -186,17 +137,8 @@ log "built etcd $ETCD_VERSION ($(elapsed "$T"))"
 
 mkdir -p "$OUT_DIR/wrapper"
 cp "$WORK/go.mod" "$WORK/go.sum" "$WORK/tools.go" "$OUT_DIR/wrapper/"
-{
-  echo "kubernetes=$K8S_VERSION format=$STAMP_FORMAT"
-  echo "etcd=$ETCD_VERSION"
-  echo "go=$GO_VERSION"
-  echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-} >"$NEW_BIN/.stamp"
-rm -rf "$BIN_DIR.old"
-[[ -d "$BIN_DIR" ]] && mv "$BIN_DIR" "$BIN_DIR.old"
-mv "$NEW_BIN" "$BIN_DIR"
-rm -rf "$BIN_DIR.old"
+install_bin_dir "etcd=$ETCD_VERSION" "go=$GO_VERSION" "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 
 log "done in $(elapsed "$T0"): $(du -sh "$BIN_DIR" | cut -f1) of binaries in $BIN_DIR"
 log "Go caches: GOMODCACHE $(go env GOMODCACHE), GOCACHE $(go env GOCACHE)"
-done_msg
+print_bin

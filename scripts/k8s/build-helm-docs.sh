@@ -23,75 +23,35 @@ GO_BOOTSTRAP="go1.26.8"
 STAMP_FORMAT=1
 CACHE_ROOT="${MEDIA_SERVICE_HELM_DOCS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/media-service/helm-docs}"
 BIN_DIR="$CACHE_ROOT/$VERSION/bin"
-STAMP="$BIN_DIR/.stamp"
+BINARIES=(helm-docs)
 
-log() { printf '[helm-docs-build] %s\n' "$*" >&2; }
-die() {
-  log "ERROR: $*"
-  exit 1
-}
+# The cache, its stamp and lock, log and die, and the Go toolchain.
+# shellcheck source=scripts/k8s/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+build_cache_init --log helm-docs-build --stamp "helm-docs=$VERSION format=$STAMP_FORMAT" \
+  --rebuild-var MEDIA_HELM_DOCS_REBUILD --print-var MEDIA_HELM_DOCS_PRINT_BIN --print "$BIN_DIR/helm-docs" \
+  --subject "$BIN_DIR/helm-docs"
 
-done_msg() {
-  if [[ "${MEDIA_HELM_DOCS_PRINT_BIN:-}" == 1 ]]; then
-    printf '%s\n' "$BIN_DIR/helm-docs"
-  fi
-}
-
-is_cached() {
-  [[ "${MEDIA_HELM_DOCS_REBUILD:-}" != 1 && -f "$STAMP" ]] || return 1
-  grep -qx "helm-docs=$VERSION format=$STAMP_FORMAT" <(head -n1 "$STAMP") || return 1
-  [[ -x "$BIN_DIR/helm-docs" ]]
-}
-
-if is_cached; then
-  log "cached: $BIN_DIR/helm-docs"
-  done_msg
-  exit 0
-fi
+exit_if_cached
 
 [[ "$VERSION" =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "MEDIA_HELM_DOCS_VERSION must look like vX.Y.Z, got '$VERSION'"
-mkdir -p "$CACHE_ROOT"
-
-# shellcheck source=scripts/k8s/go-toolchain.sh
-source "$(dirname "${BASH_SOURCE[0]}")/go-toolchain.sh"
 
 # Only one build at a time per cache (a second caller waits for the first one).
-exec 9>"$CACHE_ROOT/.lock"
-if ! flock -n 9; then
-  log "another build holds $CACHE_ROOT/.lock; waiting…"
-  flock 9
-fi
-if is_cached; then
-  log "cached (built by a concurrent run): $BIN_DIR/helm-docs"
-  done_msg
-  exit 0
-fi
+lock_cache
 
-ensure_go "$MIN_GO" "$GO_BOOTSTRAP" "$CACHE_ROOT/go"
 # `go install pkg@version` ignores the current module and rejects -mod=...; drop any inherited GOFLAGS.
-export GOFLAGS="-buildvcs=false"
+use_go "$MIN_GO" "$GO_BOOTSTRAP" "$CACHE_ROOT/go" "-buildvcs=false"
 export CGO_ENABLED=0
-log "building helm-docs $VERSION with $(go env GOVERSION) into $BIN_DIR (first run only)"
+log "building helm-docs $VERSION with $GO_VERSION into $BIN_DIR (first run only)"
 
 # Build into a staging dir, then swap it in, so an interrupted build never leaves half a cache.
-mkdir -p "$CACHE_ROOT/$VERSION"
-NEW_BIN=$(mktemp -d "$CACHE_ROOT/$VERSION/bin.new.XXXXXX")
-chmod 755 "$NEW_BIN"
-trap 'rm -rf "$NEW_BIN"' EXIT
+new_bin_dir
 # `helm-docs --version` prints main.version, which its release build sets the same way.
 GOBIN="$NEW_BIN" go install -trimpath -ldflags="-s -w -X main.version=${VERSION#v}" "$MODULE/cmd/helm-docs@$VERSION" ||
   die "go install of $MODULE/cmd/helm-docs@$VERSION failed (see above)"
 REPORTED=$("$NEW_BIN/helm-docs" --version) || die "the built helm-docs does not run"
 [[ "$REPORTED" == *"${VERSION#v}"* ]] || die "the built helm-docs reports '$REPORTED', expected ${VERSION#v}"
 
-{
-  echo "helm-docs=$VERSION format=$STAMP_FORMAT"
-  echo "go=$(go env GOVERSION)"
-  echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-} >"$NEW_BIN/.stamp"
-rm -rf "$BIN_DIR.old"
-[[ -d "$BIN_DIR" ]] && mv "$BIN_DIR" "$BIN_DIR.old"
-mv "$NEW_BIN" "$BIN_DIR"
-rm -rf "$BIN_DIR.old"
+install_bin_dir "go=$GO_VERSION" "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 log "done: $BIN_DIR/helm-docs"
-done_msg
+print_bin

@@ -33,33 +33,17 @@ STAMP_FORMAT=1
 CACHE_ROOT="${MEDIA_SERVICE_HELM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/media-service/helm}"
 OUT_DIR="$CACHE_ROOT/$HELM_VERSION"
 BIN_DIR="$OUT_DIR/bin"
-STAMP="$BIN_DIR/.stamp"
+BINARIES=(helm)
 
-log() { printf '[helm-build] %s\n' "$*" >&2; }
-die() {
-  log "ERROR: $*"
-  exit 1
-}
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1fs", b - a }'; }
+# The cache, its stamp and lock, log and die, and the Go toolchain (fetched from the module proxy when
+# `go` is missing or too old).
+# shellcheck source=scripts/k8s/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+build_cache_init --log helm-build --stamp "helm=$HELM_VERSION format=$STAMP_FORMAT" \
+  --rebuild-var MEDIA_HELM_REBUILD --print-var MEDIA_HELM_PRINT_BIN --print "$BIN_DIR" \
+  --subject "$BIN_DIR/helm" --details
 
-done_msg() {
-  if [[ "${MEDIA_HELM_PRINT_BIN:-}" == 1 ]]; then
-    printf '%s\n' "$BIN_DIR"
-  fi
-}
-
-is_cached() {
-  [[ "${MEDIA_HELM_REBUILD:-}" != 1 && -f "$STAMP" ]] || return 1
-  grep -qx "helm=$HELM_VERSION format=$STAMP_FORMAT" <(head -n1 "$STAMP") || return 1
-  [[ -x "$BIN_DIR/helm" ]]
-}
-
-if is_cached; then
-  log "cached: $BIN_DIR/helm ($(tail -n +2 "$STAMP" | tr '\n' ' '))"
-  done_msg
-  exit 0
-fi
+exit_if_cached
 
 [[ "$HELM_VERSION" =~ ^v([0-9]+)\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] ||
   die "MEDIA_HELM_VERSION must look like vX.Y.Z, got '$HELM_VERSION'"
@@ -67,54 +51,25 @@ HELM_MAJOR=${BASH_REMATCH[1]}
 ((HELM_MAJOR >= 3)) || die "Helm $HELM_VERSION is not a Go module (only v3 and later are)"
 MODULE="helm.sh/helm/v$HELM_MAJOR"
 
-mkdir -p "$CACHE_ROOT"
-
-# shellcheck source=scripts/k8s/go-toolchain.sh
-source "$(dirname "${BASH_SOURCE[0]}")/go-toolchain.sh"
-
 # Only one build at a time per cache (parallel test runs wait for the first one).
-exec 9>"$CACHE_ROOT/.lock"
-if ! flock -n 9; then
-  log "another build holds $CACHE_ROOT/.lock; waiting…"
-  flock 9
-fi
-if is_cached; then
-  log "cached (built by a concurrent run): $BIN_DIR/helm"
-  done_msg
-  exit 0
-fi
+lock_cache
 
 T0=$(now)
-ensure_go "$MIN_GO" "$GO_BOOTSTRAP" "$CACHE_ROOT/go"
 # `go install pkg@version` ignores the current module and rejects -mod=...; drop any inherited GOFLAGS.
-export GOFLAGS="-buildvcs=false"
+use_go "$MIN_GO" "$GO_BOOTSTRAP" "$CACHE_ROOT/go" "-buildvcs=false"
 export CGO_ENABLED=0
-GO_VERSION=$(go env GOVERSION)
 log "building Helm $HELM_VERSION ($MODULE) with $GO_VERSION into $BIN_DIR (first run only)"
 
 # 1. Helm's go.mod: the Go it needs, and no replace directives (`go install ...@version` refuses those).
-T=$(now)
-MOD_JSON=$(go mod download -json "$MODULE@$HELM_VERSION") ||
-  die "cannot download $MODULE@$HELM_VERSION through $(go env GOPROXY)"
-HELM_GOMOD=$(sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p' <<<"$MOD_JSON")
-[[ -f "$HELM_GOMOD" ]] || die "no go.mod path in: $MOD_JSON"
+download_module "$MODULE@$HELM_VERSION" MEDIA_HELM_MIN_GO
 # The commit the proxy recorded for the tag, when it did (Origin.Hash); `helm version` shows it.
 GIT_COMMIT=$(sed -n 's/^[[:space:]]*"Hash": "\([0-9a-f]\{40\}\)",\{0,1\}$/\1/p' <<<"$MOD_JSON" | head -n1)
-log "downloaded $MODULE@$HELM_VERSION ($(elapsed "$T"))"
-
-NEEDED_GO=$(awk '$1 == "go" { print $2; exit }' "$HELM_GOMOD")
-if [[ -n "$NEEDED_GO" ]] && ! version_ge "${GO_VERSION#go}" "$NEEDED_GO"; then
-  die "$MODULE@$HELM_VERSION needs Go >= $NEEDED_GO, found $GO_VERSION (set MEDIA_HELM_MIN_GO=$NEEDED_GO)"
-fi
-if grep -Eq '^[[:space:]]*replace([[:space:]]|\(|$)' "$HELM_GOMOD"; then
+if grep -Eq '^[[:space:]]*replace([[:space:]]|\(|$)' "$MOD_GOMOD"; then
   die "$MODULE@$HELM_VERSION's go.mod has replace directives; \`go install\` cannot build it as is"
 fi
 
 # 2. Build into a staging dir, then swap it in, so an interrupted build never leaves half a cache.
-mkdir -p "$OUT_DIR"
-NEW_BIN=$(mktemp -d "$OUT_DIR/bin.new.XXXXXX")
-chmod 755 "$NEW_BIN"
-trap 'rm -rf "$NEW_BIN"' EXIT
+new_bin_dir
 VERSION_PKG="$MODULE/internal/version"
 LDFLAGS="-s -w -X $VERSION_PKG.version=$HELM_VERSION -X $VERSION_PKG.gitTreeState=clean"
 [[ -z "$GIT_COMMIT" ]] || LDFLAGS+=" -X $VERSION_PKG.gitCommit=$GIT_COMMIT"
@@ -130,18 +85,9 @@ REPORTED=$("$NEW_BIN/helm" version --template '{{.Version}}') || die "the built 
 [[ "$REPORTED" == "$HELM_VERSION" ]] ||
   die "the built helm reports version '$REPORTED', expected '$HELM_VERSION' (has $VERSION_PKG.version moved?)"
 
-{
-  echo "helm=$HELM_VERSION format=$STAMP_FORMAT"
-  echo "module=$MODULE"
-  echo "go=$GO_VERSION"
-  echo "commit=${GIT_COMMIT:-unknown}"
-  echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-} >"$NEW_BIN/.stamp"
-rm -rf "$BIN_DIR.old"
-[[ -d "$BIN_DIR" ]] && mv "$BIN_DIR" "$BIN_DIR.old"
-mv "$NEW_BIN" "$BIN_DIR"
-rm -rf "$BIN_DIR.old"
+install_bin_dir "module=$MODULE" "go=$GO_VERSION" "commit=${GIT_COMMIT:-unknown}" \
+  "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 
 log "done in $(elapsed "$T0"): $(du -sh "$BIN_DIR/helm" | cut -f1) $BIN_DIR/helm"
 log "Go caches: GOMODCACHE $(go env GOMODCACHE), GOCACHE $(go env GOCACHE)"
-done_msg
+print_bin

@@ -24,50 +24,22 @@ STAMP_FORMAT=2
 CACHE_ROOT="${MEDIA_SERVICE_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/media-service/node}"
 OUT_DIR="$CACHE_ROOT/containerd-${CONTAINERD_VERSION}_runc-${RUNC_VERSION}_coredns-${COREDNS_VERSION}_k8s-${K8S_VERSION}"
 BIN_DIR="$OUT_DIR/bin"
-STAMP="$BIN_DIR/.stamp"
 BINARIES=(containerd containerd-shim-runc-v2 ctr runc coredns pause)
 
-log() { printf '[node-build] %s\n' "$*" >&2; }
-die() {
-  log "ERROR: $*"
-  exit 1
-}
-done_msg() { if [[ "${MEDIA_NODE_PRINT_BIN:-}" == 1 ]]; then printf '%s\n' "$BIN_DIR"; fi; }
-is_cached() {
-  [[ -f "$STAMP" ]] || return 1
-  grep -qx "format=$STAMP_FORMAT" <(head -n1 "$STAMP") || return 1
-  local b
-  for b in "${BINARIES[@]}"; do [[ -x "$BIN_DIR/$b" ]] || return 1; done
-}
+# shellcheck source=scripts/k8s/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+build_cache_init --log node-build --stamp "format=$STAMP_FORMAT" \
+  --print-var MEDIA_NODE_PRINT_BIN --print "$BIN_DIR" --subject "$BIN_DIR"
 
-if is_cached; then
-  log "cached: $BIN_DIR"
-  done_msg
-  exit 0
-fi
-mkdir -p "$CACHE_ROOT"
-# shellcheck source=scripts/k8s/go-toolchain.sh
-source "$(dirname "${BASH_SOURCE[0]}")/go-toolchain.sh"
-exec 9>"$CACHE_ROOT/.lock"
-if ! flock -n 9; then
-  log "another build holds $CACHE_ROOT/.lock; waiting…"
-  flock 9
-fi
-if is_cached; then
-  done_msg
-  exit 0
-fi
+exit_if_cached
+lock_cache
 
 started=$SECONDS
-ensure_go "$MIN_GO" "$GO_BOOTSTRAP" "${XDG_CACHE_HOME:-$HOME/.cache}/media-service/go"
-export GOFLAGS="-buildvcs=false"
-mkdir -p "$OUT_DIR"
-NEW_BIN=$(mktemp -d "$OUT_DIR/bin.new.XXXXXX")
-chmod 755 "$NEW_BIN"
-trap 'rm -rf "$NEW_BIN"' EXIT
+use_go "$MIN_GO" "$GO_BOOTSTRAP" "${XDG_CACHE_HOME:-$HOME/.cache}/media-service/go" "-buildvcs=false"
+new_bin_dir
 
 # containerd: static, without the btrfs and devmapper snapshotters (cgo; overlayfs is the one used).
-log "building containerd $CONTAINERD_VERSION (containerd, containerd-shim-runc-v2, ctr) with $(go env GOVERSION)…"
+log "building containerd $CONTAINERD_VERSION (containerd, containerd-shim-runc-v2, ctr) with $GO_VERSION…"
 T=$SECONDS
 cd_ver="-X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION"
 CGO_ENABLED=0 GOBIN="$NEW_BIN" go install -trimpath -tags "no_btrfs no_devmapper no_zfs" -ldflags "-s -w $cd_ver" \
@@ -92,7 +64,7 @@ log "built CoreDNS in $((SECONDS - T)) s"
 
 # The pod sandbox: Kubernetes' own pause.c (build/pause/linux), static, from the module's source.
 log "building pause from k8s.io/kubernetes@$K8S_VERSION…"
-pause_src="$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')/build/pause/linux/pause.c"
+pause_src="$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | mod_json_field Dir)/build/pause/linux/pause.c"
 [[ -f "$pause_src" ]] || die "no $pause_src"
 gcc -Os -static -Wall -Werror -DVERSION="\"media-service-${K8S_VERSION}\"" -o "$NEW_BIN/pause" "$pause_src" ||
   die "compiling pause.c failed (static glibc: Debian's libc6-dev)"
@@ -101,13 +73,7 @@ strip "$NEW_BIN/pause"
 "$NEW_BIN/containerd" --version >/dev/null || die "the built containerd does not run"
 "$NEW_BIN/coredns" -version >/dev/null || die "the built coredns does not run"
 "$NEW_BIN/runc" --version >/dev/null || die "the built runc does not run"
-{
-  echo "format=$STAMP_FORMAT"
-  echo "containerd=$CONTAINERD_VERSION runc=$RUNC_VERSION coredns=$COREDNS_VERSION pause=k8s-$K8S_VERSION go=$(go env GOVERSION)"
-  echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-} >"$NEW_BIN/.stamp"
-rm -rf "$BIN_DIR"
-mv "$NEW_BIN" "$BIN_DIR"
-trap - EXIT
+versions="containerd=$CONTAINERD_VERSION runc=$RUNC_VERSION coredns=$COREDNS_VERSION pause=k8s-$K8S_VERSION go=$GO_VERSION"
+install_bin_dir "$versions" "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 log "done in $((SECONDS - started)) s: $(du -sh "$BIN_DIR" | cut -f1) in $BIN_DIR"
-done_msg
+print_bin

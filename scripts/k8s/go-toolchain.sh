@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Go toolchain bootstrap shared by scripts/k8s/build-*.sh. Sourced, not executed; the caller defines
-# `log` and `die` (and runs under `set -euo pipefail`).
+# Go toolchain bootstrap shared by scripts/k8s/build-*.sh (through lib.sh) and scripts/provision.sh
+# (versitygw). Sourced, not executed; the caller defines `log` and `die` (and runs under
+# `set -euo pipefail`).
 #
 #   version_ge A B                  true when version A >= version B (sort -V order, no "go" prefix)
 #   ensure_go MIN_GO TOOLCHAIN DIR  makes `go` on PATH a Go >= MIN_GO and exports GOTOOLCHAIN=local

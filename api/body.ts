@@ -76,11 +76,21 @@ export function installJsonBodyParser(app: FastifyInstance): void {
   const parse = app.getDefaultJsonParser("error", "error");
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, text, done) => {
-    parse(request, text as string, (err: Error | null, body?: unknown) => {
+    const parsed = (err: Error | null, body?: unknown): void => {
       if (err) return done(err, undefined);
       const problem = bodyProblem(body);
       if (problem) return done(new BodyError(problem), undefined);
       done(null, body);
-    });
+    };
+    // A Fastify body parser either calls back or returns a promise. The default JSON parser calls
+    // back (and returns nothing); were it to return a promise, its outcome takes the same path, so the
+    // request is not left waiting and a rejection is not left unhandled.
+    const result = parse(request, text as string, parsed);
+    if (result instanceof Promise) {
+      result.then(
+        (body: unknown) => parsed(null, body),
+        (err: unknown) => parsed(err instanceof Error ? err : new Error(String(err))),
+      );
+    }
   });
 }

@@ -29,7 +29,10 @@ export async function registerDocs(app: App, docsPath: string, version: string):
         { name: "operations", description: "Health, queue statistics, metrics" },
       ],
     },
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) =>
+        typeof json.$id === "string" ? json.$id : `def-${i}`,
+    },
   });
   await app.register(swaggerUi, {
     routePrefix: docsPath,

@@ -15,7 +15,7 @@ export function allowDeclaredMethodsOnly(app: FastifyInstance) {
   const scopes = new Map<string, Map<string, Set<string>>>();
   app.addHook("onRoute", (route) => {
     if ((route.config as { methodNotAllowed?: boolean } | undefined)?.methodNotAllowed) return;
-    if ((route.schema as { hide?: boolean } | undefined)?.hide) return;
+    if (route.schema?.hide) return;
     const paths = scopes.get(route.prefix) ?? new Map<string, Set<string>>();
     scopes.set(route.prefix, paths);
     const methods = paths.get(route.routePath) ?? new Set<string>();

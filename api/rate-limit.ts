@@ -75,12 +75,12 @@ export async function installRateLimit(
       app.rateLimit({
         max: client.rateLimit ?? settings.perClient,
         keyGenerator: () => `client:${client.name}`,
-      }) as onRequestAsyncHookHandler,
+      }),
     ]),
   );
   const byAddress = app.rateLimit({
     max: authenticationOff ? settings.perClient : settings.perAddress,
-  }) as onRequestAsyncHookHandler;
+  });
   const hook = function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
     const limit = (request.apiClient && byClient.get(request.apiClient)) || byAddress;
     return limit.call(this, request, reply);

@@ -53,7 +53,7 @@ export class LazyRequestLogger {
   silent(): void {}
 
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
-    return this.logger.child(bindings, options) as unknown as FastifyBaseLogger;
+    return this.logger.child(bindings, options);
   }
 
   isLevelEnabled(level: string): boolean {
@@ -63,7 +63,7 @@ export class LazyRequestLogger {
   private write(level: Level, args: Parameters<LogFn>): void {
     // A line below the level makes no child.
     if (!this.isLevelEnabled(level)) return;
-    (this.logger[level] as (...a: unknown[]) => void)(...(args as unknown[]));
+    this.logger[level](...args);
   }
 }
 
@@ -76,5 +76,5 @@ export function serverLogger(logger: Logger): FastifyBaseLogger {
   const server = Object.create(logger) as Logger;
   server.child = ((bindings: Bindings, options?: ChildLoggerOptions) =>
     new LazyRequestLogger(logger, bindings, options ?? {})) as unknown as Logger["child"];
-  return server as unknown as FastifyBaseLogger;
+  return server;
 }

@@ -127,7 +127,7 @@ export function submitBodySchema(type: JobType, bounds: SchemaBounds): TObject {
     ...objectRules(parameters),
     ...Type.Object(properties, { additionalProperties: false }),
     required,
-  } as TObject);
+  });
 }
 
 /** The keywords of an object schema other than its fields: rules that span fields (anyOf, allOf, …). */

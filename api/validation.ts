@@ -1,3 +1,4 @@
+import type { TLiteralValue } from "@sinclair/typebox";
 import { Ajv, type ErrorObject } from "ajv";
 import addFormatsModule from "ajv-formats";
 import type { FastifySchemaCompiler } from "fastify";
@@ -58,7 +59,9 @@ function schemaMessage(error: ErrorObject): string | undefined {
   if (error.keyword === "type" || error.keyword === "required" || error.keyword === "additionalProperties") {
     return undefined;
   }
-  const text = (error.parentSchema as Record<string, ErrorMessage | undefined> | undefined)?.[ERROR_MESSAGE];
+  // ajv types a schema's keywords as any; ours carry ERROR_MESSAGE as ErrorMessage.
+  const schema: Record<string, ErrorMessage | undefined> | undefined = error.parentSchema;
+  const text = schema?.[ERROR_MESSAGE];
   const message = typeof text === "string" ? text : text?.[error.keyword];
   const value = typeof error.data === "string" ? clip(error.data, 80) : shown(error.data, 80);
   return message?.replace("{value}", value);
@@ -99,7 +102,7 @@ export function formatValidationError(errors: ErrorObject[], dataVar: string): E
     case "discriminator": {
       const tag = String(error.params.tag);
       const values = (
-        (error.parentSchema as { oneOf?: Array<{ properties?: Record<string, { const?: unknown }> }> })
+        (error.parentSchema as { oneOf?: Array<{ properties?: Record<string, { const?: TLiteralValue }> }> })
           .oneOf ?? []
       ).map((s) => s.properties?.[tag]?.const);
       message = `${name(tag)} must be one of ${values.join(", ")}`;
@@ -112,7 +115,7 @@ export function formatValidationError(errors: ErrorObject[], dataVar: string): E
       message = `unknown field ${name(String(error.params.additionalProperty))}`;
       break;
     case "anyOf": {
-      const choices = ((error.parentSchema as { anyOf?: Array<{ const?: unknown }> }).anyOf ?? []).map(
+      const choices = ((error.parentSchema as { anyOf?: Array<{ const?: TLiteralValue }> }).anyOf ?? []).map(
         (s) => s.const,
       );
       message = choices.every((c) => c !== undefined)

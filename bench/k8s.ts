@@ -698,7 +698,7 @@ async function drain(t: Target, jobs: number, limitMs: number): Promise<DrainFig
 
 function podTimes(pods: Array<{ created: number; bound?: number; started?: number; ended?: number }>) {
   const between = (from: "created" | "bound" | "started", to: "bound" | "started" | "ended") =>
-    summarize(pods.flatMap((p) => (p[from] !== undefined && p[to] !== undefined ? [p[to]! - p[from]!] : [])));
+    summarize(pods.flatMap((p) => (p[from] !== undefined && p[to] !== undefined ? [p[to] - p[from]] : [])));
   return {
     podWaitForNode: between("created", "bound"),
     podsNeverBound: pods.filter((p) => p.bound === undefined).length,

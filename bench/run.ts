@@ -59,15 +59,10 @@ async function submitBenchmark(): Promise<void> {
   const child = spawn(process.execPath, ["--import", "tsx", "bench/submit-server.ts"], {
     stdio: ["ignore", "pipe", "inherit"],
   });
-  const lines = createInterface({ input: child.stdout! });
-  const ready = await new Promise<{
-    api: string;
-    unlimited: string;
-    bare: string;
-    apiKey: string;
-    redis: string;
-  }>((resolve, reject) => {
-    lines.once("line", (line) => resolve(JSON.parse(line)));
+  const lines = createInterface({ input: child.stdout });
+  type Ready = { api: string; unlimited: string; bare: string; apiKey: string; redis: string };
+  const ready = await new Promise<Ready>((resolve, reject) => {
+    lines.once("line", (line) => resolve(JSON.parse(line) as Ready));
     child.once("exit", (code) => reject(new Error(`bench server exited with ${code}`)));
   });
   const redis = new Redis(ready.redis);

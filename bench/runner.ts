@@ -97,7 +97,7 @@ class ResizeServer {
     const id = ++this.nextId;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      this.child.send({ ...request, id } as ServerRequest);
+      this.child.send({ ...request, id });
     });
   }
 
@@ -371,8 +371,8 @@ async function peak(command: string, args: string[], env: NodeJS.ProcessEnv = sh
     });
     let out = "";
     let err = "";
-    child.stdout.on("data", (d: Buffer) => (out += d));
-    child.stderr.on("data", (d: Buffer) => (err += d));
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
     const poll = setInterval(() => {
       const pid = gnuTime ? childOf(child.pid!) : child.pid;
       const now = pid ? procStatus(pid) : undefined;

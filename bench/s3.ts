@@ -68,7 +68,7 @@ async function startEmbedded(): Promise<{ endpoint: Endpoint; stop(): void }> {
   const child = spawn(process.execPath, ["--import", "tsx", "bench/s3-server.ts"], {
     stdio: ["ignore", "pipe", "inherit"],
   });
-  const lines = createInterface({ input: child.stdout! });
+  const lines = createInterface({ input: child.stdout });
   const endpoint = await new Promise<Endpoint>((resolve, reject) => {
     lines.once("line", (line) => resolve(JSON.parse(line) as Endpoint));
     child.once("exit", (code) => reject(new Error(`embedded store exited with ${code}`)));

@@ -35,8 +35,9 @@ export async function webhooksBenchmark(): Promise<void> {
   const child = spawn(process.execPath, ["--import", "tsx", "bench/webhooks-server.ts"], {
     stdio: ["ignore", "pipe", "inherit"],
   });
-  const ready = await new Promise<{ api: string; control: string; apiKey: string }>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once("line", (line) => resolve(JSON.parse(line)));
+  type Ready = { api: string; control: string; apiKey: string };
+  const ready = await new Promise<Ready>((resolve, reject) => {
+    createInterface({ input: child.stdout }).once("line", (line) => resolve(JSON.parse(line) as Ready));
     child.once("exit", (code) => reject(new Error(`bench server exited with ${code}`)));
   });
   const body = JSON.stringify({ source_bucket: "media", source_key: "in/photo.png" });

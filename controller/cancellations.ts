@@ -24,7 +24,7 @@ export function followCancellations(
     while (!stopping) {
       let reply: StreamReply;
       try {
-        reply = (await connection.xread("COUNT", 200, "BLOCK", 2000, "STREAMS", stream, last)) as StreamReply;
+        reply = await connection.xread("COUNT", 200, "BLOCK", 2000, "STREAMS", stream, last);
       } catch (err) {
         if (stopping) return;
         logger.warn({ err: (err as Error).message }, "reading the events stream failed; retrying");

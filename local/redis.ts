@@ -71,8 +71,9 @@ export interface RedisServerProcess {
   url: string;
   port: number;
   pid: number;
-  // SIGTERM, wait for exit; SIGKILL after 5 s. Idempotent.
-  stop(): Promise<void>;
+  // SIGTERM, wait for exit; SIGKILL after 5 s. Idempotent. A function property, not a method: it is
+  // an arrow that uses no `this`, so it can be passed on by itself (startLocalRedis does).
+  stop: () => Promise<void>;
 }
 
 export interface LocalRedisOptions extends RedisBinaryLookup {
@@ -85,7 +86,7 @@ export interface LocalRedisOptions extends RedisBinaryLookup {
 export interface LocalRedis {
   url: string;
   port: number;
-  stop(): Promise<void>;
+  stop: () => Promise<void>;
 }
 
 async function isExecutableFile(path: string): Promise<boolean> {

@@ -175,7 +175,7 @@ async function multipartUpload(
   const uploadId = created.UploadId!;
   try {
     const count = Math.ceil(size / PART_SIZE);
-    const etags: string[] = new Array(count);
+    const etags = new Array<string>(count);
     let next = 0;
     const worker = async () => {
       while (next < count) {

@@ -51,7 +51,7 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
         },
       },
       async (request, reply) => {
-        const spec = specFromBody(route.type, request.body as Body, request.id);
+        const spec = specFromBody(route.type, request.body, request.id);
         const submitted = await ctx.store.submit([spec], undefined, submitterOf(request));
         const jobId = submitted.jobIds[0]!;
         addLogContext(request, { job_id: jobId, type: route.type });

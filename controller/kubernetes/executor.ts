@@ -350,7 +350,7 @@ export class KubernetesExecutor implements Executor {
         pods?.delete(name);
         if (pods?.size === 0) term.podsByJob.delete(job);
       } else {
-        if (!pods) term.podsByJob.set(job, (pods = new Map()));
+        if (!pods) term.podsByJob.set(job, (pods = new Map<string, V1Pod>()));
         pods.set(name, pod);
       }
       this.markDirty(term, job);

@@ -281,16 +281,19 @@ function clip(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
+/**
+ * Waits `ms`, or until `signal` aborts (at once if it already has). It resolves either way: the
+ * attempt loop's signal.throwIfAborted() then throws the abort's reason, as fetch does.
+ */
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
       clearTimeout(timer);
-      reject(signal.reason);
+      signal.removeEventListener("abort", done);
+      resolve();
     };
-    signal.addEventListener("abort", onAbort, { once: true });
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
   });
 }

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
+import type { TLiteralValue } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { parse as parseYaml } from "yaml";
 import { parseDuration } from "../duration.js";
@@ -266,7 +267,7 @@ function validate(tree: Record<string, unknown>, file: string | undefined, fromE
           : ""
         : ` (got ${JSON.stringify(first.value)}${from})`;
     const origin = file && !variable ? ` in ${file} or the environment` : "";
-    const choices = (first.schema.anyOf as Array<{ const?: unknown }> | undefined)?.map((s) => s.const);
+    const choices = (first.schema.anyOf as Array<{ const?: TLiteralValue }> | undefined)?.map((s) => s.const);
     const message =
       choices && choices.every((c) => c !== undefined)
         ? `must be one of ${choices.join(", ")}`

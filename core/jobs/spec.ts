@@ -1,4 +1,4 @@
-import type { TObject } from "@sinclair/typebox";
+import type { TLiteralValue, TObject } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import { shown } from "../text.js";
 import { PARAMETER_SCHEMAS, withDefaults } from "./parameters.js";
@@ -41,7 +41,7 @@ export function normalizeParameters(type: JobType, input: unknown, where = ""): 
   if (first) {
     const field = first.path.split("/").filter(Boolean).join(".");
     const got = first.value === undefined ? "" : ` (got ${shown(first.value)})`;
-    const message = describeError(first.schema as Record<string, unknown>, first.message);
+    const message = describeError(first.schema, first.message);
     const location = [where, field].filter(Boolean).join(".");
     throw new InvalidJobError(location ? `${location}: ${message}${got}` : `${message}${got}`);
   }
@@ -49,7 +49,7 @@ export function normalizeParameters(type: JobType, input: unknown, where = ""): 
 }
 
 function describeError(schema: Record<string, unknown>, fallback: string): string {
-  const choices = (schema.anyOf as Array<{ const?: unknown }> | undefined)?.map((s) => s.const);
+  const choices = (schema.anyOf as Array<{ const?: TLiteralValue }> | undefined)?.map((s) => s.const);
   if (choices && choices.every((c) => c !== undefined)) return `must be one of ${choices.join(", ")}`;
   return fallback.charAt(0).toLowerCase() + fallback.slice(1);
 }

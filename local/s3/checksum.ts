@@ -73,7 +73,7 @@ class TableCrc32 implements Checksummer {
 
 type NativeCrc32 = (data: Uint8Array, value?: number) => number;
 const nativeCrc32: NativeCrc32 | undefined =
-  typeof (zlib as { crc32?: unknown }).crc32 === "function" ? (zlib.crc32 as NativeCrc32) : undefined;
+  typeof (zlib as { crc32?: unknown }).crc32 === "function" ? zlib.crc32 : undefined;
 
 class NativeCrc32Checksummer implements Checksummer {
   private crc = 0;

@@ -66,8 +66,7 @@ export async function createMultipartUpload(ctx: RequestContext): Promise<void> 
       throw invalidRequest("Value for x-amz-checksum-type header is invalid.");
     }
     // S3's defaults: CRC64NVME only exists as a full-object checksum, the others default to composite.
-    const type: ChecksumType =
-      (typeRaw as ChecksumType | undefined) ?? (algorithm === "crc64nvme" ? "FULL_OBJECT" : "COMPOSITE");
+    const type: ChecksumType = typeRaw ?? (algorithm === "crc64nvme" ? "FULL_OBJECT" : "COMPOSITE");
     if (type === "FULL_OBJECT" && (algorithm === "sha1" || algorithm === "sha256")) {
       throw invalidRequest(
         `The FULL_OBJECT checksum type cannot be used with the ${algorithm.toUpperCase()} checksum algorithm.`,

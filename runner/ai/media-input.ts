@@ -57,7 +57,7 @@ export async function sampleFrames(
       ? Array.from({ length: options.count }, (_, i) => ((i + 0.5) * duration) / options.count)
       : [0];
   const side = options.maxSide;
-  const frames: Array<Frame | undefined> = new Array(times.length);
+  const frames = new Array<Frame | undefined>(times.length);
   let next = 0;
   let done = 0;
   let fault: PermanentError | undefined;

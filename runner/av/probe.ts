@@ -82,12 +82,12 @@ export const INPUT_PROTOCOLS = ["-protocol_whitelist", "file"];
  * Probes a file. `args` are extra ffprobe options (e.g. `-count_packets`). Rejects with ProbeError
  * when ffprobe cannot read the file; settles early when `signal` aborts.
  */
-export function probeFile(
+export async function probeFile(
   path: string,
   options: { signal?: AbortSignal; args?: string[] } = {},
 ): Promise<MediaInfo> {
   const { signal, args = [] } = options;
-  return new Promise<MediaInfo>((resolve, reject) => {
+  const data = await new Promise<FfprobeData>((resolve, reject) => {
     if (signal?.aborted) return reject(abortReason(signal));
     // fluent-ffmpeg does not expose ffprobe's process, so an abort can only stop the wait. ffprobe
     // of a local file ends by itself; it reads headers, not the whole file.
@@ -99,14 +99,11 @@ export function probeFile(
       (err: unknown, data: FfprobeData) => {
         signal?.removeEventListener("abort", onAbort);
         if (err) return reject(new ProbeError(probeReason(err, path)));
-        try {
-          resolve(describe(data));
-        } catch (e) {
-          reject(e);
-        }
+        resolve(data);
       },
     );
   });
+  return describe(data);
 }
 
 export interface SourceCheckOptions {
@@ -306,18 +303,24 @@ function describeStreams(data: FfprobeData): string {
 
 /** From the display matrix side data (ffprobe's `rotation`) or the older `rotate` tag. */
 function rotationOf(s: FfprobeStream): number {
-  const degrees = finite(s.rotation) ?? finite(s.tags?.rotate) ?? 0;
+  const degrees = finite(s.rotation) ?? finite(tagsOf(s).rotate) ?? 0;
   return (((Math.round(degrees / 90) * 90) % 360) + 360) % 360;
 }
 
 /** Matroska keeps stream durations in a `DURATION` tag: `00:00:04.000000000`. */
 function matroskaDuration(s: FfprobeStream): number | undefined {
-  const tag = s.tags?.DURATION ?? s.tags?.duration;
+  const tags = tagsOf(s);
+  const tag = tags.DURATION ?? tags.duration;
   if (typeof tag !== "string") return undefined;
   const m = /^(\d+):(\d\d):(\d\d(?:\.\d+)?)$/.exec(tag.trim());
   if (!m) return undefined;
   const seconds = Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]);
   return seconds > 0 ? seconds : undefined;
+}
+
+/** A stream's tags. FfprobeStream's typings leave them out (they read as any); ffprobe's JSON has them. */
+function tagsOf(s: FfprobeStream): Record<string, unknown> {
+  return (s.tags as Record<string, unknown> | undefined) ?? {};
 }
 
 function finite(value: unknown): number | undefined {

@@ -151,7 +151,7 @@ describe("with API keys configured", () => {
       await get({ "X-API-Key": WRONG });
       await get({ Authorization: `Bearer ${WRONG}` });
       await get({});
-      const warnings = stack.logs.filter((l) => typeof l.level === "number" && (l.level as number) >= 40);
+      const warnings = stack.logs.filter((l) => typeof l.level === "number" && l.level >= 40);
       assert.ok(
         warnings.some((l) => /invalid/i.test(logText(l)) && /key/i.test(logText(l))),
         "a warning about an invalid key was logged",

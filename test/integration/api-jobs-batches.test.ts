@@ -359,7 +359,11 @@ describe("POST /api/v1/jobs/batch", () => {
       const job = await getJson(`/api/v1/jobs/${id}`);
       const parameters = job.parameters as Body;
       for (const [name, value] of Object.entries(expected[i]!)) {
-        assert.deepEqual(parameters[name], value, `jobs[${i}] (${entries[i]!.type}) parameters.${name}`);
+        assert.deepEqual(
+          parameters[name],
+          value,
+          `jobs[${i}] (${String(entries[i]!.type)}) parameters.${name}`,
+        );
       }
     }
   });

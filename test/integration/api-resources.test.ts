@@ -114,13 +114,14 @@ describe("per-job resources on a single submission", () => {
 
   test("zero: 400 naming the field", async () => {
     const before = await writtenState();
-    for (const resources of [
+    const zeros: Array<Record<string, string>> = [
       { cpu: "0" },
       { cpu: "0m" },
       { cpu: "0.0" },
       { memory: "0" },
       { memory: "0Mi" },
-    ]) {
+    ];
+    for (const resources of zeros) {
       const [field, value] = Object.entries(resources)[0]!;
       assert.equal(
         await refused(stack, RESIZE, resize(resources)),

@@ -116,7 +116,7 @@ async function getJob(id: string): Promise<Record<string, unknown>> {
 }
 
 /** POSTs a body the interface refuses; asserts 400 `{error}` whose message names `field`. */
-async function refused(path: string, body: Body | unknown, field: string): Promise<string> {
+async function refused(path: string, body: unknown, field: string): Promise<string> {
   const res = await stack.request(path, { method: "POST", json: body });
   const text = await res.text();
   assert.equal(

@@ -13,6 +13,7 @@ import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
+import { setTimeout as delay } from "node:timers/promises";
 import { crc32 } from "node:zlib";
 import {
   AbortMultipartUploadCommand,
@@ -148,16 +149,13 @@ function urlOf(endpoint: string, captured: CapturedRequest): string {
   return `${endpoint}${captured.path}${query ? `?${query}` : ""}`;
 }
 
-function waitFor(predicate: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
+/** Polls `predicate` every 20 ms until it holds; rejects after `timeoutMs` or with its own error. */
+async function waitFor(predicate: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  return new Promise((resolve, reject) => {
-    const tick = async () => {
-      if (await predicate()) return resolve();
-      if (Date.now() > deadline) return reject(new Error("condition not reached in time"));
-      setTimeout(tick, 20);
-    };
-    void tick();
-  });
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error("condition not reached in time");
+    await delay(20);
+  }
 }
 
 describe("embedded S3 server", () => {
@@ -1124,7 +1122,7 @@ describe("embedded S3 server", () => {
       );
       assert.equal(all.KeyCount, keys.length);
       assert.equal(all.IsTruncated, false);
-      const first = all.Contents![0]!;
+      const first = all.Contents[0]!;
       assert.equal(first.Size, Buffer.byteLength(`v:${first.Key}`));
       assert.equal(first.ETag, `"${md5(Buffer.from(`v:${first.Key}`))}"`);
       assert.ok(first.LastModified instanceof Date);

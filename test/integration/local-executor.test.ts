@@ -406,7 +406,7 @@ describe("runner exit codes (media-service runner --job)", () => {
         parameters: {},
         ...dest,
         ...spec,
-      } as never,
+      },
     ]);
     assert.equal(await stack.services.store.claim(type, 60_000, "test"), jobIds[0]);
     return jobIds[0]!;

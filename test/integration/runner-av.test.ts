@@ -61,7 +61,7 @@ async function failsPermanently(
   const { ctx } = await makeContext(type, source, parameters);
   await assert.rejects(processor(ctx), (err: unknown) => {
     assert.ok(isPermanent(err), `expected a PermanentError, got ${String(err)}`);
-    assert.match((err as Error).message, message);
+    assert.match(err.message, message);
     return true;
   });
 }

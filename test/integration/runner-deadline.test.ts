@@ -52,11 +52,12 @@ function capturingLogger(): { logger: Logger; lines: Array<Record<string, unknow
   const lines: Array<Record<string, unknown>> = [];
   const sink = new Writable({
     write(chunk, _enc, done) {
-      for (const line of String(chunk).split("\n")) if (line) lines.push(JSON.parse(line));
+      for (const line of String(chunk).split("\n"))
+        if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
       done();
     },
   });
-  return { logger: pino({ level: "debug" }, sink) as unknown as Logger, lines };
+  return { logger: pino({ level: "debug" }, sink), lines };
 }
 
 describe("JOB_TIMEOUT_SECONDS", () => {

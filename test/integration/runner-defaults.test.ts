@@ -139,7 +139,7 @@ const CASES: Case[] = [
     writesOutput: true,
     // cover fills the whole box (inside would give 100x50, contain would pad).
     check: async (_job, out) => {
-      const meta = await sharp(out!).metadata();
+      const meta = await sharp(out).metadata();
       assert.deepEqual([meta.format, meta.width, meta.height], ["jpeg", 100, 100]);
     },
   },
@@ -178,7 +178,7 @@ const CASES: Case[] = [
     writesOutput: true,
     check: async (job, out) => {
       assert.equal((job.result as { timestamp: string }).timestamp, "00:00:01");
-      assert.equal((await sharp(out!).metadata()).format, "jpeg");
+      assert.equal((await sharp(out).metadata()).format, "jpeg");
     },
   },
   {

@@ -368,7 +368,7 @@ function capturingLogger(): { logger: Logger; lines: string[] } {
       done();
     },
   });
-  return { logger: pino({ level: "debug" }, sink) as unknown as Logger, lines };
+  return { logger: pino({ level: "debug" }, sink), lines };
 }
 
 /** Submits a job of `type` on `key`, runs it as `runner --job` does; its outcome and record. */

@@ -72,8 +72,8 @@ async function start(
     text += stripVTControlCharacters(chunk.toString("utf8")).replaceAll("\r\n", "\n");
     for (const w of waiters) w();
   };
-  child.stdout!.on("data", onData);
-  child.stderr!.on("data", onData);
+  child.stdout.on("data", onData);
+  child.stderr.on("data", onData);
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   let done = false;
   void exited.then(() => {

@@ -46,7 +46,7 @@ async function startController(configFile: string): Promise<ChildProcess> {
   // Ready once the notifier has said so.
   await new Promise<void>((resolve, reject) => {
     let out = "";
-    child.stdout!.on("data", (chunk: Buffer) => {
+    child.stdout.on("data", (chunk: Buffer) => {
       out += chunk.toString();
       if (out.includes("webhook notifier started")) resolve();
     });

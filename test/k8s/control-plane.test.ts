@@ -284,7 +284,7 @@ describe("test control plane (etcd + kube-apiserver + kube-controller-manager + 
       const read = await leases.readNamespacedLease({ namespace: NS, name: "media-service-controller" });
       assert.equal(read.spec?.holderIdentity, "replica-a");
       assert.equal(
-        new Date(read.spec!.renewTime as unknown as string).getTime(),
+        new Date(read.spec.renewTime as unknown as string).getTime(),
         now.getTime() + 1000,
         "renewTime round-trips (microsecond precision)",
       );

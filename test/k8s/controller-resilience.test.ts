@@ -185,7 +185,7 @@ describe("two controller replicas", () => {
       name: "media-service-controller",
       namespace: cs.namespace,
     });
-    assert.notEqual(after.spec!.holderIdentity, lease.spec!.holderIdentity, "the Lease changed hands");
+    assert.notEqual(after.spec!.holderIdentity, lease.spec.holderIdentity, "the Lease changed hands");
     assert.ok((after.spec!.leaseTransitions ?? 0) >= 1);
 
     const [later] = await submitColors(cs, 1);

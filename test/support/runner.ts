@@ -37,7 +37,7 @@ export async function submitAndClaim(
 export async function runClaimed(
   stack: TestStack,
   jobId: string,
-  logger: Logger = pino({ level: "silent" }) as unknown as Logger,
+  logger: Logger = pino({ level: "silent" }),
 ): Promise<{ outcome: RunOutcome; job: Job }> {
   const { config, services } = stack;
   const outcome = await runJob(jobId, { config, store: services.store, s3: services.s3, logger });

@@ -98,7 +98,7 @@ function exampleProblems(text: string, differs: Record<string, string> = EXAMPLE
     }
   };
   const tree = substituteEnv(parseYaml(text), {}, []);
-  visit(ConfigFile as unknown as Schema, tree, []);
+  visit(ConfigFile, tree, []);
   for (const key of Object.keys(differs)) {
     if (!key.split(".").reduce<unknown>((node, k) => (node as Record<string, unknown>)?.[k], tree)) {
       problems.push(`${key}: listed as differing on purpose, but the file does not set it`);
@@ -124,7 +124,7 @@ describe("docs/configuration.md", () => {
   });
 
   test("lists every setting with a description, and each environment variable once", () => {
-    const rows = settingRows(ConfigFile as unknown as Schema, "");
+    const rows = settingRows(ConfigFile, "");
     const undescribed = rows.filter((r) => !r.description).map((r) => r.key);
     assert.deepEqual(undescribed, [], "settings without a description in core/config/schema.ts");
     const envs = rows.flatMap((r) => (r.env ? [r.env] : []));

@@ -24,7 +24,7 @@ function recordingTarget(capacity: number, caps: Partial<Record<JobType, number>
     capacity,
     room: () => target.capacity - launched.length,
     roomFor: (type) =>
-      caps[type] === undefined || launched.filter((l) => l.type === type).length < caps[type]!,
+      caps[type] === undefined || launched.filter((l) => l.type === type).length < caps[type],
     launch: async (id, type) => {
       if (fail) throw new Error("no runner");
       launched.push({ id, type });

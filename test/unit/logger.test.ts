@@ -16,7 +16,7 @@ ${body}`;
 }
 
 function lines(proc: ReturnType<typeof child>): AsyncIterable<string> {
-  return createInterface({ input: proc.stdout! });
+  return createInterface({ input: proc.stdout });
 }
 
 test("lines buffered in a block are written when the process exits", async () => {

@@ -199,13 +199,13 @@ describe("claim", () => {
 
     const first = await store.claim(A, LEASE, "worker-1");
     assert.equal(first, a[0]);
-    const job = await store.getJob(first!);
+    const job = await store.getJob(first);
     assert.equal(job?.status, "pending");
-    const raw = await rawJob(store, first!);
+    const raw = await rawJob(store, first);
     assert.equal(raw.claimed_by, "worker-1");
     const leaseUntil = Number(raw.lease_until);
     assert.ok(Math.abs(leaseUntil - (Date.now() + LEASE)) < 5000, "lease_until ≈ now + lease");
-    assert.equal(Number(await store.redis.zscore(store.keys.active(A), first!)), leaseUntil);
+    assert.equal(Number(await store.redis.zscore(store.keys.active(A), first)), leaseUntil);
     assert.deepEqual(await pendingList(A), [a[1], a[2]]);
     assert.deepEqual(await pendingList(B), [b]);
     assert.equal((await counters(A)).pending, 3, "a claimed job still counts as pending");

@@ -70,7 +70,7 @@ test("a retry is recorded without acknowledging; a final result acknowledges and
     last_status_code: 503,
     next_attempt_at: new Date(next).toISOString(),
   });
-  assert.match(job!.webhook_delivery!.last_attempt_at, ISO_MS_UTC);
+  assert.match(job.webhook_delivery.last_attempt_at, ISO_MS_UTC);
 
   assert.equal(
     await store.recordWebhookAttempt({

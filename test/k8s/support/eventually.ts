@@ -1,3 +1,5 @@
+import { inspect } from "node:util";
+
 // Polls until a check returns a value (not undefined), failing with what was awaited and the last
 // error when the time is up. Bounded waits, not timing assertions.
 export async function eventually<T>(
@@ -17,7 +19,8 @@ export async function eventually<T>(
     }
     if (Date.now() > deadline) {
       const extra = debug ? `\n${await debug().catch(() => "")}` : "";
-      throw new Error(`timed out waiting for ${what}${last ? ` (last error: ${String(last)})` : ""}${extra}`);
+      const error = last instanceof Error ? String(last) : inspect(last);
+      throw new Error(`timed out waiting for ${what}${last ? ` (last error: ${error})` : ""}${extra}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -30,7 +30,7 @@ describe("configuration", () => {
     assert.equal(config.logLevel, "info");
   });
 
-  test("the server section of the spec, with ${VAR} and ${VAR:-default} substitution", () => {
+  test("the server section of the configuration, with ${VAR} and ${VAR:-default} substitution", () => {
     const path = file(`
 server:
   port: \${APP_PORT}

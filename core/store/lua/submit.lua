@@ -11,7 +11,7 @@
     ARGV[3] JSON {client?, admin?, batch?: {id, fail_fast, webhook_url?}, jobs: [{id, type, fields}]}:
       client, the name of the submitting client, is recorded on every job and the batch, and they are
       indexed for it unless admin is true (an admin lists through the shared indexes; its records
-      carry client_admin=1); fields are the job hash's fields from the spec
+      carry client_admin=1); fields are the job hash's fields, from its JobSpec (core/jobs/spec.ts)
 
   Output:
     the queue position (1-based) of each job, in order

@@ -2,6 +2,7 @@
 // processes, the embedded S3-protocol store, sharp and ffmpeg. Media is generated here.
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -42,14 +43,24 @@ async function assertStillRunsJobs(stack: TestStack): Promise<void> {
   assert.equal((await finished(stack, next)).status, "completed");
 }
 
-/** Whether any process of the process group led by `pgid` is alive. */
+/**
+ * Whether any process of the process group led by `pgid` is alive. Zombies do not count: in a
+ * container whose first process reaps nothing, a killed ffmpeg stays one, dead but listed.
+ */
 function processGroupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+    } catch {
+      continue; // ended meanwhile
+    }
+    // pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses, so read after the last ")".
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (Number(pgrp) === pgid && state !== "Z") return true;
   }
+  return false;
 }
 
 async function put(stack: TestStack, key: string, body: Buffer, contentType = "application/octet-stream") {

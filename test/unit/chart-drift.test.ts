@@ -1,28 +1,15 @@
 // The Helm chart against itself and against the configuration's schema: values.yaml, the
 // hand-written values.schema.json and the templates declare, use and document the same values; the
-// chart's defaults, rendered into the service's config.yaml, are the schema's defaults except where
-// listed with a reason. Each check also runs on a drifted copy, to show it fails.
+// chart's defaults rendered into the service's config.yaml are checked with helm in
+// test/k8s/chart-config.test.ts. Each check also runs on a drifted copy, to show it fails.
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
-import { isDeepStrictEqual } from "node:util";
 import { Ajv } from "ajv";
 import { parse as parseYaml, parseDocument, isMap, isPair, isScalar, visit } from "yaml";
-import { loadConfig } from "../../core/config/load.js";
-import { ConfigFile, DURATION } from "../../core/config/schema.js";
-import { parseDuration } from "../../core/duration.js";
-import { CHART, helm, type K8sObject } from "../k8s/support/helm.js";
-
-type Tree = Record<string, unknown>;
-interface JsonSchema {
-  type?: string | string[];
-  properties?: Record<string, JsonSchema>;
-  patternProperties?: Record<string, JsonSchema>;
-  additionalProperties?: boolean | JsonSchema;
-  default?: unknown;
-  [DURATION]?: boolean;
-}
+import { CHART } from "../k8s/support/helm.js";
+import { isTree, schemaAt, type JsonSchema, type Tree } from "../support/json-schema.js";
 
 const VALUES_TEXT = readFileSync(join(CHART, "values.yaml"), "utf8");
 const VALUES = parseYaml(VALUES_TEXT) as Tree;
@@ -44,8 +31,6 @@ const CI_VALUES = readdirSync(join(CHART, "ci")).map((name) => ({
   values: parseYaml(readFileSync(join(CHART, "ci", name), "utf8")) as Tree,
 }));
 
-const isTree = (v: unknown): v is Tree => Boolean(v) && typeof v === "object" && !Array.isArray(v);
-
 /** Helm's merge of values files: maps merge, everything else is replaced. */
 function merge(base: Tree, over: Tree): Tree {
   const out: Tree = { ...base };
@@ -65,24 +50,6 @@ const leaves = (tree: Tree) =>
     const v = path.reduce<unknown>((node, k) => (node as Tree)[k], tree);
     return !(isTree(v) && Object.keys(v).length > 0);
   });
-
-/** The schema of a value path ("*" for any key of a map), or undefined where it declares none. */
-function schemaAt(schema: JsonSchema, path: string[]): JsonSchema | undefined {
-  let node: JsonSchema | undefined = schema;
-  for (const key of path) {
-    if (!node) return undefined;
-    const declared: JsonSchema | undefined = key === "*" ? undefined : node.properties?.[key];
-    const pattern: JsonSchema | undefined =
-      node.patternProperties && Object.values(node.patternProperties)[0];
-    const additional: JsonSchema | undefined =
-      typeof node.additionalProperties === "object" ? node.additionalProperties : undefined;
-    // A map the schema leaves open (no properties, additionalProperties not false) takes any key.
-    const open: JsonSchema | undefined =
-      !node.properties && !node.patternProperties && node.additionalProperties !== false ? {} : undefined;
-    node = declared ?? pattern ?? additional ?? open;
-  }
-  return node;
-}
 
 /**
  * Problems between values.yaml and values.schema.json, both ways. Below a value documented as a
@@ -210,58 +177,6 @@ function undocumented(text: string): string[] {
     .map((path) => path.join("."));
 }
 
-/**
- * Where the chart's default config.yaml deliberately says another value than the configuration's
- * schema default. Settings without a schema default (unset: derived at start) are not compared.
- */
-const CHART_DIFFERS: Record<string, string> = {
-  "executor.kind": "the chart runs the Kubernetes executor",
-  "kubernetes.instance": "the release name labels the runner Jobs",
-  "kubernetes.image": "runner Jobs run the chart's own image (at its appVersion)",
-};
-
-/** Settings of a rendered config.yaml whose value is not the schema's default, nor listed. */
-function defaultProblems(config: Tree, differs: Record<string, string> = CHART_DIFFERS): string[] {
-  const problems: string[] = [];
-  const root = ConfigFile as unknown as JsonSchema;
-  const compare = (value: unknown, path: string[]) => {
-    const key = path.join(".");
-    const s = schemaAt(root, path);
-    if (!s) return problems.push(`${key}: in the chart's config.yaml, not a setting`);
-    if (isTree(value) && (s.properties || s.patternProperties)) {
-      for (const [k, v] of Object.entries(value)) compare(v, [...path, k]);
-      return;
-    }
-    if (s.default === undefined || key in differs) return;
-    const same = s[DURATION]
-      ? parseDuration(value as string) === parseDuration(s.default as string)
-      : isDeepStrictEqual(value, s.default);
-    if (!same) {
-      problems.push(
-        `${key}: the chart says ${JSON.stringify(value)}, the schema's default is ${JSON.stringify(s.default)}`,
-      );
-    }
-  };
-  for (const [k, v] of Object.entries(config)) compare(v, [k]);
-  for (const key of Object.keys(differs)) {
-    if (key.split(".").reduce<unknown>((node, k) => (node as Tree)?.[k], config) === undefined) {
-      problems.push(`${key}: listed as differing on purpose, but the chart does not set it`);
-    }
-  }
-  return problems;
-}
-
-async function renderedConfig(args: string[] = []): Promise<Tree> {
-  const result = await helm(["template", "media", CHART, "--namespace", "media-ns", ...args]);
-  assert.equal(result.code, 0, result.stderr);
-  const configMap = result.stdout
-    .split(/^---$/m)
-    .map((doc) => parseYaml(doc) as K8sObject | null)
-    .find((o) => o?.kind === "ConfigMap" && o.metadata.name === "media-media-service");
-  assert.ok(configMap, "the ConfigMap");
-  return parseYaml((configMap.data as Record<string, string>)["config.yaml"]!) as Tree;
-}
-
 describe("chart values", () => {
   const schema = { ...SCHEMA };
   delete schema.$schema;
@@ -305,23 +220,5 @@ describe("chart values", () => {
     const drifted = VALUES_TEXT.replace("  # -- Runner Jobs running at once.\n", "");
     assert.notEqual(drifted, VALUES_TEXT);
     assert.deepEqual(undocumented(drifted), ["runner.maxRunningJobs"]);
-  });
-});
-
-describe("the chart's config.yaml", () => {
-  test("has the configuration's defaults, except those listed with a reason, and loads", async () => {
-    const config = await renderedConfig();
-    assert.deepEqual(defaultProblems(config), []);
-    assert.doesNotThrow(() => loadConfig({ env: {}, overrides: config }));
-    const drifted = await renderedConfig([
-      "--set",
-      "runner.maxRunningJobs=25",
-      "--set",
-      "webhooks.timeout=1m",
-    ]);
-    assert.deepEqual(defaultProblems(drifted), [
-      "kubernetes.max_running_jobs: the chart says 25, the schema's default is 20",
-      'webhooks.timeout: the chart says "1m", the schema\'s default is "10s"',
-    ]);
   });
 });

@@ -51,7 +51,7 @@ const ERROR_ANSWERS = {
   400: "Invalid request: the message names the field and the rule",
   401: "Missing or invalid API key",
   404: "Not found",
-  409: "Conflict: the id is taken",
+  409: "Conflict: the id is taken, or the job or batch has ended in a way that does not allow it",
   413: "Request body larger than limits.max_body_bytes",
   415: "Content-Type is not application/json",
   429: "Too many requests: rate limited; Retry-After says when to try again",

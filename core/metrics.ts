@@ -14,7 +14,16 @@ export { JOB_DURATION_BUCKETS };
 /** What the job metrics are read from: the store's counters (see JobStore). */
 export interface JobFigures {
   counters(): Promise<
-    Record<JobType, { pending: number; submittedTotal: number; completedTotal: number; failedTotal: number }>
+    Record<
+      JobType,
+      {
+        pending: number;
+        submittedTotal: number;
+        completedTotal: number;
+        failedTotal: number;
+        cancelledTotal: number;
+      }
+    >
   >;
   durationHistograms(): Promise<Record<JobType, { buckets: number[]; count: number; sum: number }>>;
   webhookDeliveries(): Promise<Record<string, number>>;
@@ -56,6 +65,17 @@ export function createMetricsRegistry(figures: JobFigures | undefined, prefix = 
         ];
       });
     }),
+  );
+  registry.registerMetric(
+    storeMetric(
+      "media_jobs_cancelled_total",
+      "Jobs cancelled, by request or by their fail_fast batch (counted in media_jobs_total's failed too), by type",
+      "counter",
+      async () => {
+        const { counters } = await snapshot();
+        return JOB_TYPES.map((type) => ({ labels: { type }, value: counters[type].cancelledTotal }));
+      },
+    ),
   );
   registry.registerMetric(
     storeMetric("media_queue_depth", "Jobs waiting in each queue", "gauge", async () => {

@@ -7,6 +7,9 @@
 import type { Job } from "./jobs/records.js";
 import type { JobType } from "./jobs/types.js";
 
+/** The error of a job a client cancelled (POST /jobs/{id}/cancel, or its batch's cancel). */
+export const CANCELLED_BY_REQUEST = "cancelled by request";
+
 /** The runner's exit codes, a contract between the runner and both executors. */
 export const EXIT = {
   /** The job is done: the runner recorded its result (or found it already ended). */

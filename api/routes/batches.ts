@@ -1,5 +1,6 @@
 import { schemaBounds } from "../../core/jobs/bounds.js";
 import { buildJobSpec } from "../../core/jobs/spec.js";
+import { CANCELLED_BY_REQUEST } from "../../core/policy.js";
 import { addLogContext } from "../access-log.js";
 import { submitterOf, viewerOf } from "../auth.js";
 import type { ApiContext, App } from "../context.js";
@@ -53,6 +54,38 @@ export function batchRoutes(app: App, ctx: ApiContext): void {
         job_ids: submitted.jobIds,
         status: "queued" as const,
       });
+    },
+  );
+
+  app.post(
+    "/jobs/batch/:id/cancel",
+    {
+      schema: {
+        summary: "Cancel a batch's unfinished jobs",
+        description:
+          "Every pending or processing job of the batch is cancelled as POST /jobs/{id}/cancel cancels one (its fail_fast does not apply); the batch then ends by the usual rule and carries `cancelled_at`. Cancelling it again changes nothing (200); a batch that had already ended is 409.",
+        tags: ["batches"],
+        security: API_KEY_SECURITY,
+        params: IdParams,
+        response: { 200: BatchGetResponse, ...errorResponses(400, 404, 409) },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params;
+      addLogContext(request, { batch_id: id });
+      const viewer = viewerOf(request);
+      if (!(await ctx.store.getBatch(id, viewer)))
+        return reply.code(404).send({ error: `batch ${id} not found` });
+      const outcome = await ctx.store.cancel("batch", id, CANCELLED_BY_REQUEST);
+      if (outcome !== "cancelled" && outcome !== "unchanged") {
+        return reply
+          .code(409)
+          .send({ error: `batch ${id} has already ended (${outcome}); nothing to cancel` });
+      }
+      if (outcome === "cancelled") request.log.info({ batch_id: id }, "batch cancelled by request");
+      const batch = await ctx.store.getBatch(id, viewer);
+      if (!batch) return reply.code(404).send({ error: `batch ${id} not found` });
+      return { batch };
     },
   );
 

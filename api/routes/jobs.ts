@@ -2,6 +2,7 @@ import { Type } from "@sinclair/typebox";
 import { schemaBounds } from "../../core/jobs/bounds.js";
 import { buildJobSpec, type JobSpec, type SubmissionFields } from "../../core/jobs/spec.js";
 import type { JobType } from "../../core/jobs/types.js";
+import { CANCELLED_BY_REQUEST } from "../../core/policy.js";
 import { addLogContext } from "../access-log.js";
 import { submitterOf, viewerOf } from "../auth.js";
 import type { ApiContext, App } from "../context.js";
@@ -79,6 +80,40 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
     async (request, reply) => {
       const job = await ctx.store.getJob(request.params.id, viewerOf(request));
       if (!job) return reply.code(404).send({ error: `job ${request.params.id} not found` });
+      return job;
+    },
+  );
+
+  app.post(
+    "/jobs/:id/cancel",
+    {
+      schema: {
+        summary: "Cancel a job",
+        description:
+          "A pending job fails at once and never starts; a processing job has its runner stopped (nothing is uploaded) and fails. Its error is `cancelled by request`, `cancelled_at` is set, SSE sends `complete` and its webhook fires as for a failed job. Cancelling a cancelled job changes nothing (200); a completed or otherwise failed job is 409.",
+        tags: ["jobs"],
+        security: API_KEY_SECURITY,
+        params: IdParams,
+        response: { 200: Type.Ref(Job), ...errorResponses(400, 404, 409) },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params;
+      addLogContext(request, { job_id: id });
+      const viewer = viewerOf(request);
+      if (!(await ctx.store.getJob(id, viewer)))
+        return reply.code(404).send({ error: `job ${id} not found` });
+      const outcome = await ctx.store.cancel("job", id, CANCELLED_BY_REQUEST);
+      if (outcome !== "cancelled" && outcome !== "unchanged") {
+        return reply
+          .code(409)
+          .send({
+            error: `job ${id} has already ${outcome === "completed" ? "completed" : "failed"}; only a pending or processing job can be cancelled`,
+          });
+      }
+      if (outcome === "cancelled") request.log.info({ job_id: id }, "job cancelled by request");
+      const job = await ctx.store.getJob(id, viewer);
+      if (!job) return reply.code(404).send({ error: `job ${id} not found` });
       return job;
     },
   );

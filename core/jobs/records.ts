@@ -256,6 +256,9 @@ export const Job = Type.Object(
     updated_at: Timestamp("Last change"),
     started_at: Type.Optional(Timestamp("When processing started")),
     completed_at: Type.Optional(Timestamp("When the job finished")),
+    cancelled_at: Type.Optional(
+      Timestamp("When the job was cancelled (by request, or by its fail_fast batch); error says which"),
+    ),
     duration_seconds: Type.Optional(Type.Number({ description: "Processing time in seconds" })),
     webhook_delivery: Type.Optional(Type.Ref(WebhookDelivery)),
   },
@@ -286,6 +289,9 @@ export const Batch = Type.Object(
     created_at: Type.String({ format: "date-time" }),
     updated_at: Type.String({ format: "date-time" }),
     completed_at: Type.Optional(Type.String({ format: "date-time" })),
+    cancelled_at: Type.Optional(
+      Type.String({ format: "date-time", description: "When the batch was cancelled by request" }),
+    ),
     webhook_delivery: Type.Optional(Type.Ref(WebhookDelivery)),
   },
   { $id: "Batch" },

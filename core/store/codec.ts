@@ -29,6 +29,7 @@ const PUBLIC_FIELDS = [
   "updated_at",
   "started_at",
   "completed_at",
+  "cancelled_at",
   "duration_seconds",
 ] as const;
 
@@ -75,6 +76,7 @@ export function decodeBatch(hash: Hash): Batch | undefined {
     created_at: hash.created_at!,
     updated_at: hash.updated_at!,
     ...(hash.completed_at ? { completed_at: hash.completed_at } : {}),
+    ...(hash.cancelled_at ? { cancelled_at: hash.cancelled_at } : {}),
     ...(delivery ? { webhook_delivery: delivery } : {}),
   };
 }

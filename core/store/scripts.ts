@@ -10,6 +10,7 @@ export const SCRIPT_NAMES = [
   "progress",
   "complete",
   "fail",
+  "cancel",
   "requeue",
   "renew",
   "reap",

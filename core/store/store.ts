@@ -25,6 +25,9 @@ export interface StoreOptions {
   maxAttempts?: number;
 }
 
+/** What a cancellation did: changed the job or batch, nothing (cancelled before), or its end state. */
+export type CancelOutcome = "cancelled" | "unchanged" | "completed" | "failed" | "partial";
+
 /** What a re-queue did: gave the job back, failed it (its retry budget was spent), or nothing. */
 export type RequeueOutcome = "requeued" | "failed" | "unchanged";
 
@@ -55,6 +58,7 @@ export interface TypeCounters {
   submittedTotal: number;
   completedTotal: number;
   failedTotal: number;
+  cancelledTotal: number;
 }
 
 /** What one webhook delivery attempt came to; all but `retry` end the delivery. */
@@ -161,6 +165,14 @@ export class JobStore {
   }
 
   /** pending|processing → failed. False for a duplicate. */
+  /**
+   * A client's cancellation of a job or of a batch's unfinished jobs (lua/cancel.lua): "cancelled",
+   * "unchanged" when it was cancelled before, or the status it had already ended with.
+   */
+  async cancel(kind: "job" | "batch", id: string, message: string): Promise<CancelOutcome> {
+    return (await this.script("cancel", kind, id, message)) as CancelOutcome;
+  }
+
   /**
    * Pending or processing → failed. `attempts`: the executor retried the job itself (a Kubernetes
    * Job's pods) and this is the last of that many failures; the error then says it gave up.
@@ -328,6 +340,7 @@ export class JobStore {
         submittedTotal: n("submitted_total"),
         completedTotal: n("completed_total"),
         failedTotal: n("failed_total"),
+        cancelledTotal: n("cancelled_total"),
       };
     });
     return out;

@@ -13,6 +13,7 @@ import sharp from "sharp";
 import { LocalExecutor } from "../../controller/local-executor.js";
 import { runnerEntry } from "../../controller/runner-process.js";
 import { RESOLVED_CONFIG_ENV } from "../../core/config/load.js";
+import type { Job } from "../../core/jobs/records.js";
 import type { JobType } from "../../core/jobs/types.js";
 import { startTestStack, type TestStack } from "../support/api.js";
 import { finished, submit } from "../support/jobs.js";
@@ -32,6 +33,24 @@ async function runnerOnceProcessing(stack: TestStack, id: string): Promise<numbe
     await new Promise((r) => setTimeout(r, 20));
   }
   throw new Error(`job ${id} never started in a runner process`);
+}
+
+/** A cancelled job's runner process group is gone and the executor runs nothing for the job. */
+async function waitUntilGone(pid: number, stack: TestStack, id: string): Promise<void> {
+  const limit = Date.now() + 15_000;
+  while (Date.now() < limit && (processGroupAlive(pid) || stack.executor!.runnerPid(id) !== undefined)) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.equal(processGroupAlive(pid), false, "no process of the cancelled job's runner is left");
+  assert.equal(stack.executor!.runnerPid(id), undefined);
+}
+
+/** media_jobs_cancelled_total of audio_convert, from /metrics. */
+async function cancelledMetric(stack: TestStack): Promise<number> {
+  const text = await (await stack.request("/metrics")).text();
+  const match = /^media_jobs_cancelled_total\{type="audio_convert"\} (\d+)$/m.exec(text);
+  assert.ok(match, "media_jobs_cancelled_total is served");
+  return Number(match[1]);
 }
 
 /** The executor still runs jobs: a small one completes. */
@@ -282,16 +301,99 @@ describe("jobs through the local stack", () => {
     assert.equal(cancelled.error, `cancelled: batch ${batch_id} stopped by the failure of job ${short}`);
     // The runner's process group (the runner and its ffmpeg) is gone, long before the conversion
     // would have ended, and the executor runs nothing for the job any more.
-    const gone = Date.now() + 15_000;
-    while (Date.now() < gone && (processGroupAlive(pid) || stack.executor!.runnerPid(long) !== undefined)) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    assert.equal(processGroupAlive(pid), false, "no process of the cancelled job's runner is left");
-    assert.equal(stack.executor!.runnerPid(long), undefined);
+    await waitUntilGone(pid, stack, long);
     assert.equal(await exists(stack, "out/cancel-long.mp3"), false, "nothing uploaded");
     assert.equal((await stack.services.store.getJob(long))?.status, "failed");
     assert.equal((await stack.services.store.getBatch(batch_id))?.status, "failed");
     await assertStillRunsJobs(stack);
+  });
+
+  test("POST /jobs/{id}/cancel stops a running conversion: failed at once, runner and ffmpeg gone, nothing uploaded", async () => {
+    await put(stack, "in/cancel-me.wav", await wav(2400), "audio/wav");
+    const id = await submit(stack, "audio/convert", {
+      source_bucket: stack.bucket,
+      source_key: "in/cancel-me.wav",
+      dest_bucket: stack.bucket,
+      dest_key: "out/cancel-me.mp3",
+      format: "mp3",
+    });
+    const stream = await openStream(`${stack.baseUrl}/api/v1/jobs/${id}/stream`);
+    const pid = await runnerOnceProcessing(stack, id);
+    const before = await cancelledMetric(stack);
+
+    const res = await stack.request(`/api/v1/jobs/${id}/cancel`, { method: "POST" });
+    assert.equal(res.status, 200);
+    const job = (await res.json()) as Job;
+    assert.deepEqual([job.id, job.status, job.error], [id, "failed", "cancelled by request"]);
+    assert.ok(job.cancelled_at && job.started_at, "cancelled after it started");
+    await stream.closed;
+    const last = stream.events.at(-1)!;
+    assert.equal(last.event, "complete");
+    assert.deepEqual(
+      [(last.json as Job).status, (last.json as Job).error],
+      ["failed", "cancelled by request"],
+    );
+
+    await waitUntilGone(pid, stack, id);
+    assert.equal(await exists(stack, "out/cancel-me.mp3"), false, "nothing uploaded");
+    assert.equal((await stack.services.store.getJob(id))?.error, "cancelled by request");
+    assert.equal(await cancelledMetric(stack), before + 1);
+
+    // Again: nothing changes. An unknown job is 404, a completed one 409.
+    const again = await stack.request(`/api/v1/jobs/${id}/cancel`, { method: "POST" });
+    assert.equal(again.status, 200);
+    assert.deepEqual(await again.json(), await stack.services.store.getJob(id));
+    assert.equal((await stack.request(`/api/v1/jobs/no-such-job/cancel`, { method: "POST" })).status, 404);
+    const done = await submit(stack, "image/colors", {
+      source_bucket: stack.bucket,
+      source_key: "in/small.jpg",
+    });
+    assert.equal((await finished(stack, done)).status, "completed");
+    const conflict = await stack.request(`/api/v1/jobs/${done}/cancel`, { method: "POST" });
+    assert.equal(conflict.status, 409);
+    assert.match(((await conflict.json()) as { error: string }).error, /has already completed/);
+  });
+
+  test("a cancelled pending job never starts; a batch's cancel takes every unfinished job", async () => {
+    // Both runners busy with long conversions: the batch's third job waits.
+    const entry = (n: number) => ({
+      type: "audio_convert",
+      source_bucket: stack.bucket,
+      source_key: "in/cancel-me.wav",
+      dest_bucket: stack.bucket,
+      dest_key: `out/cancel-batch-${n}.mp3`,
+      parameters: { format: "mp3" },
+    });
+    const res = await stack.request("/api/v1/jobs/batch", {
+      method: "POST",
+      json: { jobs: [1, 2, 3].map(entry) },
+    });
+    assert.equal(res.status, 201);
+    const { batch_id, job_ids } = (await res.json()) as { batch_id: string; job_ids: string[] };
+    const [first, second, waiting] = job_ids as [string, string, string];
+    const pids = [await runnerOnceProcessing(stack, first), await runnerOnceProcessing(stack, second)];
+    const cancelWaiting = await stack.request(`/api/v1/jobs/${waiting}/cancel`, { method: "POST" });
+    assert.equal(cancelWaiting.status, 200);
+    assert.equal(((await cancelWaiting.json()) as Job).started_at, undefined);
+
+    const cancelBatch = await stack.request(`/api/v1/jobs/batch/${batch_id}/cancel`, { method: "POST" });
+    assert.equal(cancelBatch.status, 200);
+    const { batch } = (await cancelBatch.json()) as {
+      batch: { status: string; failed: number; cancelled_at?: string };
+    };
+    assert.deepEqual([batch.status, batch.failed, Boolean(batch.cancelled_at)], ["failed", 3, true]);
+    await waitUntilGone(pids[0]!, stack, first);
+    await waitUntilGone(pids[1]!, stack, second);
+    for (const id of job_ids) {
+      assert.equal((await stack.services.store.getJob(id))?.error, "cancelled by request");
+    }
+    const started = (await streamEvents(stack.services.store, "job.started")).filter(
+      (e) => e.fields.job_id === waiting,
+    );
+    assert.deepEqual(started, [], "the cancelled pending job never started");
+    assert.equal((await stack.services.store.getJob(waiting))?.attempts ?? 0, 0, "never charged an attempt");
+    const ended = await stack.request(`/api/v1/jobs/batch/${batch_id}/cancel`, { method: "POST" });
+    assert.equal(ended.status, 200, "a cancelled batch cancelled again changes nothing");
   });
 
   test("a runner killed mid-job is a transient failure: the job is retried and completes", async () => {

@@ -286,6 +286,39 @@ describe("delivery", () => {
     }
   });
 
+  test("a job cancelled by request gets its webhook as a failed job, with the cancellation as its error", async () => {
+    const receiver = await startWebhookReceiver();
+    try {
+      const id = await submit(stack, "image/colors", {
+        source_bucket: stack.bucket,
+        source_key: "in/x.png",
+        webhook_url: `${receiver.url}/cancelled`,
+      });
+      const res = await stack.request(`/api/v1/jobs/${id}/cancel`, { method: "POST" });
+      assert.equal(res.status, 200);
+      const record = (await settled(stack, "job", id)) as Job;
+      assert.equal(record.webhook_delivery?.status, "delivered");
+      const [hook] = receiver.received;
+      assert.ok(hook);
+      verify(hook);
+      assert.deepEqual(hook.json, {
+        event: "job.failed",
+        timestamp: record.completed_at,
+        job: {
+          id,
+          type: "image_colors",
+          status: "failed",
+          error: "cancelled by request",
+          request_id: record.request_id,
+          created_at: record.created_at,
+          completed_at: record.completed_at,
+        },
+      });
+    } finally {
+      await receiver.close();
+    }
+  });
+
   test("a 4xx is not retried: one request, recorded as failed, the event acknowledged", async () => {
     const receiver = await startWebhookReceiver({ answer: () => ({ status: 404 }) });
     try {

@@ -175,7 +175,10 @@ end
 
 -- Ends a pending or processing job as failed; the caller has checked the status.
 local fail_job
+-- Set by a script that cancels a whole batch itself (cancel.lua): its jobs' failures do not stop it.
+local cancelling_batch = false
 local function stop_batch(batch_id, failed_id)
+  if cancelling_batch then return end
   local b = at(K.batch, batch_id)
   local h = redis.call('HMGET', b, 'fail_fast', 'stopped_by')
   if h[1] ~= '1' or (h[2] and h[2] ~= '') then return end
@@ -195,7 +198,10 @@ fail_job = function(id, from, message, cancelled)
   if h[4] then
     redis.call('HSET', j, 'duration_seconds', tostring((NOW - tonumber(h[4])) / 1000))
   end
-  if cancelled then redis.call('HSET', j, 'cancelled', '1') end
+  if cancelled then
+    redis.call('HSET', j, 'cancelled', '1', 'cancelled_at', NOW_ISO)
+    redis.call('HINCRBY', at(K.stats, type), 'cancelled_total', 1)
+  end
   redis.call('HDEL', j, 'claimed_by', 'lease_until')
   if from == 'pending' then redis.call('LREM', at(K.pending, type), 0, id) end
   redis.call('ZREM', at(K.active, type), id)

@@ -6,7 +6,9 @@
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { after, before, describe, test } from "node:test";
+import { HeadObjectCommand } from "@aws-sdk/client-s3";
 import type { V1Job, V1Pod } from "@kubernetes/client-node";
+import type { Job } from "../../core/jobs/records.js";
 import { makeAudio, makeVideo, removeMediaDirs } from "../support/av.js";
 import { TEST_BUCKET } from "../support/api.js";
 import { makeImage } from "../support/media.js";
@@ -319,6 +321,27 @@ describe("runner Jobs for media jobs", () => {
     );
     await eventually("no runner container left for the cancelled job", async () =>
       (await runnerRunning(cs, longId)) ? undefined : true,
+    );
+  });
+
+  test("POST /jobs/{id}/cancel of a running conversion: failed at once, its Job deleted, its runner stopped, nothing uploaded", async () => {
+    const { id } = await runningConversion(cs, "cancel-by-request");
+    const res = await cs.stack.request(`/api/v1/jobs/${id}/cancel`, { method: "POST" });
+    assert.equal(res.status, 200);
+    const job = (await res.json()) as Job;
+    assert.deepEqual([job.status, job.error], ["failed", "cancelled by request"]);
+    await eventually("the cancelled job's Job to be gone", async () =>
+      (await cs.kubeJobs(id)).length === 0 ? true : undefined,
+    );
+    await eventually("no runner container left for the cancelled job", async () =>
+      (await runnerRunning(cs, id)) ? undefined : true,
+    );
+    assert.equal((await cs.stack.services.store.getJob(id))?.error, "cancelled by request");
+    await assert.rejects(
+      cs.stack.services.s3.send(
+        new HeadObjectCommand({ Bucket: cs.stack.bucket, Key: "out/cancel-by-request.mp3" }),
+      ),
+      "nothing uploaded",
     );
   });
 

@@ -1,6 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { schemaBounds } from "../../core/jobs/bounds.js";
-import { buildJobSpec, type JobSpec, type SubmissionFields } from "../../core/jobs/spec.js";
+import { buildJobSpec, retrySpec, type JobSpec, type SubmissionFields } from "../../core/jobs/spec.js";
 import type { JobType } from "../../core/jobs/types.js";
 import { CANCELLED_BY_REQUEST } from "../../core/policy.js";
 import { addLogContext } from "../access-log.js";
@@ -105,16 +105,48 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
         return reply.code(404).send({ error: `job ${id} not found` });
       const outcome = await ctx.store.cancel("job", id, CANCELLED_BY_REQUEST);
       if (outcome !== "cancelled" && outcome !== "unchanged") {
-        return reply
-          .code(409)
-          .send({
-            error: `job ${id} has already ${outcome === "completed" ? "completed" : "failed"}; only a pending or processing job can be cancelled`,
-          });
+        return reply.code(409).send({
+          error: `job ${id} has already ${outcome === "completed" ? "completed" : "failed"}; only a pending or processing job can be cancelled`,
+        });
       }
       if (outcome === "cancelled") request.log.info({ job_id: id }, "job cancelled by request");
       const job = await ctx.store.getJob(id, viewer);
       if (!job) return reply.code(404).send({ error: `job ${id} not found` });
       return job;
+    },
+  );
+
+  app.post(
+    "/jobs/:id/retry",
+    {
+      schema: {
+        summary: "Retry a failed job",
+        description:
+          "A failed job (a cancelled one included) is submitted again as a new job of the same type, locations, parameters, webhook, resources and timeout, whose record carries `retry_of`. A completed or unfinished job is 409.",
+        tags: ["jobs"],
+        security: API_KEY_SECURITY,
+        params: IdParams,
+        response: { 202: Type.Ref(SubmitResponse), ...errorResponses(400, 404, 409) },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params;
+      const job = await ctx.store.getJob(id, viewerOf(request));
+      if (!job) return reply.code(404).send({ error: `job ${id} not found` });
+      if (job.status !== "failed") {
+        return reply
+          .code(409)
+          .send({ error: `job ${id} is ${job.status}; only a failed job can be retried` });
+      }
+      const submitted = await ctx.store.submit([retrySpec(job, request.id)], undefined, submitterOf(request));
+      const jobId = submitted.jobIds[0]!;
+      addLogContext(request, { job_id: jobId, type: job.type, retry_of: id });
+      return reply.code(202).send({
+        job_id: jobId,
+        status: "pending" as const,
+        message: `${job.type} job queued (retry of ${id})`,
+        queue_position: submitted.queuePositions[0]!,
+      });
     },
   );
 

@@ -260,6 +260,7 @@ export const Job = Type.Object(
       Timestamp("When the job was cancelled (by request, or by its fail_fast batch); error says which"),
     ),
     duration_seconds: Type.Optional(Type.Number({ description: "Processing time in seconds" })),
+    retry_of: Type.Optional(Type.String({ description: "The failed job this one retries" })),
     webhook_delivery: Type.Optional(Type.Ref(WebhookDelivery)),
   },
   { $id: "Job" },

@@ -2,6 +2,7 @@ import type { TLiteralValue, TObject } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import { shown } from "../text.js";
 import { PARAMETER_SCHEMAS, withDefaults } from "./parameters.js";
+import type { Job } from "./records.js";
 import { JOB_TYPES, type JobType } from "./types.js";
 
 /** A job as it is submitted: what the store records. */
@@ -17,6 +18,8 @@ export interface JobSpec {
   request_id?: string;
   resources?: { cpu?: string; memory?: string };
   timeout_seconds?: number;
+  /** The failed job this one retries (POST /jobs/{id}/retry). */
+  retry_of?: string;
 }
 
 /** A submission the interface refuses: becomes a 400 with this message. */
@@ -90,4 +93,24 @@ export function buildJobSpec(
   if (fields.resources !== undefined) spec.resources = fields.resources;
   if (fields.timeout_seconds !== undefined) spec.timeout_seconds = fields.timeout_seconds;
   return spec;
+}
+
+/**
+ * A new job doing what a failed one did: its type, locations, parameters, webhook, resources and
+ * timeout, marked `retry_of` it; the request that asks for it names it (request_id).
+ */
+export function retrySpec(job: Job, requestId: string): JobSpec {
+  return {
+    ...buildJobSpec(
+      job.type,
+      {
+        ...job,
+        webhook_style: job.webhook_style as SubmissionFields["webhook_style"],
+        request_id: requestId,
+      },
+      job.parameters,
+      requestId,
+    ),
+    retry_of: job.id,
+  };
 }

@@ -31,6 +31,7 @@ const PUBLIC_FIELDS = [
   "completed_at",
   "cancelled_at",
   "duration_seconds",
+  "retry_of",
 ] as const;
 
 export function decodeJob(hash: Hash): Job | undefined {

@@ -140,7 +140,14 @@ async function listen(
   ]);
   const metrics = createMetricsRegistry(services.store);
   const api = await buildApi(
-    { config, store: services.store, events: services.events, health: services.health, metrics },
+    {
+      config,
+      store: services.store,
+      events: services.events,
+      health: services.health,
+      metrics,
+      s3: services.s3,
+    },
     logger,
   );
   const host = listenHost(config, command);

@@ -6,6 +6,7 @@ import type {
   RawReplyDefaultExpression,
 } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { S3Client } from "@aws-sdk/client-s3";
 import type { Registry } from "prom-client";
 import type { Config } from "../core/config/load.js";
 import type { DependencyChecker } from "../core/health/dependencies.js";
@@ -19,6 +20,8 @@ export interface ApiContext {
   events: JobEventHub;
   health: DependencyChecker;
   metrics: Registry;
+  /** Signs the links of GET /jobs/{id}/output. */
+  s3: S3Client;
 }
 
 export type App = FastifyInstance<

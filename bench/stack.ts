@@ -88,6 +88,7 @@ export async function listenApi(
       events: services.events,
       health: services.health,
       metrics: createMetricsRegistry(services.store),
+      s3: services.s3,
     },
     logger,
   );

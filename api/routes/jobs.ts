@@ -1,7 +1,8 @@
 import { Type } from "@sinclair/typebox";
 import { schemaBounds } from "../../core/jobs/bounds.js";
 import { buildJobSpec, retrySpec, type JobSpec, type SubmissionFields } from "../../core/jobs/spec.js";
-import type { JobType } from "../../core/jobs/types.js";
+import { WRITES_OUTPUT, type JobType } from "../../core/jobs/types.js";
+import { presignedGet } from "../../core/storage/s3.js";
 import { CANCELLED_BY_REQUEST } from "../../core/policy.js";
 import { addLogContext } from "../access-log.js";
 import { submitterOf, viewerOf } from "../auth.js";
@@ -147,6 +148,45 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
         message: `${job.type} job queued (retry of ${id})`,
         queue_position: submitted.queuePositions[0]!,
       });
+    },
+  );
+
+  app.get(
+    "/jobs/:id/output",
+    {
+      schema: {
+        summary: "Download a job's output",
+        description:
+          "302 to a presigned GET URL of the completed job's output object, valid for `storage.output_link_expiry`. 409 while the job has not completed (or when it failed); 404 for a job type that writes no file.",
+        tags: ["jobs"],
+        security: API_KEY_SECURITY,
+        params: IdParams,
+        response: {
+          302: Type.Null({ description: "Found: the `Location` header is the presigned URL" }),
+          ...errorResponses(400, 404, 409),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params;
+      const job = await ctx.store.getJob(id, viewerOf(request));
+      if (!job) return reply.code(404).send({ error: `job ${id} not found` });
+      if (!WRITES_OUTPUT[job.type] || !job.dest_bucket || !job.dest_key) {
+        return reply.code(404).send({ error: `job ${id} is ${job.type}, which writes no output file` });
+      }
+      if (job.status !== "completed") {
+        return reply
+          .code(409)
+          .send({ error: `job ${id} is ${job.status}; its output exists once it has completed` });
+      }
+      const url = await presignedGet(
+        ctx.s3,
+        job.dest_bucket,
+        job.dest_key,
+        ctx.config.storage.outputLinkExpiryMs,
+      );
+      reply.header("cache-control", "no-store");
+      return reply.redirect(url, 302);
     },
   );
 

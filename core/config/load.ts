@@ -325,6 +325,13 @@ function resolve(c: ConfigFile, aiDefined: boolean): Config {
     );
   }
   checkWebhooks(config.webhooks);
+  if (!(
+    config.storage.outputLinkExpiryMs >= 1000 && config.storage.outputLinkExpiryMs <= 7 * 24 * 3600 * 1000
+  )) {
+    throw new ConfigError(
+      "invalid configuration: storage.output_link_expiry must be between 1s and 7d (the longest a presigned S3 URL lives)",
+    );
+  }
   const election = config.kubernetes.leaderElection;
   if (!(
     election.leaseDurationMs > election.renewDeadlineMs && election.renewDeadlineMs > election.retryPeriodMs

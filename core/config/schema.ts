@@ -241,6 +241,10 @@ export const StorageConfig = Section(
       description:
         "Address of the embedded store (`start` only), e.g. 0.0.0.0 in a container whose port 9000 is published; off loopback it needs `access_key_id` and `secret_access_key` of your own.",
     }),
+    output_link_expiry: Duration(
+      "15m",
+      "How long the presigned link `GET /api/v1/jobs/{id}/output` redirects to stays valid; at most 7d (S3's limit).",
+    ),
   },
   "Object storage (S3 protocol): sources and outputs of jobs.",
 );

@@ -1,4 +1,5 @@
-import { HeadBucketCommand, ListBucketsCommand, S3Client } from "@aws-sdk/client-s3";
+import { GetObjectCommand, HeadBucketCommand, ListBucketsCommand, S3Client } from "@aws-sdk/client-s3";
+import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import type { Config } from "../config/load.js";
 
 export type StorageSettings = Config["storage"];
@@ -21,6 +22,21 @@ export function outputUrl(storage: StorageSettings, bucket: string, key: string)
   if (storage.publicBaseUrl) return `${storage.publicBaseUrl}/${path}`;
   if (storage.endpoint) return `${storage.endpoint.replace(/\/+$/, "")}/${path}`;
   return `s3://${bucket}/${key}`;
+}
+
+/**
+ * A presigned GET of an object, valid for `expiresMs` (rounded to whole seconds): the storage
+ * endpoint's own URL, so a client that follows it needs no credentials of its own.
+ */
+export function presignedGet(
+  client: S3Client,
+  bucket: string,
+  key: string,
+  expiresMs: number,
+): Promise<string> {
+  return getSignedUrl(client, new GetObjectCommand({ Bucket: bucket, Key: key }), {
+    expiresIn: Math.max(1, Math.round(expiresMs / 1000)),
+  });
 }
 
 /** A cheap authenticated round trip: HeadBucket on the health bucket, else ListBuckets. */

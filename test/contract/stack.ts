@@ -17,7 +17,14 @@ const services = openCoreServices(config, logger, "api");
 await services.ready(config.redis.connectTimeoutMs);
 const metrics = createMetricsRegistry(services.store);
 const api = await buildApi(
-  { config, store: services.store, events: services.events, health: services.health, metrics },
+  {
+    config,
+    store: services.store,
+    events: services.events,
+    health: services.health,
+    metrics,
+    s3: services.s3,
+  },
   logger,
 );
 await api.app.listen({ host: "127.0.0.1", port: config.server.port });

@@ -1,8 +1,10 @@
 // Job control over HTTP, on a stack with no executor (jobs stay where the test puts them): retrying a
 // failed job (a cancelled one included) submits a new job doing the same, marked retry_of; a completed
-// or unfinished job cannot be retried; cancel answers 404, 409 and a repeat as documented.
+// or unfinished job cannot be retried; cancel answers 404, 409 and a repeat as documented; a completed
+// job's output is one redirect away, through a presigned URL of the store.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { PutObjectCommand } from "@aws-sdk/client-s3";
 import type { Job } from "../../core/jobs/records.js";
 import { startTestStack, type TestStack } from "../support/api.js";
 import { submit } from "../support/jobs.js";
@@ -114,5 +116,56 @@ describe("cancel answers", () => {
     assert.match(((await conflict.json()) as { error: string }).error, /has already failed/);
     assert.equal((await post("no-such-job/cancel")).status, 404);
     assert.equal((await post("batch/no-such-batch/cancel")).status, 404);
+  });
+});
+
+describe("output", () => {
+  test("a completed job's output: 302 to a presigned URL that serves the object without a key", async () => {
+    const body = Buffer.from("the output's bytes");
+    const id = await submit(stack, "image/resize", { ...resizeBody(), dest_key: "out/linked.webp" });
+    const pending = await stack.request(`/api/v1/jobs/${id}/output`, { redirect: "manual" });
+    assert.equal(pending.status, 409);
+    assert.deepEqual(await pending.json(), {
+      error: `job ${id} is pending; its output exists once it has completed`,
+    });
+
+    await stack.services.s3.send(
+      new PutObjectCommand({
+        Bucket: stack.bucket,
+        Key: "out/linked.webp",
+        Body: body,
+        ContentType: "image/webp",
+      }),
+    );
+    await claimJob(stack.services.store, "image_resize", id);
+    await stack.services.store.start(id, 60_000);
+    await stack.services.store.complete(id, {});
+    const res = await stack.request(`/api/v1/jobs/${id}/output`, { redirect: "manual" });
+    assert.equal(res.status, 302);
+    assert.equal(res.headers.get("cache-control"), "no-store");
+    const location = new URL(res.headers.get("location")!);
+    assert.equal(location.pathname, `/${stack.bucket}/out/linked.webp`);
+    assert.equal(location.searchParams.get("X-Amz-Expires"), "900", "storage.output_link_expiry, 15m");
+    const object = await fetch(location);
+    assert.equal(object.status, 200);
+    assert.equal(object.headers.get("content-type"), "image/webp");
+    assert.deepEqual(Buffer.from(await object.arrayBuffer()), body);
+    // The signature is the only credential: the same URL with another key is refused.
+    location.pathname = `/${stack.bucket}/out/other.webp`;
+    assert.equal((await fetch(location)).status, 403);
+  });
+
+  test("a job type that writes no file is 404, as is an unknown job", async () => {
+    const id = await submit(stack, "image/colors", {
+      source_bucket: stack.bucket,
+      source_key: "in/photo.jpg",
+    });
+    const res = await stack.request(`/api/v1/jobs/${id}/output`, { redirect: "manual" });
+    assert.equal(res.status, 404);
+    assert.deepEqual(await res.json(), { error: `job ${id} is image_colors, which writes no output file` });
+    assert.equal(
+      (await stack.request("/api/v1/jobs/no-such-job/output", { redirect: "manual" })).status,
+      404,
+    );
   });
 });

@@ -140,7 +140,14 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   await services.ready(10_000);
   const metrics = createMetricsRegistry(services.store);
   const api = await buildApi(
-    { config, store: services.store, events: services.events, health: services.health, metrics },
+    {
+      config,
+      store: services.store,
+      events: services.events,
+      health: services.health,
+      metrics,
+      s3: services.s3,
+    },
     logger,
   );
   await api.app.listen({ host: "127.0.0.1", port: 0 });

@@ -274,3 +274,21 @@ describe("durations", () => {
     }
   });
 });
+
+describe("storage.output_link_expiry", () => {
+  test("15 minutes by default; longer than S3 allows a presigned URL is refused at start, naming the setting", () => {
+    assert.equal(loadConfig({ env: {}, file: "/dev/null" }).storage.outputLinkExpiryMs, 15 * 60 * 1000);
+    assert.equal(
+      loadConfig({ env: {}, file: "/dev/null", overrides: { storage: { output_link_expiry: "7d" } } }).storage
+        .outputLinkExpiryMs,
+      7 * 24 * 3600 * 1000,
+    );
+    for (const bad of ["8d", "500ms"]) {
+      assert.throws(
+        () => loadConfig({ env: {}, file: "/dev/null", overrides: { storage: { output_link_expiry: bad } } }),
+        /storage\.output_link_expiry must be between 1s and 7d/,
+        bad,
+      );
+    }
+  });
+});

@@ -106,6 +106,21 @@ describe("cancelling a batch", () => {
     assert.equal(await store.cancel("batch", batchId!, CANCELLED_BY_REQUEST), "unchanged");
   });
 
+  test("one job cancelled on its own is a failure of its fail_fast batch, which stops the others", async () => {
+    const { batchId, jobIds } = await store.submit([makeSpec(A), makeSpec(A)], { failFast: true });
+    const [cancelled, other] = jobIds as [string, string];
+    assert.equal(await store.cancel("job", cancelled, CANCELLED_BY_REQUEST), "cancelled");
+    assert.equal(
+      (await store.getJob(other))?.error,
+      `cancelled: batch ${batchId} stopped by the failure of job ${cancelled}`,
+    );
+    const batch = await store.getBatch(batchId!);
+    assert.deepEqual(
+      [batch?.status, batch?.stopped_by, batch?.cancelled_at],
+      ["failed", cancelled, undefined],
+    );
+  });
+
   test("a batch that has ended says how; an unknown one is NOTFOUND", async () => {
     const { batchId, jobIds } = await store.submit([makeSpec(A)], { failFast: false });
     await claimAndStart(store, A);

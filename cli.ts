@@ -139,17 +139,7 @@ async function listen(
     import("./core/metrics.js"),
   ]);
   const metrics = createMetricsRegistry(services.store);
-  const api = await buildApi(
-    {
-      config,
-      store: services.store,
-      events: services.events,
-      health: services.health,
-      metrics,
-      s3: services.s3,
-    },
-    logger,
-  );
+  const api = await buildApi({ ...services, config, metrics }, logger);
   const host = listenHost(config, command);
   await api.app.listen({ host, port: config.server.port });
   if (config.server.clients.length === 0) {

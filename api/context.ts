@@ -6,23 +6,18 @@ import type {
   RawReplyDefaultExpression,
 } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import type { S3Client } from "@aws-sdk/client-s3";
 import type { Registry } from "prom-client";
 import type { Config } from "../core/config/load.js";
-import type { DependencyChecker } from "../core/health/dependencies.js";
-import type { JobEventHub } from "../core/store/job-events.js";
-import type { JobStore } from "../core/store/store.js";
+import type { CoreServices } from "../core/services.js";
 
-/** What the API needs from the rest of the process. */
-export interface ApiContext {
+/**
+ * What the API needs from the rest of the process: the core services it uses (the store, job events,
+ * the health checks, S3 to sign output links), the configuration and its metrics registry.
+ */
+export type ApiContext = Pick<CoreServices, "store" | "events" | "health" | "s3"> & {
   config: Config;
-  store: JobStore;
-  events: JobEventHub;
-  health: DependencyChecker;
   metrics: Registry;
-  /** Signs the links of GET /jobs/{id}/output. */
-  s3: S3Client;
-}
+};
 
 export type App = FastifyInstance<
   RawServerDefault,

@@ -81,17 +81,7 @@ export async function listenApi(
   config: Config = stack.config,
 ): Promise<{ api: Api; port: number }> {
   const { services, logger } = stack;
-  const api = await buildApi(
-    {
-      config,
-      store: services.store,
-      events: services.events,
-      health: services.health,
-      metrics: createMetricsRegistry(services.store),
-      s3: services.s3,
-    },
-    logger,
-  );
+  const api = await buildApi({ ...services, config, metrics: createMetricsRegistry(services.store) }, logger);
   await api.app.listen({ host: "127.0.0.1", port: 0 });
   return { api, port: (api.app.server.address() as { port: number }).port };
 }

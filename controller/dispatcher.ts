@@ -65,13 +65,14 @@ export class Dispatcher {
   private async claimLoop(): Promise<void> {
     const { store, target, logger } = this.options;
     while (this.running) {
-      if (target.room() <= 0 || Date.now() < this.pausedUntil) {
+      const room = Date.now() < this.pausedUntil ? undefined : target.room();
+      if (!room || room.total <= 0) {
         await this.wakeup.wait(IDLE_POLL_MS);
         continue;
       }
       let claimed: { id: string; type: JobType } | null = null;
       try {
-        claimed = await this.claimNext();
+        claimed = await this.claimNext(room.full);
       } catch (err) {
         logger.warn({ err: (err as Error).message }, "claiming a job failed; retrying");
       }
@@ -103,13 +104,13 @@ export class Dispatcher {
     }
   }
 
-  /** The next job of the first queue, from the cursor on, whose type has room. */
-  private async claimNext(): Promise<{ id: string; type: JobType } | null> {
-    const { store, target, owner, leaseMs } = this.options;
+  /** The next job of the first queue, from the cursor on, whose type is not at its cap. */
+  private async claimNext(full?: ReadonlySet<JobType>): Promise<{ id: string; type: JobType } | null> {
+    const { store, owner, leaseMs } = this.options;
     for (let i = 0; i < JOB_TYPES.length; i++) {
       const index = (this.cursor + i) % JOB_TYPES.length;
       const type = JOB_TYPES[index]!;
-      if (!target.roomFor(type)) continue;
+      if (full?.has(type)) continue;
       const id = await store.claim(type, leaseMs, owner);
       if (id) {
         this.cursor = index + 1;

@@ -22,12 +22,18 @@ export interface Executor {
   cancel(jobId: string): Promise<void>;
 }
 
+export interface Room {
+  total: number;
+  full?: ReadonlySet<JobType>;
+}
+
 /** Where a Dispatcher hands the jobs it claims. */
 export interface DispatchTarget {
-  /** How many more jobs may be claimed now (0: wait for `Dispatcher.notify`). */
-  room(): number;
-  /** Whether a job of this type may be claimed now (per-type caps). */
-  roomFor(type: JobType): boolean;
+  /**
+   * How many more jobs may be claimed now (0: wait for `Dispatcher.notify`), and the types at their
+   * own cap, which are skipped. Asked once per claim.
+   */
+  room(): Room;
   /**
    * Takes a claimed job; from this call on it counts against `room()`. Resolves once the job is
    * handed over (not when it ends); a rejection hands the job back to its queue.

@@ -9,7 +9,7 @@ import { jobDeadline, runVerdict, timeoutMessage, type Deadline } from "../core/
 import type { JobStore } from "../core/store/store.js";
 import { followCancellations } from "./cancellations.js";
 import { Dispatcher } from "./dispatcher.js";
-import type { DispatchTarget, Executor } from "./executor.js";
+import type { DispatchTarget, Executor, Room } from "./executor.js";
 import { RunnerProcess, type RunnerOutcome } from "./runner-process.js";
 
 /** Extra time past a job's own timeout before its runner is killed (the runner fails it first). */
@@ -136,16 +136,12 @@ export class LocalExecutor implements Executor, DispatchTarget {
 
   // DispatchTarget: a job is claimed only when a runner is ready for it, so its lease starts when its
   // work can.
-  room(): number {
-    if (this.stopping) return 0;
+  room(): Room {
+    if (this.stopping) return { total: 0 };
     for (let i = this.idle.length - 1; i >= 0; i--) if (!this.idle[i]!.alive) this.idle.splice(i, 1);
     const free = this.concurrency - this.running.size;
     if (this.idle.length === 0 && free > 0 && this.spawning === 0) this.spawnRunner();
-    return Math.min(free, this.idle.length);
-  }
-
-  roomFor(): boolean {
-    return true;
+    return { total: Math.min(free, this.idle.length) };
   }
 
   async launch(id: string): Promise<void> {

@@ -5,29 +5,15 @@ import {
   type MetricObjectWithValues,
   type MetricValueWithName,
 } from "prom-client";
-import { JOB_TYPES, type JobType } from "./jobs/types.js";
+import { JOB_TYPES } from "./jobs/types.js";
 
 import { JOB_DURATION_BUCKETS } from "./jobs/duration-buckets.js";
+import type { JobStore } from "./store/store.js";
 
 export { JOB_DURATION_BUCKETS };
 
-/** What the job metrics are read from: the store's counters (see JobStore). */
-export interface JobFigures {
-  counters(): Promise<
-    Record<
-      JobType,
-      {
-        pending: number;
-        submittedTotal: number;
-        completedTotal: number;
-        failedTotal: number;
-        cancelledTotal: number;
-      }
-    >
-  >;
-  durationHistograms(): Promise<Record<JobType, { buckets: number[]; count: number; sum: number }>>;
-  webhookDeliveries(): Promise<Record<string, number>>;
-}
+/** What the job metrics are read from: the store's counters, histograms and webhook counts. */
+export type JobFigures = Pick<JobStore, "counters" | "durationHistograms" | "webhookDeliveries">;
 
 type Snapshot = {
   counters: Awaited<ReturnType<JobFigures["counters"]>>;

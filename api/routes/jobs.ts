@@ -3,6 +3,7 @@ import { schemaBounds } from "../../core/jobs/bounds.js";
 import { buildJobSpec, retrySpec, type JobSpec, type SubmissionFields } from "../../core/jobs/spec.js";
 import { WRITES_OUTPUT, type JobType } from "../../core/jobs/types.js";
 import { presignedGet } from "../../core/storage/s3.js";
+import type { Submitted } from "../../core/store/store.js";
 import { CANCELLED_BY_REQUEST } from "../../core/policy.js";
 import { addLogContext } from "../access-log.js";
 import { submitterOf, viewerOf } from "../auth.js";
@@ -54,15 +55,9 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
       },
       async (request, reply) => {
         const spec = specFromBody(route.type, request.body, request.id);
-        const submitted = await ctx.store.submit([spec], undefined, submitterOf(request));
-        const jobId = submitted.jobIds[0]!;
-        addLogContext(request, { job_id: jobId, type: route.type });
-        return reply.code(202).send({
-          job_id: jobId,
-          status: "pending" as const,
-          message: `${route.type} job queued`,
-          queue_position: submitted.queuePositions[0]!,
-        });
+        const answer = queued(route.type, await ctx.store.submit([spec], undefined, submitterOf(request)));
+        addLogContext(request, { job_id: answer.job_id, type: route.type });
+        return reply.code(202).send(answer);
       },
     );
   }
@@ -140,14 +135,9 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
           .send({ error: `job ${id} is ${job.status}; only a failed job can be retried` });
       }
       const submitted = await ctx.store.submit([retrySpec(job, request.id)], undefined, submitterOf(request));
-      const jobId = submitted.jobIds[0]!;
-      addLogContext(request, { job_id: jobId, type: job.type, retry_of: id });
-      return reply.code(202).send({
-        job_id: jobId,
-        status: "pending" as const,
-        message: `${job.type} job queued (retry of ${id})`,
-        queue_position: submitted.queuePositions[0]!,
-      });
+      const answer = queued(job.type, submitted, ` (retry of ${id})`);
+      addLogContext(request, { job_id: answer.job_id, type: job.type, retry_of: id });
+      return reply.code(202).send(answer);
     },
   );
 
@@ -208,4 +198,14 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
         viewer: viewerOf(request),
       }),
   );
+}
+
+/** The answer to a request that queued one job: its id, where it stands in its queue. */
+function queued(type: JobType, submitted: Submitted, note = "") {
+  return {
+    job_id: submitted.jobIds[0]!,
+    status: "pending" as const,
+    message: `${type} job queued${note}`,
+    queue_position: submitted.queuePositions[0]!,
+  };
 }

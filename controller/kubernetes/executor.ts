@@ -384,15 +384,16 @@ export class KubernetesExecutor implements Executor {
     return {
       room: () => {
         if (!this.current(term) || term.creates >= MAX_CONCURRENT_CREATES || Date.now() < term.pausedUntil) {
-          return 0;
+          return { total: 0 };
         }
+        const active = this.activeByType();
         let running = 0;
-        for (const n of this.activeByType().values()) running += n;
-        return this.config.kubernetes.maxRunningJobs - running;
-      },
-      roomFor: (type) => {
-        const cap = this.config.kubernetes.maxRunningJobsPerType[type];
-        return cap === undefined || (this.activeByType().get(type) ?? 0) < cap;
+        for (const n of active.values()) running += n;
+        const full = new Set<JobType>();
+        for (const [type, cap] of Object.entries(this.config.kubernetes.maxRunningJobsPerType)) {
+          if (cap !== undefined && (active.get(type as JobType) ?? 0) >= cap) full.add(type as JobType);
+        }
+        return { total: this.config.kubernetes.maxRunningJobs - running, full };
       },
       launch: async (id, type) => {
         if (!this.current(term)) throw new Error("the controller lost leadership");

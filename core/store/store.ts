@@ -164,7 +164,6 @@ export class JobStore {
     );
   }
 
-  /** pending|processing → failed. False for a duplicate. */
   /**
    * A client's cancellation of a job or of a batch's unfinished jobs (lua/cancel.lua): "cancelled",
    * "unchanged" when it was cancelled before, or the status it had already ended with.
@@ -174,7 +173,7 @@ export class JobStore {
   }
 
   /**
-   * Pending or processing → failed. `attempts`: the executor retried the job itself (a Kubernetes
+   * Pending or processing → failed (false for a duplicate). `attempts`: the executor retried the job itself (a Kubernetes
    * Job's pods) and this is the last of that many failures; the error then says it gave up.
    */
   async fail(

@@ -16,17 +16,7 @@ const config = local.config;
 const services = openCoreServices(config, logger, "api");
 await services.ready(config.redis.connectTimeoutMs);
 const metrics = createMetricsRegistry(services.store);
-const api = await buildApi(
-  {
-    config,
-    store: services.store,
-    events: services.events,
-    health: services.health,
-    metrics,
-    s3: services.s3,
-  },
-  logger,
-);
+const api = await buildApi({ ...services, config, metrics }, logger);
 await api.app.listen({ host: "127.0.0.1", port: config.server.port });
 const address = api.app.server.address();
 const port = typeof address === "object" && address ? address.port : config.server.port;

@@ -139,17 +139,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   const services = openCoreServices(config, logger, "api");
   await services.ready(10_000);
   const metrics = createMetricsRegistry(services.store);
-  const api = await buildApi(
-    {
-      config,
-      store: services.store,
-      events: services.events,
-      health: services.health,
-      metrics,
-      s3: services.s3,
-    },
-    logger,
-  );
+  const api = await buildApi({ ...services, config, metrics }, logger);
   await api.app.listen({ host: "127.0.0.1", port: 0 });
   let executor: LocalExecutor | undefined;
   if (options.executor) {

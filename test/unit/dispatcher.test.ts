@@ -22,9 +22,14 @@ function recordingTarget(capacity: number, caps: Partial<Record<JobType, number>
   const target: DispatchTarget & { launched: typeof launched; capacity: number; failLaunches(): void } = {
     launched,
     capacity,
-    room: () => target.capacity - launched.length,
-    roomFor: (type) =>
-      caps[type] === undefined || launched.filter((l) => l.type === type).length < caps[type],
+    room: () => ({
+      total: target.capacity - launched.length,
+      full: new Set(
+        (Object.keys(caps) as JobType[]).filter(
+          (type) => launched.filter((l) => l.type === type).length >= caps[type]!,
+        ),
+      ),
+    }),
     launch: async (id, type) => {
       if (fail) throw new Error("no runner");
       launched.push({ id, type });

@@ -245,7 +245,8 @@ describe("reconcile: the store and the cluster made to agree", () => {
     B = cs.stack.bucket;
     await cs.put(
       "in/long.wav",
-      await readFile(await makeAudio({ durationSeconds: 900, sampleRate: 8000, channels: 1 })),
+      // An hour of audio (about 8 s to convert): the Job is deleted long before it could finish.
+      await readFile(await makeAudio({ durationSeconds: 3600, sampleRate: 8000, channels: 1 })),
     );
   });
   after(async () => {

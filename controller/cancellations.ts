@@ -18,6 +18,7 @@ export function followCancellations(
 ): () => Promise<void> {
   const connection = blockingConnection(redis, "media-service-controller-events");
   let stopping = false;
+  const inFlight = new Set<Promise<void>>();
   const loop = (async () => {
     const stream = store.keys.events();
     let last = "$";
@@ -33,11 +34,16 @@ export function followCancellations(
       }
       const { events, lastId } = decodeStreamReply(reply);
       if (lastId) last = lastId;
+      // Each execution is stopped at once, not one after another: a cancelled batch's jobs all stop
+      // within one grace period.
       for (const event of events) {
         if (event.event !== "job.cancelled") continue;
-        await cancel(event.job_id).catch((err: Error) =>
-          logger.warn({ job_id: event.job_id, err: err.message }, "stopping a cancelled job failed"),
-        );
+        const stopped = cancel(event.job_id)
+          .catch((err: Error) =>
+            logger.warn({ job_id: event.job_id, err: err.message }, "stopping a cancelled job failed"),
+          )
+          .finally(() => inFlight.delete(stopped));
+        inFlight.add(stopped);
       }
     }
   })();
@@ -45,5 +51,6 @@ export function followCancellations(
     stopping = true;
     connection.disconnect();
     await loop;
+    await Promise.all([...inFlight]);
   };
 }

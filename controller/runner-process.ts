@@ -77,6 +77,9 @@ export class RunnerProcess {
     this.exit = new Promise((resolve) => {
       this.child.once("exit", (code, signal) => {
         this.exited = true;
+        // Whatever the runner started and left behind in its group (an ffmpeg or ffprobe still
+        // finishing when it was stopped) is work nobody waits for any more.
+        killGroup(this.child.pid);
         if (this.current) {
           const { resolve: settle, jobId } = this.current;
           this.current = undefined;
@@ -121,11 +124,7 @@ export class RunnerProcess {
    */
   kill(): void {
     if (this.exited) return;
-    try {
-      if (this.child.pid) process.kill(-this.child.pid, "SIGKILL");
-    } catch {
-      this.child.kill("SIGKILL");
-    }
+    if (!killGroup(this.child.pid)) this.child.kill("SIGKILL");
   }
 
   /**
@@ -138,5 +137,16 @@ export class RunnerProcess {
     const timer = setTimeout(() => this.kill(), graceMs);
     await this.exit;
     clearTimeout(timer);
+  }
+}
+
+/** SIGKILL to every process of the group `pgid` leads; false when there is none. */
+function killGroup(pgid: number | undefined): boolean {
+  if (!pgid) return false;
+  try {
+    process.kill(-pgid, "SIGKILL");
+    return true;
+  } catch {
+    return false; // the group is empty
   }
 }

@@ -35,6 +35,20 @@ async function runnerOnceProcessing(stack: TestStack, id: string): Promise<numbe
   throw new Error(`job ${id} never started in a runner process`);
 }
 
+/**
+ * The pid of the runner process of a job once its ffmpeg converts: the runner is in the middle of
+ * the job's work, which a cancellation must stop.
+ */
+async function runnerConverting(stack: TestStack, id: string): Promise<number> {
+  const pid = await runnerOnceProcessing(stack, id);
+  const deadline = Date.now() + 30_000;
+  while (!processGroup(pid).includes("ffmpeg")) {
+    if (Date.now() > deadline) throw new Error(`job ${id}'s runner never started ffmpeg`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return pid;
+}
+
 /** A cancelled job's runner process group is gone and the executor runs nothing for the job. */
 async function waitUntilGone(pid: number, stack: TestStack, id: string): Promise<void> {
   const limit = Date.now() + 15_000;
@@ -63,10 +77,11 @@ async function assertStillRunsJobs(stack: TestStack): Promise<void> {
 }
 
 /**
- * Whether any process of the process group led by `pgid` is alive. Zombies do not count: in a
+ * The commands of the live processes of the process group led by `pgid`. Zombies do not count: in a
  * container whose first process reaps nothing, a killed ffmpeg stays one, dead but listed.
  */
-function processGroupAlive(pgid: number): boolean {
+function processGroup(pgid: number): string[] {
+  const commands: string[] = [];
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     let stat: string;
@@ -77,9 +92,15 @@ function processGroupAlive(pgid: number): boolean {
     }
     // pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses, so read after the last ")".
     const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (Number(pgrp) === pgid && state !== "Z") return true;
+    if (Number(pgrp) === pgid && state !== "Z") {
+      commands.push(stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")));
+    }
   }
-  return false;
+  return commands;
+}
+
+function processGroupAlive(pgid: number): boolean {
+  return processGroup(pgid).length > 0;
 }
 
 async function put(stack: TestStack, key: string, body: Buffer, contentType = "application/octet-stream") {
@@ -270,6 +291,8 @@ describe("jobs through the local stack", () => {
     assert.equal((last.json as { status: string }).status, "completed");
   });
 
+  // The cancellations below convert 40 minutes of audio to AAC, about 15 s of one core here (to MP3 it
+  // is under 2 s), and cancel once ffmpeg runs: every runner is stopped in the middle of its work.
   test("a fail_fast batch stopped by a failure stops its running job: runner and ffmpeg gone, nothing uploaded", async () => {
     await put(stack, "in/cancel.wav", await wav(2400), "audio/wav");
     const entry = (dest: string, extra: Record<string, unknown>) => ({
@@ -278,21 +301,21 @@ describe("jobs through the local stack", () => {
       source_key: "in/cancel.wav",
       dest_bucket: stack.bucket,
       dest_key: dest,
-      parameters: { format: "mp3" },
+      parameters: { format: "aac" },
       ...extra,
     });
     // The second job runs out of its time first and fails the batch while the first still converts.
     const res = await stack.request("/api/v1/jobs/batch", {
       method: "POST",
       json: {
-        jobs: [entry("out/cancel-long.mp3", {}), entry("out/cancel-short.mp3", { timeout_seconds: 2 })],
+        jobs: [entry("out/cancel-long.aac", {}), entry("out/cancel-short.aac", { timeout_seconds: 2 })],
         options: { fail_fast: true },
       },
     });
     assert.equal(res.status, 201);
     const { batch_id, job_ids } = (await res.json()) as { batch_id: string; job_ids: string[] };
     const [long, short] = job_ids as [string, string];
-    const pid = await runnerOnceProcessing(stack, long);
+    const pid = await runnerConverting(stack, long);
 
     const failed = await finished(stack, short);
     assert.match(failed.error ?? "", /timed out after 2 s \(timeout_seconds\)/);
@@ -302,7 +325,7 @@ describe("jobs through the local stack", () => {
     // The runner's process group (the runner and its ffmpeg) is gone, long before the conversion
     // would have ended, and the executor runs nothing for the job any more.
     await waitUntilGone(pid, stack, long);
-    assert.equal(await exists(stack, "out/cancel-long.mp3"), false, "nothing uploaded");
+    assert.equal(await exists(stack, "out/cancel-long.aac"), false, "nothing uploaded");
     assert.equal((await stack.services.store.getJob(long))?.status, "failed");
     assert.equal((await stack.services.store.getBatch(batch_id))?.status, "failed");
     await assertStillRunsJobs(stack);
@@ -314,11 +337,11 @@ describe("jobs through the local stack", () => {
       source_bucket: stack.bucket,
       source_key: "in/cancel-me.wav",
       dest_bucket: stack.bucket,
-      dest_key: "out/cancel-me.mp3",
-      format: "mp3",
+      dest_key: "out/cancel-me.aac",
+      format: "aac",
     });
     const stream = await openStream(`${stack.baseUrl}/api/v1/jobs/${id}/stream`);
-    const pid = await runnerOnceProcessing(stack, id);
+    const pid = await runnerConverting(stack, id);
     const before = await cancelledMetric(stack);
 
     const res = await stack.request(`/api/v1/jobs/${id}/cancel`, { method: "POST" });
@@ -335,7 +358,7 @@ describe("jobs through the local stack", () => {
     );
 
     await waitUntilGone(pid, stack, id);
-    assert.equal(await exists(stack, "out/cancel-me.mp3"), false, "nothing uploaded");
+    assert.equal(await exists(stack, "out/cancel-me.aac"), false, "nothing uploaded");
     assert.equal((await stack.services.store.getJob(id))?.error, "cancelled by request");
     assert.equal(await cancelledMetric(stack), before + 1);
 
@@ -361,8 +384,8 @@ describe("jobs through the local stack", () => {
       source_bucket: stack.bucket,
       source_key: "in/cancel-me.wav",
       dest_bucket: stack.bucket,
-      dest_key: `out/cancel-batch-${n}.mp3`,
-      parameters: { format: "mp3" },
+      dest_key: `out/cancel-batch-${n}.aac`,
+      parameters: { format: "aac" },
     });
     const res = await stack.request("/api/v1/jobs/batch", {
       method: "POST",
@@ -371,7 +394,7 @@ describe("jobs through the local stack", () => {
     assert.equal(res.status, 201);
     const { batch_id, job_ids } = (await res.json()) as { batch_id: string; job_ids: string[] };
     const [first, second, waiting] = job_ids as [string, string, string];
-    const pids = [await runnerOnceProcessing(stack, first), await runnerOnceProcessing(stack, second)];
+    const pids = [await runnerConverting(stack, first), await runnerConverting(stack, second)];
     const cancelWaiting = await stack.request(`/api/v1/jobs/${waiting}/cancel`, { method: "POST" });
     assert.equal(cancelWaiting.status, 200);
     assert.equal(((await cancelWaiting.json()) as Job).started_at, undefined);

@@ -15,6 +15,8 @@ import {
   SourceFields,
   SubmissionOptionFields,
   submissionOptionFields,
+  PRIORITY,
+  Priority,
   SubmitResponse,
   WebhookDelivery,
   WebhookUrl,
@@ -225,6 +227,11 @@ export function batchCreateBody(bounds: SchemaBounds) {
                 WebhookUrl("Receives the batch-completion notification: an absolute http or https URL"),
               ),
               fail_fast: Type.Boolean({ default: false, description: "Stop the batch at the first failure" }),
+              priority: Type.Optional(
+                Priority(
+                  `The priority of the batch's jobs that give none of their own (${PRIORITY.min} to ${PRIORITY.max}; default ${PRIORITY.default})`,
+                ),
+              ),
             },
             { additionalProperties: false },
           ),

@@ -36,7 +36,15 @@ export function batchRoutes(app: App, ctx: ApiContext): void {
     },
     async (request, reply) => {
       const body = request.body;
-      const specs = body.jobs.map((entry) => buildJobSpec(entry.type, entry, entry.parameters, request.id));
+      const priority = body.options?.priority;
+      const specs = body.jobs.map((entry) =>
+        buildJobSpec(
+          entry.type,
+          priority === undefined || entry.priority !== undefined ? entry : { ...entry, priority },
+          entry.parameters,
+          request.id,
+        ),
+      );
       const webhookUrl = body.options?.webhook_url;
       const submitted = await ctx.store.submit(
         specs,

@@ -60,6 +60,11 @@ export const WEBHOOK_URL_MAX_LENGTH = 2048;
 export const WebhookUrl = (description: string) =>
   Type.String({ maxLength: WEBHOOK_URL_MAX_LENGTH, pattern: WEBHOOK_URL_PATTERN, description });
 
+/** A job's place in its queue: higher runs first; equal priorities keep submission order. */
+export const PRIORITY = { min: -50, max: 50, default: 0 } as const;
+export const Priority = (description: string) =>
+  Type.Integer({ minimum: PRIORITY.min, maximum: PRIORITY.max, description });
+
 /** Optional fields accepted on every job submission, single or batch entry, with the configured bounds. */
 export const submissionOptionFields = perBounds((bounds: SchemaBounds) => {
   const quantity = (resource: "cpu" | "memory", example: string) => {
@@ -95,6 +100,11 @@ export const submissionOptionFields = perBounds((bounds: SchemaBounds) => {
       Type.Object(
         { cpu: quantity("cpu", "500m or 2"), memory: quantity("memory", "512Mi or 2Gi") },
         { additionalProperties: false, description: "Per-job resources, bounded by the configured maximums" },
+      ),
+    ),
+    priority: Type.Optional(
+      Priority(
+        `Order in the job type's queue, ${PRIORITY.min} to ${PRIORITY.max}: higher runs first, equal priorities in submission order; default ${PRIORITY.default}`,
       ),
     ),
     timeout_seconds: Type.Optional(
@@ -251,6 +261,11 @@ export const Job = Type.Object(
       Type.Object({ cpu: Type.Optional(Type.String()), memory: Type.Optional(Type.String()) }),
     ),
     timeout_seconds: Type.Optional(Type.Integer()),
+    priority: Type.Optional(
+      Type.Integer({
+        description: `Its priority in its queue, when it was given one other than ${PRIORITY.default}`,
+      }),
+    ),
     attempts: Type.Optional(Type.Integer({ description: "Times the job was started" })),
     created_at: Timestamp("When the job was accepted"),
     updated_at: Timestamp("Last change"),

@@ -18,6 +18,8 @@ export interface JobSpec {
   request_id?: string;
   resources?: { cpu?: string; memory?: string };
   timeout_seconds?: number;
+  /** Its order in its queue: higher first; absent is 0. */
+  priority?: number;
   /** The failed job this one retries (POST /jobs/{id}/retry). */
   retry_of?: string;
 }
@@ -68,6 +70,7 @@ export interface SubmissionFields {
   request_id?: string;
   resources?: JobSpec["resources"];
   timeout_seconds?: number;
+  priority?: number;
 }
 
 /** The job the store records: `slack` is kept as its canonical `chat`; request_id defaults to the request's. */
@@ -92,12 +95,13 @@ export function buildJobSpec(
   if (style !== undefined) spec.webhook_style = style === "slack" ? "chat" : style;
   if (fields.resources !== undefined) spec.resources = fields.resources;
   if (fields.timeout_seconds !== undefined) spec.timeout_seconds = fields.timeout_seconds;
+  if (fields.priority) spec.priority = fields.priority;
   return spec;
 }
 
 /**
- * A new job doing what a failed one did: its type, locations, parameters, webhook, resources and
- * timeout, marked `retry_of` it; the request that asks for it names it (request_id).
+ * A new job doing what a failed one did: its type, locations, parameters, webhook, resources,
+ * timeout and priority, marked `retry_of` it; the request that asks for it names it (request_id).
  */
 export function retrySpec(job: Job, requestId: string): JobSpec {
   return {

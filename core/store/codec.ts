@@ -5,7 +5,7 @@ import type { BatchStatus, JobStatus, JobType } from "../jobs/types.js";
 export type Hash = Record<string, string>;
 
 const JSON_FIELDS = new Set(["parameters", "result", "resources"]);
-const NUMBER_FIELDS = new Set(["duration_seconds", "progress", "timeout_seconds", "attempts"]);
+const NUMBER_FIELDS = new Set(["duration_seconds", "progress", "timeout_seconds", "priority", "attempts"]);
 const PUBLIC_FIELDS = [
   "id",
   "type",
@@ -24,6 +24,7 @@ const PUBLIC_FIELDS = [
   "webhook_style",
   "resources",
   "timeout_seconds",
+  "priority",
   "attempts",
   "created_at",
   "updated_at",

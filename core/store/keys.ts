@@ -23,8 +23,13 @@ const LAYOUT = {
   batch: "batch:*",
   /** The ids of a batch's jobs in submission order, by batch id. */
   batch_jobs: "batch:*:jobs",
-  /** A queue's waiting job ids (a list), by job type. */
+  /**
+   * A queue's waiting job ids, by job type: a sorted set in the order they are claimed, higher
+   * priority first, then submission order (lib.lua queue_score).
+   */
   pending: "queue:*:pending",
+  /** The counter that numbers submissions, for the order of equal priorities (job field queue_seq). */
+  queue_seq: "queue:seq",
   /** A queue's claimed and processing job ids by lease deadline (a sorted set), by job type. */
   active: "queue:*:active",
   /** A queue's counters, by job type. */

@@ -441,6 +441,7 @@ function encodeSpec(spec: JobSpec): Record<string, string> {
   if (spec.request_id) fields.request_id = spec.request_id;
   if (spec.resources) fields.resources = JSON.stringify(spec.resources);
   if (spec.timeout_seconds !== undefined) fields.timeout_seconds = String(spec.timeout_seconds);
+  if (spec.priority) fields.priority = String(spec.priority);
   if (spec.retry_of) fields.retry_of = spec.retry_of;
   return fields;
 }

@@ -138,11 +138,11 @@ describe("dispatcher", () => {
     await withDispatcher(target, async () => {
       await until(async () => (await store.getJob(id!))?.status === "pending", "pending");
       await until(
-        async () => (await store.redis.lrange(store.keys.pending("image_optimize"), 0, -1)).includes(id!),
+        async () => (await store.redis.zrange(store.keys.pending("image_optimize"), 0, -1)).includes(id!),
         "back in its queue",
       );
     });
-    assert.deepEqual(await store.redis.lrange(store.keys.pending("image_optimize"), 0, -1), [id]);
+    assert.deepEqual(await store.redis.zrange(store.keys.pending("image_optimize"), 0, -1), [id]);
     assert.equal(await store.redis.zcard(store.keys.active("image_optimize")), 0, "no lease left");
   });
 });

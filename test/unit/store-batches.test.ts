@@ -308,8 +308,8 @@ describe("fail_fast", () => {
     assert.match(batch?.completed_at ?? "", ISO_MS_UTC);
 
     // Nothing left to run: queues and leases are empty.
-    assert.equal(await store.redis.llen(store.keys.pending(A)), 0);
-    assert.equal(await store.redis.llen(store.keys.pending(B)), 0);
+    assert.equal(await store.redis.zcard(store.keys.pending(A)), 0);
+    assert.equal(await store.redis.zcard(store.keys.pending(B)), 0);
     assert.equal(await store.redis.zcard(store.keys.active(A)), 0);
     assert.equal(await store.claim(A, LEASE, "w"), null);
     assert.equal(await store.claim(B, LEASE, "w"), null);
@@ -411,7 +411,7 @@ describe("fail_fast", () => {
       failed: 0,
     });
     assert.equal((await store.getJob(lone!))?.status, "pending");
-    assert.deepEqual(await store.redis.lrange(store.keys.pending(A), 0, -1), [...other.ids, lone]);
+    assert.deepEqual(await store.redis.zrange(store.keys.pending(A), 0, -1), [...other.ids, lone]);
     await claimAndStart(store, A);
     assert.equal((await counts(other.batchId)).status, "processing");
   });

@@ -67,7 +67,7 @@ describe("concurrency", () => {
       all.map((r) => r.position).sort((x, y) => x - y),
       Array.from({ length: 500 }, (_, i) => i + 1),
     );
-    const queue = await store.redis.lrange(store.keys.pending(A), 0, -1);
+    const queue = await store.redis.zrange(store.keys.pending(A), 0, -1);
     assert.equal(queue.length, 500);
     // Each job sits where its position said it would.
     for (const r of all) assert.equal(queue[r.position - 1], r.id);
@@ -96,7 +96,7 @@ describe("concurrency", () => {
     assert.equal(flat.length, 100, "no job claimed twice, none missed");
     assert.deepEqual([...flat].sort(), [...ids].sort());
     assert.ok(claimed.filter((mine) => mine.length > 0).length > 1, "the claimers really raced");
-    assert.equal(await store.redis.llen(store.keys.pending(A)), 0);
+    assert.equal(await store.redis.zcard(store.keys.pending(A)), 0);
     assert.equal(await store.redis.zcard(store.keys.active(A)), 100);
     for (const [i, mine] of claimed.entries()) {
       for (const id of mine.slice(0, 3)) {
@@ -242,7 +242,7 @@ describe("concurrency", () => {
         `job ${id} (not cancelled) was claimed and started`,
       );
     }
-    assert.equal(await store.redis.llen(store.keys.pending(A)), 0);
+    assert.equal(await store.redis.zcard(store.keys.pending(A)), 0);
     const c = (await store.counters())[A];
     assert.deepEqual([c.pending, c.processing + c.failed], [0, 60]);
     assert.equal(c.failed, 30);

@@ -45,7 +45,7 @@ describe("requeueJob", () => {
     const job = await store.getJob(id);
     assert.equal(job?.status, "failed");
     assert.equal(job?.error, `runner exited with code 1 (gave up after ${BUDGET} attempts)`);
-    assert.deepEqual(await store.redis.lrange(store.keys.pending(A), 0, -1), [], "not queued again");
+    assert.deepEqual(await store.redis.zrange(store.keys.pending(A), 0, -1), [], "not queued again");
     assert.equal(await store.redis.zscore(store.keys.active(A), id), null, "lease gone");
     const c = (await store.counters())[A];
     assert.deepEqual([c.pending, c.processing, c.failed], [0, 0, 1]);

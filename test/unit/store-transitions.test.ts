@@ -40,7 +40,7 @@ async function submitOne(type: typeof A | typeof B = A): Promise<string> {
 }
 
 async function pendingList(type: string) {
-  return store.redis.lrange(store.keys.pending(type), 0, -1);
+  return store.redis.zrange(store.keys.pending(type), 0, -1);
 }
 
 async function statusIndex(status: string) {
@@ -229,7 +229,7 @@ describe("claim", () => {
   test("skips jobs failed while pending and entries whose job is gone", async () => {
     const [a1, a2, a3] = (await store.submit([makeSpec(A), makeSpec(A), makeSpec(A)])).jobIds;
     assert.equal(await store.fail(a1!, "cancelled by user", { cancelled: true }), true);
-    await store.redis.lpush(store.keys.pending(A), "00000000-0000-4000-8000-000000000000");
+    await store.redis.zadd(store.keys.pending(A), -1, "00000000-0000-4000-8000-000000000000");
     assert.equal(await store.claim(A, LEASE, "w"), a2);
     assert.equal(await store.claim(A, LEASE, "w"), a3);
     assert.equal(await store.claim(A, LEASE, "w"), null);

@@ -1,10 +1,11 @@
 --[[
-  claim: takes the job at the head of a queue for an executor, under a lease. The job stays pending
-  until its work really starts (start.lua). Entries whose job is gone or no longer pending (pruned,
-  cancelled) are dropped on the way.
+  claim: takes the first job of a queue (the highest priority, the earliest submitted of it; see
+  lib.lua queue_score) for an executor, under a lease. The job stays pending until its work really
+  starts (start.lua). Entries whose job is gone or no longer pending (pruned, cancelled) are dropped
+  on the way.
 
   Input:
-    KEYS  pending active job
+    KEYS  pending active job queue_seq
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] job type
@@ -20,9 +21,10 @@
 local type, owner = ARGV[3], ARGV[5]
 local lease_ms, bad = number_arg(ARGV[4], 'lease', 1)
 if bad then return bad end
-local queue = at(K.pending, type)
+local queue = pending_queue(type)
 while true do
-  local id = redis.call('LPOP', queue)
+  local first = redis.call('ZPOPMIN', queue)
+  local id = first[1]
   if not id then return nil end
   local j = at(K.job, id)
   if redis.call('HGET', j, 'status') == 'pending' then

@@ -13,9 +13,11 @@
         batch_move          batch
         set_batch_status    batch, batches_by_status, client_batches_by_status
         finalize_batch      expiry, events and set_batch_status's
+        pending_queue       pending, queue_seq, job
+        enqueue             pending_queue's
         fail_job            pending, active, expiry, batch_jobs and those of publish, record, count,
                             move_status_index, finalize_batch
-        requeue_job         fail_job's (a job past its retry budget fails)
+        requeue_job         fail_job's and enqueue's (a job past its retry budget fails)
 
     ARGV[1] the length the events stream is trimmed to (approximately)
     ARGV[2] how long finished jobs and batches are kept, in ms
@@ -173,6 +175,38 @@ local function number_arg(value, name, min)
 end
 
 
+-- A queue's order: higher priority first and, within one priority, submission order. A pending
+-- queue is a sorted set scored -priority * PRIORITY_STEP + the job's place in the order of every
+-- submission (queue_seq, a counter); scores stay below 2^53, so they are exact, for 2^44 submissions.
+local PRIORITY_STEP = 17592186044416 -- 2^44
+
+local function queue_score(priority, seq)
+  return -(tonumber(priority) or 0) * PRIORITY_STEP + (tonumber(seq) or 0)
+end
+
+-- The key of a type's pending queue. A queue an earlier version left as a list (first in, first out)
+-- becomes a sorted set here, its jobs in their order at priority 0.
+local function pending_queue(type)
+  local key = at(K.pending, type)
+  if redis.call('TYPE', key).ok == 'list' then
+    local ids = redis.call('LRANGE', key, 0, -1)
+    redis.call('DEL', key)
+    for _, id in ipairs(ids) do
+      local seq = redis.call('INCR', K.queue_seq)
+      redis.call('HSET', at(K.job, id), 'queue_seq', seq)
+      redis.call('ZADD', key, queue_score(0, seq), id)
+    end
+  end
+  return key
+end
+
+-- Puts a job in its queue at the place its priority and queue_seq give it: a job given back keeps
+-- the place it was submitted to (ahead of the later submissions of its priority).
+local function enqueue(id, type)
+  local h = redis.call('HMGET', at(K.job, id), 'priority', 'queue_seq')
+  redis.call('ZADD', pending_queue(type), queue_score(h[1], h[2]), id)
+end
+
 -- Ends a pending or processing job as failed; the caller has checked the status.
 local fail_job
 -- Set by a script that cancels a whole batch itself (cancel.lua): its jobs' failures do not stop it.
@@ -203,7 +237,12 @@ fail_job = function(id, from, message, cancelled)
     redis.call('HINCRBY', at(K.stats, type), 'cancelled_total', 1)
   end
   redis.call('HDEL', j, 'claimed_by', 'lease_until')
-  if from == 'pending' then redis.call('LREM', at(K.pending, type), 0, id) end
+  if from == 'pending' then
+    -- A queue left as a list by an earlier version is converted by whoever next takes from it.
+    local queue = at(K.pending, type)
+    if redis.call('TYPE', queue).ok == 'list' then redis.call('LREM', queue, 0, id)
+    else redis.call('ZREM', queue, id) end
+  end
   redis.call('ZREM', at(K.active, type), id)
   count(type, from, 'failed', 'failed_total')
   move_status_index(id, from, 'failed', created_ms)
@@ -220,7 +259,7 @@ fail_job = function(id, from, message, cancelled)
   end
 end
 
--- Gives a claimed or processing job back to the head of its queue, within its retry budget:
+-- Gives a claimed or processing job back to its place in its queue (enqueue), within its retry budget:
 -- start.lua charges every run one attempt, and a processing job whose attempts have reached
 -- `max_attempts` is failed instead (as fail.lua fails a job: batch, fail_fast and webhook alike)
 -- with the error "<reason> (gave up after <attempts> attempts)". A job that is only claimed has not
@@ -249,7 +288,7 @@ local function requeue_job(id, reason, max_attempts, handback)
   end
   redis.call('ZREM', active, id)
   redis.call('HDEL', j, 'claimed_by', 'lease_until', 'progress', 'started_at', 'started_ms')
-  redis.call('LPUSH', at(K.pending, type), id)
+  enqueue(id, type)
   redis.call('HSET', j, 'updated_at', NOW_ISO)
   if status == 'processing' then
     redis.call('HSET', j, 'status', 'pending')

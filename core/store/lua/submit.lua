@@ -1,11 +1,12 @@
 --[[
-  submit: records new jobs, pending, at the tail of their queues; optionally as one batch. All or
-  nothing: an id already taken fails the whole call before anything is written.
+  submit: records new jobs, pending, in their queues after every job of their priority (field
+  `priority`, default 0; lib.lua queue_score); optionally as one batch. All or nothing: an id already
+  taken fails the whole call before anything is written.
 
   Input:
     KEYS  job pending stats jobs_by_created jobs_by_status client_jobs_by_created
           client_jobs_by_status batch batch_jobs batches_by_created batches_by_status
-          client_batches_by_created client_batches_by_status events queues
+          client_batches_by_created client_batches_by_status events queues queue_seq
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] JSON {client?, admin?, batch?: {id, fail_fast, webhook_url?}, jobs: [{id, type, fields}]}:
@@ -14,7 +15,8 @@
       carry client_admin=1); fields are the job hash's fields, from its JobSpec (core/jobs/spec.ts)
 
   Output:
-    the queue position (1-based) of each job, in order
+    the queue position (1-based) of each job, in order: how many jobs of its queue are before it once
+    the whole submission is queued, itself included
 
   Errors:
     CONFLICT batch <id> already exists, CONFLICT job <id> already exists
@@ -37,7 +39,7 @@ for _, job in ipairs(payload.jobs) do
 end
 
 local positions = {}
-for i, job in ipairs(payload.jobs) do
+for _, job in ipairs(payload.jobs) do
   local fields = { 'id', job.id, 'type', job.type, 'status', 'pending', 'created_at', NOW_ISO,
     'updated_at', NOW_ISO, 'created_ms', NOW, 'seq', 0, 'attempts', 0 }
   for name, value in pairs(job.fields) do
@@ -56,8 +58,10 @@ for i, job in ipairs(payload.jobs) do
       fields[#fields + 1] = '1'
     end
   end
+  fields[#fields + 1] = 'queue_seq'
+  fields[#fields + 1] = redis.call('INCR', K.queue_seq)
   redis.call('HSET', at(K.job, job.id), unpack(fields))
-  positions[i] = redis.call('RPUSH', at(K.pending, job.type), job.id)
+  enqueue(job.id, job.type)
   count(job.type, nil, 'pending', 'submitted_total')
   redis.call('ZADD', K.jobs_by_created, NOW, job.id)
   redis.call('ZADD', at(K.jobs_by_status, 'pending'), NOW, job.id)
@@ -66,6 +70,10 @@ for i, job in ipairs(payload.jobs) do
     redis.call('ZADD', at(K.client_jobs_by_status, client, 'pending'), NOW, job.id)
   end
   record('job.created', { job_id = job.id, type = job.type, batch_id = batch and batch.id, status = 'pending' })
+end
+
+for i, job in ipairs(payload.jobs) do
+  positions[i] = redis.call('ZRANK', at(K.pending, job.type), job.id) + 1
 end
 
 if batch then

@@ -42,8 +42,9 @@ const tail = async (c: ControllerProcess) =>
   (await readFile(c.logPath, "utf8")).split("\n").slice(-40).join("\n");
 
 /**
- * A 20-minute audio conversion submitted and its first runner container running: something to stop
- * from outside while it works. Returns the job id and the running pod.
+ * A 20-minute audio conversion to AAC (several seconds of work; to MP3 it would be under one)
+ * submitted and its first runner container running: something to stop from outside while it works.
+ * Returns the job id and the running pod.
  */
 async function runningConversion(cs: ClusterStack, name: string): Promise<{ id: string; pod: V1Pod }> {
   await cs.put(
@@ -52,7 +53,7 @@ async function runningConversion(cs: ClusterStack, name: string): Promise<{ id: 
   );
   const id = await cs.submit("audio/convert", {
     source_bucket: cs.stack.bucket, source_key: `in/${name}.wav`, dest_bucket: cs.stack.bucket,
-    dest_key: `out/${name}.mp3`, format: "mp3",
+    dest_key: `out/${name}.aac`, format: "aac",
   }); // prettier-ignore
   const pod = await eventually("the first runner container to run", async () => {
     const [first] = await cs.kubePods(id);
@@ -302,7 +303,7 @@ describe("runner Jobs for media jobs", () => {
         jobs: [
           {
             type: "audio_convert", source_bucket: B, source_key: "in/long.wav",
-            dest_bucket: B, dest_key: "out/cancelled.mp3", parameters: { format: "mp3" },
+            dest_bucket: B, dest_key: "out/cancelled.aac", parameters: { format: "aac" },
           },
           { type: "image_colors", source_bucket: B, source_key: "in/not-an-image.jpg" },
         ],
@@ -339,7 +340,7 @@ describe("runner Jobs for media jobs", () => {
     assert.equal((await cs.stack.services.store.getJob(id))?.error, "cancelled by request");
     await assert.rejects(
       cs.stack.services.s3.send(
-        new HeadObjectCommand({ Bucket: cs.stack.bucket, Key: "out/cancel-by-request.mp3" }),
+        new HeadObjectCommand({ Bucket: cs.stack.bucket, Key: "out/cancel-by-request.aac" }),
       ),
       "nothing uploaded",
     );
@@ -354,6 +355,26 @@ describe("runner Jobs for media jobs", () => {
     assert.match(metrics, /media_controller_reconcile_duration_seconds_count \d+/);
     assert.match(metrics, /media_controller_jobs_active\{type="image_resize"\} 0/);
     assert.match(metrics, /media_jobs_total\{type="image_resize",status="completed"\} \d+/);
+  });
+
+  test("a pending job cancelled by request never gets a Job; the next job runs", async () => {
+    // No controller while the job waits, so that it is certainly still pending when cancelled.
+    await controller.kill("SIGTERM");
+    const id = await cs.submit("image/colors", { source_bucket: B, source_key: "in/photo.jpg" });
+    const res = await cs.stack.request(`/api/v1/jobs/${id}/cancel`, { method: "POST" });
+    assert.equal(res.status, 200);
+    const cancelled = (await res.json()) as Job;
+    assert.deepEqual(
+      [cancelled.status, cancelled.error, cancelled.started_at],
+      ["failed", "cancelled by request", undefined],
+    );
+
+    controller = await cs.startController("controller-b");
+    const next = await cs.submit("image/colors", { source_bucket: B, source_key: "in/photo.jpg" });
+    assert.equal((await cs.finished(next, 240_000)).status, "completed");
+    assert.deepEqual(await cs.kubeJobs(id), [], "no Job was made for the cancelled job");
+    const job = await cs.stack.services.store.getJob(id);
+    assert.deepEqual([job?.status, job?.started_at, job?.attempts ?? 0], ["failed", undefined, 0]);
   });
 
   after(async () => {

@@ -1,5 +1,5 @@
 import { Type, type TObject, type TProperties, type TSchema, type TUnsafe } from "@sinclair/typebox";
-import type { SchemaBounds } from "../core/jobs/bounds.js";
+import { ERROR_MESSAGE, type SchemaBounds } from "../core/jobs/bounds.js";
 import type { SubmissionFields } from "../core/jobs/spec.js";
 import { parameterSchemas } from "../core/jobs/parameters.js";
 import {
@@ -22,6 +22,7 @@ import {
   WebhookUrl,
 } from "../core/jobs/records.js";
 import { JOB_TYPES, WRITES_OUTPUT, type JobType } from "../core/jobs/types.js";
+import { REPLAYED_HEADER } from "./idempotency.js";
 
 /** Limits of the interface that are not per job type. */
 export const API_LIMITS = {
@@ -53,9 +54,10 @@ const ERROR_ANSWERS = {
   400: "Invalid request: the message names the field and the rule",
   401: "Missing or invalid API key",
   404: "Not found",
-  409: "Conflict: the id is taken, or the job or batch has ended in a way that does not allow it",
+  409: "Conflict: the id is taken, the job or batch has ended in a way that does not allow it, or a request with the same Idempotency-Key is still in flight",
   413: "Request body larger than limits.max_body_bytes",
   415: "Content-Type is not application/json",
+  422: "The Idempotency-Key was used for a different request (method, route or body)",
   429: "Too many requests: rate limited; Retry-After says when to try again",
   500: "The server failed",
   503: "The queue store is unavailable (or the server is shutting down); Retry-After says when to try again",
@@ -85,6 +87,50 @@ export function errorResponses<S extends ErrorStatus>(
       }),
     ]),
   ) as Record<S | (typeof ALWAYS)[number], TUnsafe<{ error: string }>>;
+}
+
+/** The statuses a route that takes an Idempotency-Key can answer besides: in flight, another request. */
+export const IDEMPOTENCY_ERRORS: ErrorStatus[] = [409, 422];
+
+/**
+ * The request headers of a submitting route: the optional Idempotency-Key (api/idempotency.ts).
+ * Named in lower case, as Node gives headers: with a validator of its own (validation.ts) Fastify
+ * matches the schema's names to the headers as they are.
+ */
+export const IdempotencyHeaders = Type.Object({
+  "idempotency-key": Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      pattern: "^[\\x20-\\x7E]+$",
+      description:
+        "Makes the request safe to repeat: the same key with the same request (method, route, body) within `limits.idempotency_ttl` replays the first answer, marked `Idempotent-Replayed: true`, and creates nothing; 1 to 255 printable ASCII characters, e.g. a UUID (docs/api.md, Idempotent submits).",
+      [ERROR_MESSAGE]: {
+        minLength: "must not be empty",
+        maxLength: "must be at most 255 characters",
+        pattern: "must be printable ASCII characters only",
+      },
+    }),
+  ),
+});
+
+/**
+ * The success answer of a submitting route: its body's schema, and the header a replay carries.
+ * (The schema in `content` serialises the answer as a plain response schema does.)
+ */
+export function submitResponse(description: string, schema: TSchema) {
+  return Type.Unsafe({
+    description,
+    headers: {
+      [REPLAYED_HEADER]: {
+        type: "string",
+        enum: ["true"],
+        description:
+          "Present on a replay: the answer of an earlier request with the same Idempotency-Key; nothing was submitted",
+      },
+    },
+    content: { "application/json": { schema } },
+  });
 }
 
 /** Submit endpoints: path under /api/v1 → job type. */

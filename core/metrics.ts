@@ -13,12 +13,16 @@ import type { JobStore } from "./store/store.js";
 export { JOB_DURATION_BUCKETS };
 
 /** What the job metrics are read from: the store's counters, histograms and webhook counts. */
-export type JobFigures = Pick<JobStore, "counters" | "durationHistograms" | "webhookDeliveries">;
+export type JobFigures = Pick<
+  JobStore,
+  "counters" | "durationHistograms" | "webhookDeliveries" | "idempotencyOutcomes"
+>;
 
 type Snapshot = {
   counters: Awaited<ReturnType<JobFigures["counters"]>>;
   histograms: Awaited<ReturnType<JobFigures["durationHistograms"]>>;
   webhooks: Record<string, number>;
+  idempotency: Record<string, number>;
 };
 
 /**
@@ -32,8 +36,18 @@ export function createMetricsRegistry(figures: JobFigures | undefined, prefix = 
 
   let inflight: Promise<Snapshot> | undefined;
   const snapshot = () =>
-    (inflight ??= Promise.all([figures.counters(), figures.durationHistograms(), figures.webhookDeliveries()])
-      .then(([counters, histograms, webhooks]) => ({ counters, histograms, webhooks }))
+    (inflight ??= Promise.all([
+      figures.counters(),
+      figures.durationHistograms(),
+      figures.webhookDeliveries(),
+      figures.idempotencyOutcomes(),
+    ])
+      .then(([counters, histograms, webhooks, idempotency]) => ({
+        counters,
+        histograms,
+        webhooks,
+        idempotency,
+      }))
       .finally(() => {
         // Metrics of one scrape share one read; the next scrape reads again.
         setImmediate(() => (inflight = undefined));
@@ -96,6 +110,17 @@ export function createMetricsRegistry(figures: JobFigures | undefined, prefix = 
       async () => {
         const { webhooks } = await snapshot();
         return Object.entries(webhooks).map(([result, value]) => ({ labels: { result }, value }));
+      },
+    ),
+  );
+  registry.registerMetric(
+    storeMetric(
+      "media_idempotent_requests_total",
+      "Requests whose Idempotency-Key was not new, by outcome: replayed (the first answer again), in_flight (409: the first request was still running), mismatch (422: the key was used for a different request)",
+      "counter",
+      async () => {
+        const { idempotency } = await snapshot();
+        return Object.entries(idempotency).map(([outcome, value]) => ({ labels: { outcome }, value }));
       },
     ),
   );

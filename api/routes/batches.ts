@@ -14,8 +14,12 @@ import {
   BatchListResponse,
   BODY_ERRORS,
   errorResponses,
+  IDEMPOTENCY_ERRORS,
+  IdempotencyHeaders,
   IdParams,
+  submitResponse,
 } from "../schemas.js";
+import { answerSubmit } from "../idempotency.js";
 
 export function batchRoutes(app: App, ctx: ApiContext): void {
   // Every entry is validated by the route schema: its type's parameters with the configuration's
@@ -30,37 +34,47 @@ export function batchRoutes(app: App, ctx: ApiContext): void {
           "All jobs are recorded atomically: on any invalid entry nothing is written. With options.fail_fast, the first failure cancels the batch's remaining jobs.",
         tags: ["batches"],
         security: API_KEY_SECURITY,
+        headers: IdempotencyHeaders,
         body,
-        response: { 201: BatchCreateResponse, ...errorResponses(...BODY_ERRORS, 409) },
+        response: {
+          201: submitResponse("Created: the batch and its jobs are queued", BatchCreateResponse),
+          ...errorResponses(...BODY_ERRORS, ...IDEMPOTENCY_ERRORS),
+        },
       },
     },
     async (request, reply) => {
       const body = request.body;
-      const priority = body.options?.priority;
-      const specs = body.jobs.map((entry) =>
-        buildJobSpec(
-          entry.type,
-          priority === undefined || entry.priority !== undefined ? entry : { ...entry, priority },
-          entry.parameters,
-          request.id,
-        ),
-      );
-      const webhookUrl = body.options?.webhook_url;
-      const submitted = await ctx.store.submit(
-        specs,
-        {
-          ...(body.batch_id !== undefined ? { id: body.batch_id } : {}),
-          failFast: body.options?.fail_fast ?? false,
-          ...(webhookUrl !== undefined ? { webhookUrl } : {}),
+      return answerSubmit(ctx, request, reply, {
+        status: 201,
+        render: (submitted) => ({
+          batch_id: submitted.batchId!,
+          total_jobs: submitted.jobIds.length,
+          job_ids: submitted.jobIds,
+          status: "queued" as const,
+        }),
+        logContext: (submitted) => ({ batch_id: submitted.batchId, jobs: submitted.jobIds.length }),
+        submit: (idempotency) => {
+          const priority = body.options?.priority;
+          const specs = body.jobs.map((entry) =>
+            buildJobSpec(
+              entry.type,
+              priority === undefined || entry.priority !== undefined ? entry : { ...entry, priority },
+              entry.parameters,
+              request.id,
+            ),
+          );
+          const webhookUrl = body.options?.webhook_url;
+          return ctx.store.submit(
+            specs,
+            {
+              ...(body.batch_id !== undefined ? { id: body.batch_id } : {}),
+              failFast: body.options?.fail_fast ?? false,
+              ...(webhookUrl !== undefined ? { webhookUrl } : {}),
+            },
+            submitterOf(request),
+            idempotency,
+          );
         },
-        submitterOf(request),
-      );
-      addLogContext(request, { batch_id: submitted.batchId, jobs: specs.length });
-      return reply.code(201).send({
-        batch_id: submitted.batchId!,
-        total_jobs: specs.length,
-        job_ids: submitted.jobIds,
-        status: "queued" as const,
       });
     },
   );

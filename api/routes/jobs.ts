@@ -12,6 +12,8 @@ import {
   API_KEY_SECURITY,
   BODY_ERRORS,
   errorResponses,
+  IDEMPOTENCY_ERRORS,
+  IdempotencyHeaders,
   IdParams,
   Job,
   JobListQuery,
@@ -20,7 +22,9 @@ import {
   SUBMIT_ROUTES,
   submitBodySchema,
   SubmitResponse,
+  submitResponse,
 } from "../schemas.js";
+import { answerSubmit } from "../idempotency.js";
 
 type Body = Record<string, unknown>;
 
@@ -49,16 +53,25 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
           tags: ["jobs"],
           operationId: `submit_${route.type}`,
           security: API_KEY_SECURITY,
+          headers: IdempotencyHeaders,
           body: submitBodySchema(route.type, bounds),
-          response: { 202: Type.Ref(SubmitResponse), ...errorResponses(...BODY_ERRORS) },
+          response: {
+            202: submitResponse("Accepted: the job is queued", Type.Ref(SubmitResponse)),
+            ...errorResponses(...BODY_ERRORS, ...IDEMPOTENCY_ERRORS),
+          },
         },
       },
-      async (request, reply) => {
-        const spec = specFromBody(route.type, request.body, request.id);
-        const answer = queued(route.type, await ctx.store.submit([spec], undefined, submitterOf(request)));
-        addLogContext(request, { job_id: answer.job_id, type: route.type });
-        return reply.code(202).send(answer);
-      },
+      async (request, reply) =>
+        answerSubmit(ctx, request, reply, {
+          ...QUEUED,
+          submit: (idempotency) =>
+            ctx.store.submit(
+              [specFromBody(route.type, request.body, request.id)],
+              undefined,
+              submitterOf(request),
+              idempotency,
+            ),
+        }),
     );
   }
 
@@ -121,23 +134,35 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
           "A failed job (a cancelled one included) is submitted again as a new job of the same type, locations, parameters, webhook, resources and timeout, whose record carries `retry_of`. A completed or unfinished job is 409.",
         tags: ["jobs"],
         security: API_KEY_SECURITY,
+        headers: IdempotencyHeaders,
         params: IdParams,
-        response: { 202: Type.Ref(SubmitResponse), ...errorResponses(400, 404, 409) },
+        response: {
+          202: submitResponse("Accepted: the new job is queued", Type.Ref(SubmitResponse)),
+          ...errorResponses(400, 404, ...IDEMPOTENCY_ERRORS),
+        },
       },
     },
     async (request, reply) => {
       const { id } = request.params;
-      const job = await ctx.store.getJob(id, viewerOf(request));
-      if (!job) return reply.code(404).send({ error: `job ${id} not found` });
-      if (job.status !== "failed") {
-        return reply
-          .code(409)
-          .send({ error: `job ${id} is ${job.status}; only a failed job can be retried` });
-      }
-      const submitted = await ctx.store.submit([retrySpec(job, request.id)], undefined, submitterOf(request));
-      const answer = queued(job.type, submitted, ` (retry of ${id})`);
-      addLogContext(request, { job_id: answer.job_id, type: job.type, retry_of: id });
-      return reply.code(202).send(answer);
+      return answerSubmit(ctx, request, reply, {
+        status: 202,
+        render: (submitted) => queued(submitted, ` (retry of ${id})`),
+        logContext: (submitted) => ({ ...QUEUED.logContext(submitted), retry_of: id }),
+        submit: async (idempotency) => {
+          const job = await ctx.store.getJob(id, viewerOf(request));
+          if (!job) {
+            void reply.code(404).send({ error: `job ${id} not found` });
+            return undefined;
+          }
+          if (job.status !== "failed") {
+            void reply
+              .code(409)
+              .send({ error: `job ${id} is ${job.status}; only a failed job can be retried` });
+            return undefined;
+          }
+          return ctx.store.submit([retrySpec(job, request.id)], undefined, submitterOf(request), idempotency);
+        },
+      });
     },
   );
 
@@ -201,11 +226,18 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
 }
 
 /** The answer to a request that queued one job: its id, where it stands in its queue. */
-function queued(type: JobType, submitted: Submitted, note = "") {
+function queued(submitted: Submitted, note = "") {
   return {
     job_id: submitted.jobIds[0]!,
     status: "pending" as const,
-    message: `${type} job queued${note}`,
+    message: `${submitted.types[0]!} job queued${note}`,
     queue_position: submitted.queuePositions[0]!,
   };
 }
+
+/** How a route that queues one job answers (answerSubmit), first and on a replay. */
+const QUEUED = {
+  status: 202,
+  render: (submitted: Submitted) => queued(submitted),
+  logContext: (submitted: Submitted) => ({ job_id: submitted.jobIds[0]!, type: submitted.types[0]! }),
+} as const;

@@ -332,6 +332,9 @@ function resolve(c: ConfigFile, aiDefined: boolean): Config {
       "invalid configuration: storage.output_link_expiry must be between 1s and 7d (the longest a presigned S3 URL lives)",
     );
   }
+  if (!(config.limits.idempotencyTtlMs >= 1000 && config.limits.idempotencyTtlMs <= 7 * 24 * 3600 * 1000)) {
+    throw new ConfigError("invalid configuration: limits.idempotency_ttl must be between 1s and 7d");
+  }
   const election = config.kubernetes.leaderElection;
   if (!(
     election.leaseDurationMs > election.renewDeadlineMs && election.renewDeadlineMs > election.retryPeriodMs

@@ -744,6 +744,10 @@ export const LimitsConfig = Section(
         "Largest accepted request body (413 beyond); a full batch of 100 jobs is well under 256 KiB.",
     }),
     retention: Duration("7d", "Finished jobs and batches are deleted this long after they end."),
+    idempotency_ttl: Duration(
+      "24h",
+      "How long a submit's `Idempotency-Key` replays its first answer; 1s to 7d (docs/api.md).",
+    ),
     prune_interval: Duration("60s", "How often the controller deletes what is past its retention."),
     events_max_len: Type.Integer({
       minimum: 1000,

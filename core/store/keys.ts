@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+
 /**
  * Where everything of the store lives in Redis, written once: the TS readers build keys from it and
  * every Lua script receives, as KEYS, the families it declares in its header (scripts.ts). A family
@@ -46,6 +48,14 @@ const LAYOUT = {
   client_jobs_by_status: "client:*:jobs:status:*",
   client_batches_by_created: "client:*:batches:by_created",
   client_batches_by_status: "client:*:batches:status:*",
+  /**
+   * A client's Idempotency-Key (lua/idempotency.lua, lua/submit.lua), by client ("-" without
+   * authentication, which no client name can be) and the SHA-256 of the key (hex), so that whatever
+   * printable characters a key holds, the Redis key is plain.
+   */
+  idempotency: "idem:*:*",
+  /** Idempotency-Keys that were not new, by outcome (metrics). */
+  idempotency_stats: "idem:stats",
 } as const;
 
 export type KeyFamily = keyof typeof LAYOUT;
@@ -139,4 +149,22 @@ export class Keys {
   expiry() {
     return this.families.expiry;
   }
+  /** A client's Idempotency-Key record; `client` undefined: a request without authentication. */
+  idempotency(client: string | undefined, key: string) {
+    return keyOf(this.families.idempotency, idempotencyClient(client), idempotencyKeyId(key));
+  }
+  /** Idempotency-Keys that were not new, by outcome (metrics). */
+  idempotencyStats() {
+    return this.families.idempotency_stats;
+  }
+}
+
+/** Whose Idempotency-Keys a record is among: the client's name, or "-" without authentication. */
+export function idempotencyClient(client: string | undefined): string {
+  return client ?? "-";
+}
+
+/** What an Idempotency-Key is stored under: its SHA-256, hex. */
+export function idempotencyKeyId(key: string): string {
+  return createHash("sha256").update(key, "utf8").digest("hex");
 }

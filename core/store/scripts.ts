@@ -16,6 +16,7 @@ export const SCRIPT_NAMES = [
   "reap",
   "prune",
   "webhook",
+  "idempotency",
 ] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 

@@ -6,7 +6,7 @@ import { JOB_TYPES, type BatchStatus, type JobStatus, type JobType } from "../jo
 import { JOB_DURATION_BUCKETS } from "../jobs/duration-buckets.js";
 import { decodeBatch, decodeJob, decodeSummary, SUMMARY_FIELDS, type Hash } from "./codec.js";
 import { translateScriptError } from "./errors.js";
-import { Keys } from "./keys.js";
+import { idempotencyClient, idempotencyKeyId, Keys } from "./keys.js";
 import { canSee, EVERYONE, type Submitter, type Viewer } from "./visibility.js";
 import { parseRedisTarget } from "./redis-target.js";
 import { defineScripts, scriptRunner, type ScriptName, type ScriptRunner } from "./scripts.js";
@@ -45,10 +45,44 @@ export interface NewBatch {
 
 export interface Submitted {
   jobIds: string[];
+  /** The type of each job, in order. */
+  types: JobType[];
   /** 1-based place of each job in its queue when it was accepted. */
   queuePositions: number[];
   batchId?: string;
 }
+
+/** A client's Idempotency-Key and the request that carries it (lua/idempotency.lua). */
+export interface IdempotencyKey {
+  /** The client's name; undefined without authentication. */
+  client: string | undefined;
+  /** The key as the client sent it (the store keeps its SHA-256). */
+  key: string;
+  /** The SHA-256 of the request's method, route and canonical body (api/idempotency.ts). */
+  fingerprint: string;
+}
+
+/**
+ * What taking an Idempotency-Key found: nothing (the key is now locked for this request, under
+ * `token`), its completed submission to replay, its first request still in flight, or a request
+ * with another fingerprint under the same key.
+ */
+export type KeyTaken =
+  | { outcome: "new"; token: string }
+  | { outcome: "replay"; submitted: Submitted }
+  | { outcome: "in_flight" }
+  | { outcome: "mismatch" };
+
+/** A submission under an Idempotency-Key this request holds: kept as done for `ttlMs`. */
+export interface IdempotentSubmit {
+  key: IdempotencyKey;
+  token: string;
+  ttlMs: number;
+}
+
+/** Idempotency-Keys that were not new, by what became of their request. */
+export const IDEMPOTENCY_OUTCOMES = ["replayed", "in_flight", "mismatch"] as const;
+export type IdempotencyOutcome = (typeof IDEMPOTENCY_OUTCOMES)[number];
 
 export interface TypeCounters {
   pending: number;
@@ -119,9 +153,18 @@ export class JobStore {
     return budget;
   }
 
-  /** Records jobs (optionally as one batch) atomically: all of them or, on a conflict, none. */
-  /** `by`: who submits (a client that is not an admin sees its own records only); see Submitter. */
-  async submit(specs: JobSpec[], batch?: NewBatch, by?: Submitter): Promise<Submitted> {
+  /**
+   * Records jobs (optionally as one batch) atomically: all of them or, on a conflict, none.
+   * `by`: who submits (a client that is not an admin sees its own records only); see Submitter.
+   * `idempotency`: the Idempotency-Key this request took (takeIdempotencyKey); the same call records
+   * the submission as the key's result, or refuses (ConflictError) when the key is no longer its own.
+   */
+  async submit(
+    specs: JobSpec[],
+    batch?: NewBatch,
+    by?: Submitter,
+    idempotency?: IdempotentSubmit,
+  ): Promise<Submitted> {
     const jobs = specs.map((spec) => ({ id: randomUUID(), type: spec.type, fields: encodeSpec(spec) }));
     const batchId = batch ? (batch.id ?? randomUUID()) : undefined;
     const payload = {
@@ -136,9 +179,67 @@ export class JobStore {
             },
           }
         : {}),
+      ...(idempotency
+        ? {
+            idempotency: {
+              client: idempotencyClient(idempotency.key.client),
+              key: idempotencyKeyId(idempotency.key.key),
+              fingerprint: idempotency.key.fingerprint,
+              token: idempotency.token,
+              ttl_ms: idempotency.ttlMs,
+            },
+          }
+        : {}),
     };
     const positions = (await this.script("submit", JSON.stringify(payload))) as number[];
-    return { jobIds: jobs.map((j) => j.id), queuePositions: positions, ...(batchId ? { batchId } : {}) };
+    return {
+      jobIds: jobs.map((j) => j.id),
+      types: jobs.map((j) => j.type),
+      queuePositions: positions,
+      ...(batchId ? { batchId } : {}),
+    };
+  }
+
+  /**
+   * Takes a client's Idempotency-Key for a request (lua/idempotency.lua): locks it for `lockMs`
+   * when it is new (submit() with the token then completes it, releaseIdempotencyKey() frees it),
+   * or tells what the key already stands for.
+   */
+  async takeIdempotencyKey(key: IdempotencyKey, lockMs: number): Promise<KeyTaken> {
+    const token = randomUUID();
+    const [outcome, result] = (await this.script(
+      "idempotency",
+      "take",
+      ...idempotencyArgs(key),
+      token,
+      key.fingerprint,
+      lockMs,
+    )) as [string, string?];
+    switch (outcome) {
+      case "new":
+        return { outcome, token };
+      case "replay":
+        return { outcome, submitted: decodeSubmitted(result!) };
+      case "in_flight":
+      case "mismatch":
+        return { outcome };
+      default:
+        throw new Error(`idempotency.lua answered ${outcome}`);
+    }
+  }
+
+  /** Frees a key this request locked and did not complete; false when it is not (or no longer) its lock. */
+  async releaseIdempotencyKey(key: IdempotencyKey, token: string): Promise<boolean> {
+    return (await this.script("idempotency", "release", ...idempotencyArgs(key), token)) === 1;
+  }
+
+  /** Idempotency-Keys that were not new, by outcome, since the store was created. */
+  async idempotencyOutcomes(): Promise<Record<IdempotencyOutcome, number>> {
+    const h = (await this.redis.hgetall(this.keys.idempotencyStats())) as Hash;
+    return Object.fromEntries(IDEMPOTENCY_OUTCOMES.map((o) => [o, Number(h[o] ?? 0)])) as Record<
+      IdempotencyOutcome,
+      number
+    >;
   }
 
   /** Takes the next job of a queue under a lease; it stays pending until start(). */
@@ -426,6 +527,27 @@ export class JobStore {
     await this.redis.ping();
     return performance.now() - started;
   }
+}
+
+/** The client and key id a key's record is under (keys.ts). */
+function idempotencyArgs(key: IdempotencyKey): [string, string] {
+  return [idempotencyClient(key.client), idempotencyKeyId(key.key)];
+}
+
+/** A completed key's result, as submit.lua recorded it. */
+function decodeSubmitted(json: string): Submitted {
+  const r = JSON.parse(json) as {
+    job_ids: string[];
+    types: JobType[];
+    queue_positions: number[];
+    batch_id?: string;
+  };
+  return {
+    jobIds: r.job_ids,
+    types: r.types,
+    queuePositions: r.queue_positions,
+    ...(r.batch_id ? { batchId: r.batch_id } : {}),
+  };
 }
 
 function encodeSpec(spec: JobSpec): Record<string, string> {

@@ -292,3 +292,20 @@ describe("storage.output_link_expiry", () => {
     }
   });
 });
+
+describe("limits.idempotency_ttl", () => {
+  test("24 hours by default; from 1s to 7d, anything else refused at start, naming the setting", () => {
+    const load = (value?: string) =>
+      loadConfig({
+        env: {},
+        file: "/dev/null",
+        ...(value === undefined ? {} : { overrides: { limits: { idempotency_ttl: value } } }),
+      }).limits.idempotencyTtlMs;
+    assert.equal(load(), 24 * 3600 * 1000);
+    assert.equal(load("1s"), 1000);
+    assert.equal(load("7d"), 7 * 24 * 3600 * 1000);
+    for (const bad of ["8d", "500ms", "0"]) {
+      assert.throws(() => load(bad), /limits\.idempotency_ttl must be between 1s and 7d/, bad);
+    }
+  });
+});

@@ -38,6 +38,9 @@ test("a header naming a family that does not exist, or one twice, stops the stor
   assert.throws(() => declaredKeys("x", "-- no header"), /header/);
 });
 
+/** The SHA-256 of "order-1" (an Idempotency-Key is stored under its digest). */
+const ORDER_1_SHA256 = "0bafe22156d2698c143b86040446d366ead863ba600d5c924f3d15c786ef4057";
+
 test("the keys are where the data in Redis already is", () => {
   const keys = new Keys("media");
   assert.equal(keys.prefix, "{media}:");
@@ -63,6 +66,9 @@ test("the keys are where the data in Redis already is", () => {
       keys.events(),
       keys.webhookStats(),
       keys.expiry(),
+      keys.idempotency("alice", "order-1"),
+      keys.idempotency(undefined, "order-1"),
+      keys.idempotencyStats(),
     ],
     [
       "{media}:job:j1",
@@ -85,6 +91,9 @@ test("the keys are where the data in Redis already is", () => {
       "{media}:events",
       "{media}:webhooks:stats",
       "{media}:expiry",
+      `{media}:idem:alice:${ORDER_1_SHA256}`,
+      `{media}:idem:-:${ORDER_1_SHA256}`,
+      "{media}:idem:stats",
     ],
   );
   for (const family of Object.values(keys.families)) {

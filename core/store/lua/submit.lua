@@ -6,13 +6,17 @@
   Input:
     KEYS  job pending stats jobs_by_created jobs_by_status client_jobs_by_created
           client_jobs_by_status batch batch_jobs batches_by_created batches_by_status
-          client_batches_by_created client_batches_by_status events queues queue_seq
+          client_batches_by_created client_batches_by_status events queues queue_seq idempotency
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
-    ARGV[3] JSON {client?, admin?, batch?: {id, fail_fast, webhook_url?}, jobs: [{id, type, fields}]}:
+    ARGV[3] JSON {client?, admin?, batch?: {id, fail_fast, webhook_url?}, jobs: [{id, type, fields}],
+      idempotency?: {client, key, fingerprint, token, ttl_ms}}:
       client, the name of the submitting client, is recorded on every job and the batch, and they are
       indexed for it unless admin is true (an admin lists through the shared indexes; its records
-      carry client_admin=1); fields are the job hash's fields, from its JobSpec (core/jobs/spec.ts)
+      carry client_admin=1); fields are the job hash's fields, from its JobSpec (core/jobs/spec.ts);
+      idempotency: the Idempotency-Key this request took (idempotency.lua: its client, its key's
+      SHA-256, the request's fingerprint and token), whose lock becomes the completed record, kept
+      ttl_ms, holding the result {job_ids, types, queue_positions, batch_id?}
 
   Output:
     the queue position (1-based) of each job, in order: how many jobs of its queue are before it once
@@ -20,6 +24,8 @@
 
   Errors:
     CONFLICT batch <id> already exists, CONFLICT job <id> already exists
+    CONFLICT the Idempotency-Key is in use by another request (its lock ran out and was taken again)
+    ERR invalid idempotency ttl_ms: <value>
     ERR a submission needs at least one job
 ]]
 local payload = cjson.decode(ARGV[3])
@@ -35,6 +41,18 @@ end
 for _, job in ipairs(payload.jobs) do
   if redis.call('EXISTS', at(K.job, job.id)) == 1 then
     return redis.error_reply('CONFLICT job ' .. job.id .. ' already exists')
+  end
+end
+-- Idempotency-Key: the record must still be this request's lock (or gone, its lock having run out).
+local idem, idem_key, idem_ttl = payload.idempotency, nil, nil
+if idem then
+  local invalid
+  idem_ttl, invalid = number_arg(idem.ttl_ms, 'idempotency ttl_ms', 1)
+  if invalid then return invalid end
+  idem_key = at(K.idempotency, idem.client, idem.key)
+  local held = redis.call('HMGET', idem_key, 'state', 'token')
+  if held[1] and not (held[1] == 'locked' and held[2] == idem.token) then
+    return redis.error_reply('CONFLICT the Idempotency-Key is in use by another request')
   end
 end
 
@@ -93,6 +111,19 @@ if batch then
     redis.call('ZADD', at(K.client_batches_by_status, client, 'queued'), NOW, batch.id)
   end
   record('batch.created', { batch_id = batch.id, status = 'queued', total_jobs = #payload.jobs })
+end
+-- Idempotency-Key: the lock becomes the completed record, written with the jobs, so that an answer
+-- lost after this point (a crash, a cut connection) is replayed rather than submitted again.
+if idem then
+  local job_ids, types = {}, {}
+  for i, job in ipairs(payload.jobs) do
+    job_ids[i] = job.id
+    types[i] = job.type
+  end
+  local result = { job_ids = job_ids, types = types, queue_positions = positions, batch_id = batch and batch.id }
+  redis.call('DEL', idem_key)
+  redis.call('HSET', idem_key, 'state', 'done', 'fingerprint', idem.fingerprint, 'result', cjson.encode(result))
+  redis.call('PEXPIRE', idem_key, math.floor(idem_ttl))
 end
 -- Wakes idle executors at once rather than at their next poll.
 redis.call('PUBLISH', K.queues, 'submitted')

@@ -72,8 +72,8 @@ function figures(
  * The points of the last minutes, oldest first, the current minute last, from their hashes
  * (`hashes[i]` is minute `firstMinute + i`; `before`, the hashes of the minutes before the window,
  * oldest first). A queue's depth at a minute is the last one noted at or before it (each change of
- * a queue notes it); before its first note in sight, the first noted in the window, or, when the
- * queue did not change in the window at all, its depth now (`current`).
+ * a queue notes it); before its first note in sight, the depth that first change started from; when
+ * the queue did not change in sight at all, its depth now (`current`).
  */
 export function historyPoints(
   firstMinute: number,
@@ -85,8 +85,9 @@ export function historyPoints(
   for (const hash of before) figures(hash, JOB_TYPES, depth);
   for (const type of JOB_TYPES) {
     if (depth.has(type)) continue;
-    const first = hashes.find((hash) => hash[`${type}:pending`] !== undefined)?.[`${type}:pending`];
-    depth.set(type, first !== undefined ? Number(first) || 0 : (current[type] ?? 0));
+    const first = hashes.find((hash) => hash[`${type}:pending`] !== undefined);
+    const start = first?.[`${type}:pending_before`] ?? first?.[`${type}:pending`];
+    depth.set(type, start !== undefined ? Number(start) || 0 : (current[type] ?? 0));
   }
   return hashes.map((hash, i) => ({
     at: new Date((firstMinute + i) * HISTORY_INTERVAL_SECONDS * 1000).toISOString(),

@@ -53,20 +53,25 @@ describe("history points", () => {
 
   test("a queue's depth is carried over minutes without a change, from before the window too", () => {
     const before: MinuteHash[] = [{ "image_resize:pending": "7" }, {}];
-    const hashes: MinuteHash[] = [{}, { "image_resize:pending": "3" }, {}, { "audio_convert:pending": "2" }];
+    const hashes: MinuteHash[] = [
+      {},
+      { "image_resize:pending": "3", "image_resize:pending_before": "7" },
+      {},
+      { "audio_convert:pending": "2", "audio_convert:pending_before": "0" },
+    ];
     const points = historyPoints(0, hashes, before, { image_resize: 3, audio_convert: 2 });
     assert.deepEqual(
       points.map((p) => p.by_type.image_resize!.pending),
       [7, 3, 3, 3],
     );
-    // No note before the window: its first note in the window stands for the minutes before it.
+    // No note before the window: the minutes before its first change have the depth it started from.
     assert.deepEqual(
       points.map((p) => p.by_type.audio_convert!.pending),
-      [2, 2, 2, 2],
+      [0, 0, 0, 2],
     );
     assert.deepEqual(
       points.map((p) => p.pending),
-      [9, 5, 5, 5],
+      [7, 3, 3, 5],
     );
   });
 

@@ -31,7 +31,7 @@ while true do
     redis.call('ZADD', at(K.active, type), NOW + lease_ms, id)
     redis.call('HSET', j, 'claimed_by', owner, 'lease_until', NOW + lease_ms)
     timeline(id, 'claimed', { message = owner })
-    note_depth(type)
+    note_depth(type, -1)
     return id
   end
 end

@@ -134,7 +134,8 @@ end
 -- Figures per minute for the last day (GET /stats/history), one hash per minute: per job type, the
 -- jobs that ended (<type>:completed, <type>:failed), the durations of the completed ones as
 -- cumulative histogram buckets (<type>:b<i>, the bounds of the duration histogram), and the depth of
--- its queue when it last changed in that minute (<type>:pending).
+-- its queue after its last change in that minute (<type>:pending) and before its first
+-- (<type>:pending_before), so that the depth is known for the minutes before a first change too.
 local HISTORY_KEEP_MS = 25 * 3600 * 1000
 local function history_minute()
   local key = at(K.history, tostring(math.floor(NOW / 60000)))
@@ -152,10 +153,13 @@ local function note_ended(type, outcome, duration, bounds)
   end
 end
 
-local function note_depth(type)
+-- `change`: how the depth just changed (+1 a job queued, -1 one taken out).
+local function note_depth(type, change)
   local queue = at(K.pending, type)
   local depth = redis.call('TYPE', queue).ok == 'list' and redis.call('LLEN', queue) or redis.call('ZCARD', queue)
-  redis.call('HSET', history_minute(), type .. ':pending', depth)
+  local key = history_minute()
+  redis.call('HSETNX', key, type .. ':pending_before', depth - change)
+  redis.call('HSET', key, type .. ':pending', depth)
 end
 
 -- Moves a job or batch from one status index to another. A record submitted by a client carries its
@@ -258,8 +262,7 @@ end
 -- the place it was submitted to (ahead of the later submissions of its priority).
 local function enqueue(id, type)
   local h = redis.call('HMGET', at(K.job, id), 'priority', 'queue_seq')
-  redis.call('ZADD', pending_queue(type), queue_score(h[1], h[2]), id)
-  note_depth(type)
+  if redis.call('ZADD', pending_queue(type), queue_score(h[1], h[2]), id) == 1 then note_depth(type, 1) end
 end
 
 -- Ends a pending or processing job as failed; the caller has checked the status.
@@ -295,9 +298,10 @@ fail_job = function(id, from, message, cancelled)
   if from == 'pending' then
     -- A queue left as a list by an earlier version is converted by whoever next takes from it.
     local queue = at(K.pending, type)
-    if redis.call('TYPE', queue).ok == 'list' then redis.call('LREM', queue, 0, id)
-    else redis.call('ZREM', queue, id) end
-    note_depth(type)
+    local removed
+    if redis.call('TYPE', queue).ok == 'list' then removed = redis.call('LREM', queue, 0, id)
+    else removed = redis.call('ZREM', queue, id) end
+    if removed > 0 then note_depth(type, -removed) end
   end
   redis.call('ZREM', at(K.active, type), id)
   count(type, from, 'failed', 'failed_total')

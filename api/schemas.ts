@@ -11,6 +11,8 @@ import {
   JobStatusSchema,
   JobSummary,
   QueueStats,
+  History,
+  TimelineEntry,
   RESULT_SCHEMAS,
   SourceFields,
   SubmissionOptionFields,
@@ -43,6 +45,8 @@ export const SHARED_SCHEMAS = [
   JobSummary,
   Batch,
   QueueStats,
+  History,
+  TimelineEntry,
 ];
 export const ErrorRef = Type.Ref(ErrorBody);
 

@@ -10,6 +10,8 @@ import { registerDocs } from "./docs.js";
 import { installErrorHandlers } from "./errors.js";
 import { clientErrorHandler, requestPreamble } from "./transport.js";
 import { batchRoutes } from "./routes/batches.js";
+import { eventsRoutes } from "./routes/events.js";
+import { jobDetailRoutes } from "./routes/job-details.js";
 import { jobRoutes } from "./routes/jobs.js";
 import { operationsRoutes } from "./routes/operations.js";
 import { queueRoutes } from "./routes/queue.js";
@@ -105,6 +107,8 @@ export async function buildApi(ctx: ApiContext, logger: Logger, options: ApiOpti
       jobRoutes(api, ctx);
       batchRoutes(api, ctx);
       streamRoutes(api, ctx, streams);
+      eventsRoutes(api, ctx, streams);
+      jobDetailRoutes(api, ctx);
       queueRoutes(api, ctx);
       // Inside the scope: an undeclared method is refused after the key check, like the routes.
       methods.answer(v1, "/api/v1");

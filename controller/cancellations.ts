@@ -1,14 +1,12 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "../core/logger.js";
-import { decodeStreamReply, type StreamReply } from "../core/store/events.js";
-import { blockingConnection, type JobStore } from "../core/store/store.js";
-
-const RETRY_MS = 1000;
+import { followEvents } from "../core/store/event-follower.js";
+import type { JobStore } from "../core/store/store.js";
 
 /**
  * Follows the store's events stream from now on and calls `cancel` with the id of every job the store
- * cancels (a fail_fast batch stopped by a failure), so that the executor stops its execution. Reads
- * on a connection of its own (blocking XREAD); returns the function that stops it.
+ * cancels (by request, or a fail_fast batch stopped by a failure), so that the executor stops its
+ * execution. Returns the function that stops it.
  */
 export function followCancellations(
   store: JobStore,
@@ -16,24 +14,12 @@ export function followCancellations(
   cancel: (jobId: string) => Promise<void>,
   logger: Logger,
 ): () => Promise<void> {
-  const connection = blockingConnection(redis, "media-service-controller-events");
-  let stopping = false;
   const inFlight = new Set<Promise<void>>();
-  const loop = (async () => {
-    const stream = store.keys.events();
-    let last = "$";
-    while (!stopping) {
-      let reply: StreamReply;
-      try {
-        reply = await connection.xread("COUNT", 200, "BLOCK", 2000, "STREAMS", stream, last);
-      } catch (err) {
-        if (stopping) return;
-        logger.warn({ err: (err as Error).message }, "reading the events stream failed; retrying");
-        await new Promise((r) => setTimeout(r, RETRY_MS));
-        continue;
-      }
-      const { events, lastId } = decodeStreamReply(reply);
-      if (lastId) last = lastId;
+  const stopFollowing = followEvents(
+    store,
+    redis,
+    { from: "$", name: "media-service-controller-events", logger },
+    (events) => {
       // Each execution is stopped at once, not one after another: a cancelled batch's jobs all stop
       // within one grace period.
       for (const event of events) {
@@ -45,12 +31,10 @@ export function followCancellations(
           .finally(() => inFlight.delete(stopped));
         inFlight.add(stopped);
       }
-    }
-  })();
+    },
+  );
   return async () => {
-    stopping = true;
-    connection.disconnect();
-    await loop;
+    await stopFollowing();
     await Promise.all([...inFlight]);
   };
 }

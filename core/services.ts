@@ -5,6 +5,7 @@ import type { Config } from "./config/load.js";
 import { DependencyChecker } from "./health/dependencies.js";
 import type { Logger } from "./logger.js";
 import { createS3Client, probeStorage } from "./storage/s3.js";
+import { StoreEventHub } from "./store/event-follower.js";
 import { JobEventHub } from "./store/job-events.js";
 import { connectRedis, JobStore } from "./store/store.js";
 
@@ -15,6 +16,8 @@ export interface CoreServices {
   subscriber: Redis;
   store: JobStore;
   events: JobEventHub;
+  /** Every job's changes from the events stream (GET /events), followed while someone listens. */
+  storeEvents: StoreEventHub;
   s3: S3Client;
   health: DependencyChecker;
   /** Resolves once both Redis connections are ready, or rejects after `timeoutMs`. */
@@ -66,6 +69,7 @@ export function openCoreServices(config: Config, logger: Logger, name: string): 
     maxAttempts: config.executor.maxAttempts,
   });
   const events = new JobEventHub(subscriber, store.keys);
+  const storeEvents = new StoreEventHub(store, redis, logger);
   const s3 = createS3Client(config.storage);
   const health = new DependencyChecker(
     [
@@ -80,12 +84,14 @@ export function openCoreServices(config: Config, logger: Logger, name: string): 
     subscriber,
     store,
     events,
+    storeEvents,
     s3,
     health,
     ready: async (timeoutMs) => {
       await Promise.all([whenReady(redis, timeoutMs), whenReady(subscriber, timeoutMs)]);
     },
     close: async () => {
+      await storeEvents.close();
       s3.destroy();
       await Promise.allSettled([redis.quit(), subscriber.quit()]);
       redis.disconnect();

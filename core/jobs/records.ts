@@ -334,6 +334,90 @@ export const QueueStats = Type.Object(
 );
 export type QueueStats = Static<typeof QueueStats>;
 
+const Quantile = (what: string) =>
+  Type.Union([Type.Number(), Type.Null()], {
+    description: `${what} of the jobs that completed in the minute, in seconds, estimated from the duration histogram; null when none did`,
+  });
+const HistoryFigureFields = {
+  completed: Type.Integer({ description: "Jobs that completed in the minute" }),
+  failed: Type.Integer({ description: "Jobs that failed in the minute (cancelled ones included)" }),
+  p50_seconds: Quantile("Median duration"),
+  p95_seconds: Quantile("95th percentile duration"),
+  pending: Type.Integer({ description: "Jobs waiting in the queue as the minute ended" }),
+};
+export const HistoryFigures = Type.Object(HistoryFigureFields);
+export type HistoryFigures = Static<typeof HistoryFigures>;
+
+export const History = Type.Object(
+  {
+    interval_seconds: Type.Integer({ description: "The length of each point: a minute" }),
+    points: Type.Array(
+      Type.Object({
+        at: Timestamp("The start of the minute"),
+        ...HistoryFigureFields,
+        by_type: Type.Record(Type.String(), HistoryFigures, { description: "The same figures per job type" }),
+      }),
+      { description: "One point per minute, oldest first; the last is the current minute" },
+    ),
+    webhooks: Type.Record(Type.String(), Type.Integer(), {
+      description:
+        "Webhook delivery attempts since the store began, by result: delivered, retry, failed, refused",
+    }),
+  },
+  { $id: "History" },
+);
+export type History = Static<typeof History>;
+
+/** What can happen to a job, as its timeline tells it (GET /jobs/{id}/events). */
+export const TIMELINE_EVENTS = [
+  "submitted",
+  "claimed",
+  "started",
+  "progress",
+  "requeued",
+  "completed",
+  "failed",
+  "cancelled",
+  "webhook",
+] as const;
+export const TimelineEntry = Type.Object(
+  {
+    at: Timestamp("When it happened"),
+    event: Enum(TIMELINE_EVENTS),
+    message: Type.Optional(
+      Type.String({
+        description:
+          "claimed: by whom; progress: the runner's words; requeued: why; failed, cancelled: the error; webhook: what the receiver answered",
+      }),
+    ),
+    percent: Type.Optional(Type.Number({ description: "progress: how far, 0-100" })),
+    attempt: Type.Optional(
+      Type.Integer({ description: "started: the run's number; webhook: the attempt's" }),
+    ),
+    priority: Type.Optional(Type.Integer({ description: "submitted: its priority, when not 0" })),
+    result: Type.Optional(
+      Enum(["delivered", "retry", "failed", "refused"], { description: "webhook: the outcome" }),
+    ),
+    status_code: Type.Optional(Type.Integer({ description: "webhook: the receiver's HTTP status" })),
+  },
+  { $id: "TimelineEntry" },
+);
+export type TimelineEntry = Static<typeof TimelineEntry>;
+
+const Link = (description: string) =>
+  Type.Object(
+    {
+      url: Type.String({ description: "A presigned GET URL of the object" }),
+      expires_at: Timestamp("When the URL stops working"),
+    },
+    { description },
+  );
+export const JobLinks = Type.Object({
+  source: Link("The job's source"),
+  output: Type.Optional(Link("Its output, once the job has completed, when its type writes a file")),
+});
+export type JobLinks = Static<typeof JobLinks>;
+
 export const ErrorBody = Type.Object(
   { error: Type.String({ description: "Human-readable message" }) },
   { $id: "Error", additionalProperties: false },

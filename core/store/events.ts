@@ -29,6 +29,8 @@ interface OfJob extends Entry {
   job_id: string;
   type: string;
   batch_id?: string;
+  /** The client that submitted the job, unless it was an admin (who may see the event). */
+  client?: string;
 }
 
 export interface JobCreated extends OfJob {
@@ -114,7 +116,12 @@ export function isStoreEventName(name: string | undefined): name is StoreEventNa
 
 function ofJob(f: Fields): Omit<OfJob, keyof Entry> | undefined {
   if (!f.job_id || !f.type) return undefined;
-  return { job_id: f.job_id, type: f.type, ...(f.batch_id ? { batch_id: f.batch_id } : {}) };
+  return {
+    job_id: f.job_id,
+    type: f.type,
+    ...(f.batch_id ? { batch_id: f.batch_id } : {}),
+    ...(f.client ? { client: f.client } : {}),
+  };
 }
 
 function ended(f: Fields): Omit<JobEnded, keyof Entry> | undefined {

@@ -19,6 +19,10 @@ const LAYOUT = {
   webhook_stats: "webhooks:stats",
   /** A job's hash, by job id. */
   job: "job:*",
+  /** A job's timeline: what happened to it, oldest first (a list of JSON entries), by job id. */
+  job_events: "job:*:events",
+  /** Figures of one minute (jobs ended, durations, queue depths; a hash), by minute since the epoch. */
+  history: "history:*",
   /** Pub/sub channel of one job's changes (SSE), by job id. */
   job_channel: "events:*",
   /** A batch's hash, by batch id. */

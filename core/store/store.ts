@@ -1,12 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { Redis, type RedisOptions } from "ioredis";
-import type { Batch, Job, JobSummary, QueueStats } from "../jobs/records.js";
+import type { Batch, History, Job, JobSummary, QueueStats, TimelineEntry } from "../jobs/records.js";
+import { HISTORY_INTERVAL_SECONDS, historyPoints, type MinuteHash } from "../stats/history.js";
 import type { JobSpec } from "../jobs/spec.js";
 import { JOB_TYPES, type BatchStatus, type JobStatus, type JobType } from "../jobs/types.js";
 import { JOB_DURATION_BUCKETS } from "../jobs/duration-buckets.js";
 import { decodeBatch, decodeJob, decodeSummary, SUMMARY_FIELDS, type Hash } from "./codec.js";
 import { translateScriptError } from "./errors.js";
-import { idempotencyClient, idempotencyKeyId, Keys } from "./keys.js";
+import { idempotencyClient, idempotencyKeyId, keyOf, Keys } from "./keys.js";
 import { canSee, EVERYONE, type Submitter, type Viewer } from "./visibility.js";
 import { parseRedisTarget } from "./redis-target.js";
 import { defineScripts, scriptRunner, type ScriptName, type ScriptRunner } from "./scripts.js";
@@ -391,6 +392,55 @@ export class JobStore {
       const summary = decodeSummary(fields as Array<string | null>);
       return summary ? [summary] : [];
     });
+  }
+
+  /** A job's timeline, oldest first; undefined when there is no such job or `viewer` may not see it. */
+  async jobTimeline(id: string, viewer: Viewer = EVERYONE): Promise<TimelineEntry[] | undefined> {
+    const [[, owner], [, entries]] = (await this.redis
+      .multi()
+      .hmget(this.keys.job(id), "id", "client")
+      .lrange(keyOf(this.keys.families.job_events, id), 0, -1)
+      .exec()) as [[unknown, Array<string | null>], [unknown, string[]]];
+    if (!owner[0] || !canSee(viewer, owner[1] ?? undefined)) return undefined;
+    return entries.flatMap((text) => {
+      try {
+        return [JSON.parse(text) as TimelineEntry];
+      } catch {
+        return [];
+      }
+    });
+  }
+
+  /**
+   * The figures of the last `minutes` minutes (jobs ended, durations, queue depths; lib.lua
+   * note_ended, note_depth), one point per minute, and the webhook delivery counters.
+   */
+  async history(minutes: number, nowMs = Date.now()): Promise<History> {
+    const lookBack = 60;
+    const current = Math.floor(nowMs / (HISTORY_INTERVAL_SECONDS * 1000));
+    const first = current - minutes + 1;
+    const pipeline = this.redis.pipeline();
+    for (let m = first - lookBack; m <= current; m++) {
+      pipeline.hgetall(keyOf(this.keys.families.history, String(m)));
+    }
+    for (const type of JOB_TYPES) pipeline.zcard(this.keys.pending(type));
+    const rows = (await pipeline.exec()) ?? [];
+    const hashes = rows.slice(0, lookBack + minutes).map(([err, hash]) => {
+      if (err) throw err;
+      return hash as MinuteHash;
+    });
+    // A queue an earlier version left as a list answers ZCARD with an error: its depth is unknown.
+    const depths = Object.fromEntries(
+      JOB_TYPES.map((type, i) => {
+        const [err, depth] = rows[lookBack + minutes + i] ?? [];
+        return [type, err ? 0 : Number(depth ?? 0)];
+      }),
+    );
+    return {
+      interval_seconds: HISTORY_INTERVAL_SECONDS,
+      points: historyPoints(first, hashes.slice(lookBack), hashes.slice(0, lookBack), depths),
+      webhooks: await this.webhookDeliveries(),
+    };
   }
 
   /** The batch, or undefined when there is none or `viewer` may not see it. */

@@ -5,7 +5,7 @@
   on the way.
 
   Input:
-    KEYS  pending active job queue_seq
+    KEYS  pending active job queue_seq job_events history
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] job type
@@ -30,6 +30,8 @@ while true do
   if redis.call('HGET', j, 'status') == 'pending' then
     redis.call('ZADD', at(K.active, type), NOW + lease_ms, id)
     redis.call('HSET', j, 'claimed_by', owner, 'lease_until', NOW + lease_ms)
+    timeline(id, 'claimed', { message = owner })
+    note_depth(type)
     return id
   end
 end

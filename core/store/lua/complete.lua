@@ -4,7 +4,7 @@
 
   Input:
     KEYS  job job_channel active stats histogram jobs_by_status client_jobs_by_status batch
-          batches_by_status client_batches_by_status expiry events
+          batches_by_status client_batches_by_status expiry events job_events history
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] job id
@@ -43,7 +43,10 @@ end
 redis.call('HINCRBY', hist, 'count', 1)
 redis.call('HINCRBYFLOAT', hist, 'sum', duration)
 
+note_ended(type, 'completed', duration, bounds)
+
 publish(id, 'complete', { status = 'completed' })
+timeline(id, 'completed')
 record('job.completed', {
   job_id = id, type = type, batch_id = batch_id, status = 'completed', request_id = h[6], webhook = h[7] and 1,
 })

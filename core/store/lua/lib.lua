@@ -7,16 +7,19 @@
     KEYS: none of its own. A function here reads the families it needs from K, so a script that
       calls it declares them in its header:
         publish             job, job_channel
-        record              events
+        record              events, job (a job's event names its client)
         count               stats
         move_status_index   job, jobs_by_status, client_jobs_by_status
         batch_move          batch
         set_batch_status    batch, batches_by_status, client_batches_by_status
         finalize_batch      expiry, events and set_batch_status's
+        timeline            job_events
+        note_ended          history
+        note_depth          pending, history
         pending_queue       pending, queue_seq, job
-        enqueue             pending_queue's
+        enqueue             pending_queue's, note_depth's
         fail_job            pending, active, expiry, batch_jobs and those of publish, record, count,
-                            move_status_index, finalize_batch
+                            move_status_index, finalize_batch, timeline, note_ended, note_depth
         requeue_job         fail_job's and enqueue's (a job past its retry budget fails)
 
     ARGV[1] the length the events stream is trimmed to (approximately)
@@ -95,6 +98,11 @@ end
 -- Every event and its fields are typed in events.ts (StoreEvent).
 local function record(event, fields)
   local args = { 'XADD', K.events, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'event', event, 'at', NOW_ISO }
+  -- Who may see a job's event (GET /events): the client that submitted the job, unless an admin did.
+  if fields.job_id then
+    local owner = redis.call('HMGET', at(K.job, fields.job_id), 'client', 'client_admin')
+    if owner[1] and not owner[2] then fields.client = owner[1] end
+  end
   for k, v in pairs(fields) do
     if v ~= nil and v ~= false and v ~= '' then
       args[#args + 1] = k
@@ -102,6 +110,52 @@ local function record(event, fields)
     end
   end
   redis.call(unpack(args))
+end
+
+-- A job's timeline (GET /jobs/{id}/events): what happened to it, oldest first, one JSON object
+-- {at, event, ...} per entry. A progress report replaces a progress entry just before it, so a
+-- timeline stays short however often a runner reports; prune.lua deletes it with its job.
+local function timeline(id, event, fields)
+  local entry = fields or {}
+  entry.at = NOW_ISO
+  entry.event = event
+  local key = at(K.job_events, id)
+  local text = cjson.encode(entry)
+  if event == 'progress' then
+    local last = redis.call('LINDEX', key, -1)
+    if last and string.find(last, '"event":"progress"', 1, true) then
+      redis.call('LSET', key, -1, text)
+      return
+    end
+  end
+  redis.call('RPUSH', key, text)
+end
+
+-- Figures per minute for the last day (GET /stats/history), one hash per minute: per job type, the
+-- jobs that ended (<type>:completed, <type>:failed), the durations of the completed ones as
+-- cumulative histogram buckets (<type>:b<i>, the bounds of the duration histogram), and the depth of
+-- its queue when it last changed in that minute (<type>:pending).
+local HISTORY_KEEP_MS = 25 * 3600 * 1000
+local function history_minute()
+  local key = at(K.history, tostring(math.floor(NOW / 60000)))
+  redis.call('PEXPIRE', key, HISTORY_KEEP_MS)
+  return key
+end
+
+local function note_ended(type, outcome, duration, bounds)
+  local key = history_minute()
+  redis.call('HINCRBY', key, type .. ':' .. outcome, 1)
+  if duration and bounds then
+    for i, bound in ipairs(bounds) do
+      if duration <= bound then redis.call('HINCRBY', key, type .. ':b' .. i, 1) end
+    end
+  end
+end
+
+local function note_depth(type)
+  local queue = at(K.pending, type)
+  local depth = redis.call('TYPE', queue).ok == 'list' and redis.call('LLEN', queue) or redis.call('ZCARD', queue)
+  redis.call('HSET', history_minute(), type .. ':pending', depth)
 end
 
 -- Moves a job or batch from one status index to another. A record submitted by a client carries its
@@ -205,6 +259,7 @@ end
 local function enqueue(id, type)
   local h = redis.call('HMGET', at(K.job, id), 'priority', 'queue_seq')
   redis.call('ZADD', pending_queue(type), queue_score(h[1], h[2]), id)
+  note_depth(type)
 end
 
 -- Ends a pending or processing job as failed; the caller has checked the status.
@@ -242,12 +297,15 @@ fail_job = function(id, from, message, cancelled)
     local queue = at(K.pending, type)
     if redis.call('TYPE', queue).ok == 'list' then redis.call('LREM', queue, 0, id)
     else redis.call('ZREM', queue, id) end
+    note_depth(type)
   end
   redis.call('ZREM', at(K.active, type), id)
   count(type, from, 'failed', 'failed_total')
   move_status_index(id, from, 'failed', created_ms)
   redis.call('ZADD', K.expiry, NOW + RETENTION_MS, expiry_member('job', id))
   publish(id, 'complete', { status = 'failed', error = message })
+  timeline(id, cancelled and 'cancelled' or 'failed', { message = message })
+  note_ended(type, 'failed')
   record(cancelled and 'job.cancelled' or 'job.failed', {
     job_id = id, type = type, batch_id = batch_id, status = 'failed', was = from, request_id = h[5],
     webhook = h[6] and 1,
@@ -298,6 +356,7 @@ local function requeue_job(id, reason, max_attempts, handback)
     if batch_id and batch_id ~= '' then batch_move(batch_id, 'processing', 'pending') end
   end
   publish(id, 'status', { status = 'pending', message = 'requeued: ' .. reason })
+  timeline(id, 'requeued', { message = reason })
   record('job.requeued', { job_id = id, type = type, batch_id = batch_id, status = 'pending', reason = reason })
   return 'requeued'
 end

@@ -3,7 +3,7 @@
   processing (a late report after the end changes nothing).
 
   Input:
-    KEYS  job job_channel
+    KEYS  job job_channel job_events
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] job id
@@ -24,4 +24,5 @@ if redis.call('HGET', j, 'status') ~= 'processing' then return 0 end
 if percent < 0 then percent = 0 elseif percent > 100 then percent = 100 end
 redis.call('HSET', j, 'progress', percent, 'updated_at', NOW_ISO)
 publish(id, 'progress', { percent = percent, message = message })
+timeline(id, 'progress', { percent = percent, message = message ~= '' and message or nil })
 return 1

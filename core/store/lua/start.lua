@@ -5,7 +5,7 @@
 
   Input:
     KEYS  job job_channel active stats jobs_by_status client_jobs_by_status batch batches_by_status
-          client_batches_by_status events
+          client_batches_by_status events job_events
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] job id
@@ -36,7 +36,8 @@ end
 redis.call('ZADD', active, NOW + lease_ms, id)
 redis.call('HSET', j, 'status', 'processing', 'started_at', NOW_ISO, 'started_ms', NOW, 'updated_at', NOW_ISO,
   'lease_until', NOW + lease_ms, 'progress', 0)
-redis.call('HINCRBY', j, 'attempts', 1)
+local attempt = redis.call('HINCRBY', j, 'attempts', 1)
+timeline(id, 'started', { attempt = attempt })
 count(type, 'pending', 'processing')
 move_status_index(id, 'pending', 'processing', tonumber(h[4]))
 publish(id, 'status', { status = 'processing', message = 'processing started' })

@@ -7,6 +7,7 @@
     KEYS  job pending stats jobs_by_created jobs_by_status client_jobs_by_created
           client_jobs_by_status batch batch_jobs batches_by_created batches_by_status
           client_batches_by_created client_batches_by_status events queues queue_seq idempotency
+          job_events history
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] JSON {client?, admin?, batch?: {id, fail_fast, webhook_url?}, jobs: [{id, type, fields}],
@@ -80,6 +81,7 @@ for _, job in ipairs(payload.jobs) do
   fields[#fields + 1] = redis.call('INCR', K.queue_seq)
   redis.call('HSET', at(K.job, job.id), unpack(fields))
   enqueue(job.id, job.type)
+  timeline(job.id, 'submitted', { priority = tonumber(job.fields.priority) })
   count(job.type, nil, 'pending', 'submitted_total')
   redis.call('ZADD', K.jobs_by_created, NOW, job.id)
   redis.call('ZADD', at(K.jobs_by_status, 'pending'), NOW, job.id)

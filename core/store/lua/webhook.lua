@@ -5,7 +5,7 @@
   recorded, nor recorded as finished while still pending.
 
   Input:
-    KEYS  events webhook_stats job batch
+    KEYS  events webhook_stats job batch job_events
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] 'job' or 'batch'
@@ -59,4 +59,7 @@ else
   redis.call('HDEL', r, 'webhook_next_attempt_at')
 end
 if result == 'delivered' then redis.call('HSET', r, 'webhook_delivered_at', NOW_ISO) end
+if kind == 'job' then
+  timeline(id, 'webhook', { attempt = attempts, result = result, status_code = tonumber(status_code), message = summary })
+end
 return attempts

@@ -1,0 +1,126 @@
+import type { ServerResponse } from "node:http";
+import { Type } from "@sinclair/typebox";
+import { JobTypeSchema } from "../../core/jobs/records.js";
+import { isEntryId } from "../../core/store/event-follower.js";
+import type { StoreEvent } from "../../core/store/events.js";
+import { canSee } from "../../core/store/visibility.js";
+import { viewerOf } from "../auth.js";
+import type { ApiContext, App } from "../context.js";
+import { API_KEY_SECURITY, errorResponses } from "../schemas.js";
+import type { OpenStreams } from "./stream.js";
+
+/** How many missed events a stream resumed with Last-Event-ID is told at most. */
+const RESUME_LIMIT = 1000;
+
+const EventsQuery = Type.Object(
+  {
+    type: Type.Optional(JobTypeSchema),
+    batch_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  },
+  { additionalProperties: false },
+);
+
+/** The `job` event of a store event, or undefined for one that is not about a job. */
+function jobChange(event: StoreEvent): Record<string, unknown> | undefined {
+  if (!("job_id" in event)) return undefined;
+  return {
+    id: event.job_id,
+    type: event.type,
+    status: event.status,
+    ...(event.batch_id ? { batch_id: event.batch_id } : {}),
+    ...(event.event === "job.cancelled" ? { cancelled: true } : {}),
+    ...(event.event === "job.requeued" ? { reason: event.reason } : {}),
+    ...(event.at ? { at: event.at } : {}),
+  };
+}
+
+/**
+ * GET /events: every change of the jobs the caller may see, as Server-Sent Events, from the store's
+ * events stream (one follower per API process, however many streams are open). Each event's id is
+ * its stream entry id, so a client that reconnects with Last-Event-ID is told what it missed.
+ */
+export function eventsRoutes(app: App, ctx: ApiContext, open: OpenStreams): void {
+  app.get(
+    "/events",
+    {
+      schema: {
+        summary: "Follow every job over Server-Sent Events",
+        description:
+          "One `job` event per change of a job the API key may see: {id, type, status, batch_id?, cancelled?, reason?, at}. `type` and `batch_id` narrow it. Send `Last-Event-ID` when reconnecting to be told what was missed (up to 1000 changes). Comment lines are heartbeats.",
+        tags: ["jobs"],
+        security: API_KEY_SECURITY,
+        querystring: EventsQuery,
+        response: {
+          200: {
+            description: "An event stream",
+            content: {
+              "text/event-stream": {
+                schema: {
+                  type: "object",
+                  required: ["event", "data", "id"],
+                  properties: {
+                    event: { type: "string", enum: ["job"] },
+                    data: { type: "string", description: "The change as a JSON object" },
+                    id: { type: "string", description: "Its position in the events stream" },
+                  },
+                },
+              },
+            },
+          },
+          ...errorResponses(400),
+        },
+      },
+    },
+    async (request, reply) => {
+      const viewer = viewerOf(request);
+      const { type, batch_id } = request.query;
+      const lastEventId = request.headers["last-event-id"];
+      const resume = typeof lastEventId === "string" && isEntryId(lastEventId) ? lastEventId : undefined;
+      const res: ServerResponse = reply.raw;
+      // Events that come before the answer's head is written wait for it.
+      let streaming = false;
+      let ended = false;
+      const send = (event: StoreEvent) => {
+        if (ended) return;
+        if (type && "type" in event && event.type !== type) return;
+        if (batch_id && event.batch_id !== batch_id) return;
+        if (!canSee(viewer, "client" in event ? event.client : undefined)) return;
+        const change = jobChange(event);
+        if (change) res.write(`id: ${event.entryId}\nevent: job\ndata: ${JSON.stringify(change)}\n\n`);
+      };
+      const early: StoreEvent[] = [];
+      const unsubscribe = await ctx.storeEvents.subscribe(
+        (event) => (streaming ? send(event) : early.push(event)),
+        resume ? { id: resume, limit: RESUME_LIMIT } : undefined,
+      );
+
+      reply.hijack();
+      res.writeHead(200, {
+        "Content-Type": "text/event-stream; charset=utf-8",
+        "Cache-Control": "no-cache, no-transform",
+        Connection: "keep-alive",
+        "X-Accel-Buffering": "no",
+        "X-Request-ID": request.id,
+      });
+      res.write("retry: 3000\n\n");
+      streaming = true;
+      for (const event of early.splice(0)) send(event);
+      const heartbeat = setInterval(() => {
+        if (!ended) res.write(`: heartbeat ${new Date().toISOString()}\n\n`);
+      }, ctx.config.server.sseHeartbeatMs);
+      heartbeat.unref();
+      const finish = () => {
+        if (ended) return;
+        ended = true;
+        clearInterval(heartbeat);
+        forget();
+        unsubscribe();
+        if (!res.writableEnded) res.end();
+      };
+      const forget = open.add(finish);
+      request.raw.on("close", finish);
+      res.on("error", finish);
+      request.log.debug({ resume }, "events stream opened");
+    },
+  );
+}

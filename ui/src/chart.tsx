@@ -13,9 +13,10 @@ export interface Series {
   className: string;
 }
 
-const WIDTH = 640;
-const HEIGHT = 200;
-const PAD = { left: 48, right: 12, top: 12, bottom: 26 };
+// The drawing's own units: about the size a chart is shown at, so its text is about 12 px.
+const WIDTH = 400;
+const HEIGHT = 170;
+const PAD = { left: 50, right: 8, top: 10, bottom: 22 };
 
 /** A round maximum for the y axis: 1, 2, 5 × 10^n at or above `max`. */
 function niceMax(max: number): number {
@@ -63,7 +64,10 @@ export function TimeChart(props: {
   const x = (i: number) => PAD.left + (n <= 1 ? plotW / 2 : (i / (n - 1)) * plotW);
   const slot = n > 0 ? plotW / n : plotW;
   const y = (v: number) => PAD.top + plotH - (v / top) * plotH;
-  const ticks = [0, top / 2, top];
+  // Gridlines at 0, half and the top; a half that reads as one of them (a top of 1 job) is left out.
+  const ticks = [0, top / 2, top].filter(
+    (t, i, all) => i !== 1 || (format(t) !== format(all[0]!) && format(t) !== format(all[2]!)),
+  );
   const labelAt = n > 0 ? [0, Math.floor((n - 1) / 2), n - 1] : [];
 
   const barRects = [];

@@ -1,5 +1,5 @@
 import { render, type JSX } from "preact";
-import { useEffect } from "preact/hooks";
+import { useEffect, useRef } from "preact/hooks";
 import { checkSession, session, signOut } from "./api.js";
 import { ChartPatterns } from "./chart.js";
 import { Notice } from "./components.js";
@@ -58,7 +58,13 @@ function App() {
   }, [title, state.kind]);
   // After a change of page, focus moves to its main region, so keyboard and screen reader users start
   // there (the skip link does the same on demand).
+  const first = useRef(true);
   useEffect(() => {
+    // Not on the first page of a visit: there, Tab starts from the top (the skip link).
+    if (first.current) {
+      first.current = state.kind === "checking";
+      return;
+    }
     document.getElementById("main")?.focus({ preventScroll: true });
   }, [path, state.kind]);
 

@@ -62,7 +62,14 @@ export function BatchesPage() {
       }, 500),
     [],
   );
-  useEffect(() => () => reread.cancel(), [reread]);
+  const reloadList = useMemo(() => throttle(() => void load(), 500), [load]);
+  useEffect(
+    () => () => {
+      reread.cancel();
+      reloadList.cancel();
+    },
+    [reread, reloadList],
+  );
   const live = useJobChanges(
     {},
     (change: JobChange) => {
@@ -70,9 +77,9 @@ export function BatchesPage() {
       if (shown.current.has(change.batch_id)) {
         stale.current.add(change.batch_id);
         reread();
-      } else if (change.status === "pending" && cursor === undefined && !status) {
-        // A new batch: the first page is read again to show it.
-        void load();
+      } else if (cursor === undefined) {
+        // A batch not on the first page yet (a new one): the page is read again to show it.
+        reloadList();
       }
     },
     () => void load(),
@@ -204,6 +211,9 @@ export function BatchPage(props: { id: string }) {
                       ...j,
                       status: change.status,
                       ...(change.error !== undefined ? { error: change.error } : {}),
+                      ...(change.cancelled && !j.cancelled_at
+                        ? { cancelled_at: change.at ?? new Date().toISOString() }
+                        : {}),
                     }
                   : j,
               ),
@@ -308,6 +318,7 @@ export function BatchPage(props: { id: string }) {
                   status: j.status,
                   created_at: j.created_at,
                   ...(j.error !== undefined ? { error: j.error } : {}),
+                  ...(j.cancelled_at !== undefined ? { cancelled: true } : {}),
                 }))}
               />
             )}

@@ -18,8 +18,9 @@ interface Paging {
   cursor?: string;
 }
 
-interface Row extends JobSummary {
+export interface Row extends JobSummary {
   error?: string;
+  cancelled?: boolean;
   /** Arrived over the live stream after the page was read. */
   isNew?: boolean;
 }
@@ -88,6 +89,7 @@ export function JobsPage() {
                   ...row,
                   status: change.status,
                   ...(change.error !== undefined ? { error: change.error } : {}),
+                  ...(change.cancelled ? { cancelled: true } : {}),
                 }
               : row,
           ) ?? current,
@@ -104,7 +106,8 @@ export function JobsPage() {
       setTotal((t) => t + 1);
     };
     if (change.status === "pending") {
-      add({ id: change.id, type: change.type, status: change.status, created_at: change.at, isNew: true });
+      const createdAt = change.at ?? new Date().toISOString();
+      add({ id: change.id, type: change.type, status: change.status, created_at: createdAt, isNew: true });
     } else {
       // First seen after it was submitted: its creation time is in its record.
       void api<Job>(`/jobs/${encodeURIComponent(change.id)}`)
@@ -115,6 +118,7 @@ export function JobsPage() {
             status: job.status,
             created_at: job.created_at,
             ...(job.error !== undefined ? { error: job.error } : {}),
+            ...(job.cancelled_at !== undefined ? { cancelled: true } : {}),
             isNew: true,
           }),
         )
@@ -189,8 +193,12 @@ export function JobTable(props: { rows: Row[]; caption?: string }) {
               </td>
               <td data-label="Type">{typeLabel(row.type)}</td>
               <td data-label="Status" class="status-cell">
-                <StatusBadge status={row.status} cancelled={row.error?.startsWith("cancelled") ?? false} />
-                {row.error && <span class="row-error">{row.error}</span>}
+                <StatusBadge status={row.status} />
+                {row.error ? (
+                  <span class="row-error">{row.error}</span>
+                ) : (
+                  row.cancelled && <span class="row-error">cancelled</span>
+                )}
               </td>
               <td data-label="Created">
                 <time dateTime={row.created_at} title={formatDateTime(row.created_at)}>

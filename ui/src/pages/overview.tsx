@@ -97,6 +97,7 @@ export function OverviewPage() {
       {history && (
         <section aria-labelledby="webhooks-heading">
           <h2 id="webhooks-heading">Webhook delivery</h2>
+          <p class="subtle">Delivery attempts by outcome, since the store began.</p>
           <WebhookHealth webhooks={history.webhooks} />
         </section>
       )}
@@ -223,15 +224,15 @@ function HistoryCharts(props: { history: StatsHistory; type: string }) {
 }
 
 function WebhookHealth(props: { webhooks: StatsHistory["webhooks"] }) {
-  const { delivered, retry, failed, refused } = props.webhooks;
-  const attempts = delivered + retry + failed + refused;
-  const rate = attempts > 0 ? Math.round((delivered / attempts) * 100) : null;
+  const { delivered = 0, retry = 0, failed = 0, refused = 0 } = props.webhooks;
+  const ended = delivered + failed + refused;
+  const rate = ended > 0 ? Math.round((delivered / ended) * 100) : null;
   const health =
-    attempts === 0
-      ? "No webhook was sent in the last hour."
+    ended + retry === 0
+      ? "No webhook has been sent yet."
       : failed + refused === 0
-        ? `Healthy: ${rate} % of deliveries succeeded at once or after retries.`
-        : `${failed + refused} webhook${failed + refused === 1 ? "" : "s"} could not be delivered in the last hour.`;
+        ? `Healthy: every webhook that ended was delivered, ${retry} attempt${retry === 1 ? "" : "s"} retried on the way.`
+        : `${failed + refused} webhook${failed + refused === 1 ? "" : "s"} could not be delivered (${rate} % delivered).`;
   return (
     <div class="webhooks">
       <p class={`webhook-health ${failed + refused > 0 ? "is-bad" : "is-good"}`}>
@@ -244,7 +245,7 @@ function WebhookHealth(props: { webhooks: StatsHistory["webhooks"] }) {
           <dd>{formatCount(delivered)}</dd>
         </div>
         <div>
-          <dt>Retried</dt>
+          <dt>Attempts retried</dt>
           <dd>{formatCount(retry)}</dd>
         </div>
         <div>

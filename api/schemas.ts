@@ -23,8 +23,10 @@ import {
   WebhookDelivery,
   WebhookUrl,
 } from "../core/jobs/records.js";
+import { Enum } from "../core/jobs/enum.js";
 import { JOB_TYPES, WRITES_OUTPUT, type JobType } from "../core/jobs/types.js";
 import { REPLAYED_HEADER } from "./idempotency.js";
+import { CURSOR_PATTERN } from "./listing.js";
 
 /** Limits of the interface that are not per job type. */
 export const API_LIMITS = {
@@ -301,16 +303,77 @@ export const BatchCreateResponse = Type.Object({
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
 
+const DATE_TIME_TEXT = "must be an RFC 3339 date-time such as 2026-05-01T12:00:00Z, not {value}";
+
+/** The paging and time-window parameters every list takes (api/listing.ts reads them). */
+const ListParams = {
+  cursor: Type.Optional(
+    Type.String({
+      pattern: CURSOR_PATTERN,
+      [ERROR_MESSAGE]: "is not a cursor of this API: pass the next_cursor of a previous answer as it is",
+      description:
+        "Where the page starts: the `next_cursor` of the previous answer, passed as it is (opaque). Pages are keyed on the last record's creation time and id, so records added or removed while paging never shift them; pass the same filters on every page",
+    }),
+  ),
+  created_after: Type.Optional(
+    Type.String({
+      format: "date-time",
+      description: "Only records created at or after this time (RFC 3339, inclusive)",
+      [ERROR_MESSAGE]: DATE_TIME_TEXT,
+    }),
+  ),
+  created_before: Type.Optional(
+    Type.String({
+      format: "date-time",
+      description:
+        "Only records created before this time (RFC 3339, exclusive); with a created_after that is not earlier, nothing is listed",
+      [ERROR_MESSAGE]: DATE_TIME_TEXT,
+    }),
+  ),
+};
+
+const Total = (what: string) =>
+  Type.Integer({
+    description: `How many ${what} match the filter (not only the page): the same on every page while none are added or removed`,
+  });
+const NextCursor = Type.Optional(
+  Type.String({
+    description:
+      "Present only when more records follow this page: pass it as `cursor` (with the same filters) for the next page",
+  }),
+);
+
 export const JobListQuery = optionalDefaults(
   Type.Object(
     {
       status: Type.Optional(JobStatusSchema),
+      type: Type.Optional(
+        Enum(JOB_TYPES, {
+          description:
+            "Only jobs of this type (jobs submitted before the type filter existed are not found by it)",
+        }),
+      ),
+      batch_id: Type.Optional(
+        Type.String({
+          pattern: BATCH_ID_PATTERN,
+          description: "Only the jobs of this batch",
+          [ERROR_MESSAGE]: "must be a batch id (letters, digits, . _ : -; up to 128), not {value}",
+        }),
+      ),
+      ...ListParams,
       limit: Type.Integer({ minimum: 1, maximum: API_LIMITS.jobListMax, default: API_LIMITS.jobListDefault }),
     },
     { additionalProperties: false },
   ),
 );
-export const JobListResponse = Type.Object({ jobs: Type.Array(Type.Ref(JobSummary)), total: Type.Integer() });
+export const JobListResponse = Type.Object({
+  jobs: Type.Array(Type.Ref(JobSummary), {
+    description:
+      "Newest first: by creation time, then (jobs created in the same millisecond) by id, descending",
+  }),
+  total: Total("jobs"),
+  next_cursor: NextCursor,
+});
 
 export const BatchGetQuery = optionalDefaults(
   Type.Object({ include_jobs: Type.Boolean({ default: false }) }, { additionalProperties: false }),
@@ -324,6 +387,7 @@ export const BatchListQuery = optionalDefaults(
   Type.Object(
     {
       status: Type.Optional(BatchStatusSchema),
+      ...ListParams,
       limit: Type.Integer({
         minimum: 1,
         maximum: API_LIMITS.batchListMax,
@@ -333,7 +397,14 @@ export const BatchListQuery = optionalDefaults(
     { additionalProperties: false },
   ),
 );
-export const BatchListResponse = Type.Object({ batches: Type.Array(Type.Ref(Batch)), total: Type.Integer() });
+export const BatchListResponse = Type.Object({
+  batches: Type.Array(Type.Ref(Batch), {
+    description:
+      "Newest first: by creation time, then (batches created in the same millisecond) by id, descending",
+  }),
+  total: Total("batches"),
+  next_cursor: NextCursor,
+});
 
 const Dependency = Type.Object({
   status: Type.Union(

@@ -33,6 +33,8 @@ export class RunnerProcess {
   private readonly child: ChildProcess;
   private current: { jobId: string; resolve: (o: RunnerOutcome) => void } | undefined;
   private exited = false;
+  /** Told to leave (stop): it takes no job any more, even while it is still finishing. */
+  private leaving = false;
   private served = 0;
   private readonly maxJobs: number;
   readonly ready: Promise<void>;
@@ -98,7 +100,7 @@ export class RunnerProcess {
 
   /** Can take a job: running, connected, and not at the end of its job quota (then it leaves). */
   get alive(): boolean {
-    return !this.exited && this.child.connected && this.served < this.maxJobs;
+    return !this.exited && !this.leaving && this.child.connected && this.served < this.maxJobs;
   }
 
   get busy(): boolean {
@@ -132,6 +134,7 @@ export class RunnerProcess {
    * the caller decides what becomes of the job), and after `graceMs` it is killed.
    */
   async stop(graceMs = 5000): Promise<void> {
+    this.leaving = true;
     if (this.exited) return;
     this.child.kill("SIGTERM");
     const timer = setTimeout(() => this.kill(), graceMs);

@@ -4,6 +4,7 @@ import { CANCELLED_BY_REQUEST } from "../../core/policy.js";
 import { addLogContext } from "../access-log.js";
 import { submitterOf, viewerOf } from "../auth.js";
 import type { ApiContext, App } from "../context.js";
+import { listFilter, nextCursor } from "../listing.js";
 import {
   API_KEY_SECURITY,
   batchCreateBody,
@@ -136,17 +137,21 @@ export function batchRoutes(app: App, ctx: ApiContext): void {
     {
       schema: {
         summary: "List batches, newest first",
+        description:
+          "Filters combine (status, created_after/created_before); `total` counts every batch matching them. Page with `cursor`: each answer with more batches after it carries `next_cursor`.",
         tags: ["batches"],
         security: API_KEY_SECURITY,
         querystring: BatchListQuery,
         response: { 200: BatchListResponse, ...errorResponses(400) },
       },
     },
-    async (request) =>
-      ctx.store.listBatches({
-        status: request.query.status,
-        limit: request.query.limit,
-        viewer: viewerOf(request),
-      }),
+    async (request) => {
+      const { status } = request.query;
+      const { batches, total, next } = await ctx.store.listBatches({
+        ...listFilter(request.query, viewerOf(request)),
+        ...(status ? { status } : {}),
+      });
+      return { batches, total, ...nextCursor(next) };
+    },
   );
 }

@@ -8,6 +8,7 @@ import { CANCELLED_BY_REQUEST } from "../../core/policy.js";
 import { addLogContext } from "../access-log.js";
 import { submitterOf, viewerOf } from "../auth.js";
 import type { ApiContext, App } from "../context.js";
+import { listFilter, nextCursor } from "../listing.js";
 import {
   API_KEY_SECURITY,
   BODY_ERRORS,
@@ -210,18 +211,24 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
     {
       schema: {
         summary: "List jobs, newest first",
+        description:
+          "Filters combine (status, type, batch_id, created_after/created_before); `total` counts every job matching them. Page with `cursor`: each answer with more jobs after it carries `next_cursor`.",
         tags: ["jobs"],
         security: API_KEY_SECURITY,
         querystring: JobListQuery,
         response: { 200: JobListResponse, ...errorResponses(400) },
       },
     },
-    async (request) =>
-      ctx.store.listJobs({
-        status: request.query.status,
-        limit: request.query.limit,
-        viewer: viewerOf(request),
-      }),
+    async (request) => {
+      const { status, type, batch_id } = request.query;
+      const { jobs, total, next } = await ctx.store.listJobs({
+        ...listFilter(request.query, viewerOf(request)),
+        ...(status ? { status } : {}),
+        ...(type ? { type } : {}),
+        ...(batch_id !== undefined ? { batchId: batch_id } : {}),
+      });
+      return { jobs, total, ...nextCursor(next) };
+    },
   );
 }
 

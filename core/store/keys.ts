@@ -42,14 +42,18 @@ const LAYOUT = {
   stats: "stats:*",
   /** A queue's duration histogram, by job type. */
   histogram: "hist:*",
+  /** Every job id by creation (score created_ms); the lists' indexes are all sorted the same way. */
   jobs_by_created: "jobs:by_created",
   /** Job ids of one status by creation, by status. */
   jobs_by_status: "jobs:status:*",
+  /** Job ids of one type by creation, by job type (jobs submitted before it existed are not in it). */
+  jobs_by_type: "jobs:type:*",
   batches_by_created: "batches:by_created",
   batches_by_status: "batches:status:*",
-  /** A client's own copies of the indexes above, by client name (then status). */
+  /** A client's own copies of the indexes above, by client name (then status or type). */
   client_jobs_by_created: "client:*:jobs:by_created",
   client_jobs_by_status: "client:*:jobs:status:*",
+  client_jobs_by_type: "client:*:jobs:type:*",
   client_batches_by_created: "client:*:batches:by_created",
   client_batches_by_status: "client:*:batches:status:*",
   /**
@@ -119,6 +123,12 @@ export class Keys {
   }
   jobsByStatus(status: string) {
     return this.index("jobs", status);
+  }
+  /** The index of one job type's jobs: everyone's, or a client's own copy. */
+  jobsByType(type: string, client?: string) {
+    return client === undefined
+      ? keyOf(this.families.jobs_by_type, type)
+      : keyOf(this.families.client_jobs_by_type, client, type);
   }
   batch(id: string) {
     return keyOf(this.families.batch, id);

@@ -2,7 +2,8 @@ import { readFileSync } from "node:fs";
 import type { Redis } from "ioredis";
 import { isKeyFamily, type KeyFamily, type Keys } from "./keys.js";
 
-// Each transition is one Lua file; lib.lua holds what they share and is prepended to each.
+// Each transition is one Lua file, and so is the lists' read (list.lua, which writes nothing);
+// lib.lua holds what they share and is prepended to each.
 export const SCRIPT_NAMES = [
   "submit",
   "claim",
@@ -17,6 +18,7 @@ export const SCRIPT_NAMES = [
   "prune",
   "webhook",
   "idempotency",
+  "list",
 ] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 

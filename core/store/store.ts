@@ -115,6 +115,32 @@ export interface WebhookAttempt {
   entryId: string;
 }
 
+/** A place in a list: the created_ms and id of a record (the last of a page). */
+export interface ListPosition {
+  createdMs: number;
+  id: string;
+}
+
+/** What every list takes: who reads, how many, which creation times, and where the page starts. */
+export interface ListFilter {
+  limit: number;
+  viewer?: Viewer;
+  /** Only records created at or after this time (epoch ms). */
+  createdAfter?: number;
+  /** Only records created before this time (epoch ms). */
+  createdBefore?: number;
+  /** The page starts after this record, which need not exist any more (ListPosition of a page). */
+  after?: ListPosition;
+}
+
+export interface JobListFilter extends ListFilter {
+  status?: JobStatus;
+  /** Only jobs of this type: those submitted since the type index exists (lua/submit.lua). */
+  type?: JobType;
+  /** Only the jobs of this batch. */
+  batchId?: string;
+}
+
 export interface DurationHistogram {
   /** Cumulative counts, one per bound of JOB_DURATION_BUCKETS. */
   buckets: number[];
@@ -356,30 +382,50 @@ export class JobStore {
     return job ? { job, seq: Number(hash.seq ?? 0) } : undefined;
   }
 
-  /** Newest first, of the jobs `viewer` may see. `total` counts every job matching the filter. */
-  async listJobs(filter: {
-    status?: JobStatus;
-    limit: number;
-    viewer?: Viewer;
-  }): Promise<{ jobs: JobSummary[]; total: number }> {
-    const { ids, total } = await this.newest("jobs", filter);
-    return { jobs: await this.summaries(ids), total };
+  /**
+   * A page of the jobs `viewer` may see, newest first (created_ms descending, ties by id descending,
+   * bytewise), filtered (lua/list.lua). `total` counts every job matching the filter, whatever the
+   * page; `next`, present when jobs follow the page, is where the next page starts (`after`).
+   */
+  async listJobs(filter: JobListFilter): Promise<{ jobs: JobSummary[]; total: number; next?: ListPosition }> {
+    const page = await this.list("jobs", filter, {
+      ...(filter.type ? { type: filter.type } : {}),
+      ...(filter.batchId !== undefined ? { batch_id: filter.batchId } : {}),
+      fields: SUMMARY_FIELDS,
+    });
+    const jobs = page.records.flatMap((fields) => {
+      const summary = decodeSummary(fields as Array<string | null>);
+      return summary ? [summary] : [];
+    });
+    return { jobs, total: page.total, ...(page.next ? { next: page.next } : {}) };
   }
 
-  /** The newest ids of an index (a client's own for a client's viewer) and how many it holds. */
-  private async newest(
+  /** One page of a list and its total, read in one script (lua/list.lua). */
+  private async list(
     kind: "jobs" | "batches",
-    filter: { status?: string; limit: number; viewer?: Viewer },
-  ): Promise<{ ids: string[]; total: number }> {
+    filter: ListFilter & { status?: string },
+    extra: Record<string, unknown>,
+  ): Promise<{ records: unknown[]; total: number; next?: ListPosition }> {
     const viewer = filter.viewer ?? EVERYONE;
-    const { status } = filter;
-    const index =
-      "client" in viewer ? this.keys.clientIndex(viewer.client, kind, status) : this.keys.index(kind, status);
-    const [ids, total] = await Promise.all([
-      this.redis.zrevrange(index, 0, Math.max(1, filter.limit) - 1),
-      this.redis.zcard(index),
-    ]);
-    return { ids, total };
+    const query = {
+      kind,
+      ...("client" in viewer ? { client: viewer.client } : {}),
+      ...(filter.status ? { status: filter.status } : {}),
+      ...(filter.createdAfter !== undefined ? { after: msArg(filter.createdAfter, "createdAfter") } : {}),
+      ...(filter.createdBefore !== undefined ? { before: msArg(filter.createdBefore, "createdBefore") } : {}),
+      ...(filter.after ? { cursor: { s: msArg(filter.after.createdMs, "after"), id: filter.after.id } } : {}),
+      limit: Math.max(1, filter.limit),
+      ...extra,
+    };
+    const reply = (await this.script("list", JSON.stringify(query))) as unknown[];
+    const records: unknown[] = [];
+    let last: ListPosition | undefined;
+    for (let i = 2; i + 2 < reply.length; i += 3) {
+      records.push(reply[i + 2]);
+      last = { createdMs: Number(reply[i + 1]), id: String(reply[i]) };
+    }
+    const total = Number(reply[0]);
+    return { records, total, ...(reply[1] === 1 && last ? { next: last } : {}) };
   }
 
   private async summaries(ids: string[]): Promise<JobSummary[]> {
@@ -453,22 +499,16 @@ export class JobStore {
     return this.summaries(await this.redis.lrange(this.keys.batchJobs(id), 0, -1));
   }
 
-  async listBatches(filter: {
-    status?: BatchStatus;
-    limit: number;
-    viewer?: Viewer;
-  }): Promise<{ batches: Batch[]; total: number }> {
-    const { ids, total } = await this.newest("batches", filter);
-    if (ids.length === 0) return { batches: [], total };
-    const pipeline = this.redis.pipeline();
-    for (const id of ids) pipeline.hgetall(this.keys.batch(id));
-    const rows = (await pipeline.exec()) ?? [];
-    const batches = rows.flatMap(([err, hash]) => {
-      if (err) throw err;
-      const batch = decodeBatch(hash as Hash);
+  /** A page of the batches `viewer` may see, newest first, as listJobs pages jobs. */
+  async listBatches(
+    filter: ListFilter & { status?: BatchStatus },
+  ): Promise<{ batches: Batch[]; total: number; next?: ListPosition }> {
+    const page = await this.list("batches", filter, {});
+    const batches = page.records.flatMap((flat) => {
+      const batch = decodeBatch(hashOf(flat as string[]));
       return batch ? [batch] : [];
     });
-    return { batches, total };
+    return { batches, total: page.total, ...(page.next ? { next: page.next } : {}) };
   }
 
   /** Counters of every queue, read in one round trip. */
@@ -598,6 +638,19 @@ function decodeSubmitted(json: string): Submitted {
     queuePositions: r.queue_positions,
     ...(r.batch_id ? { batchId: r.batch_id } : {}),
   };
+}
+
+/** An epoch-ms time as the list script takes it (a decimal string); anything else is a bug of the caller. */
+function msArg(ms: number, name: string): string {
+  if (!Number.isSafeInteger(ms)) throw new RangeError(`${name} must be an integer number of ms, not ${ms}`);
+  return String(ms);
+}
+
+/** A hash from HGETALL's flat [field, value, …] reply. */
+function hashOf(flat: string[]): Hash {
+  const hash: Hash = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) hash[flat[i]!] = flat[i + 1]!;
+  return hash;
 }
 
 function encodeSpec(spec: JobSpec): Record<string, string> {

@@ -5,7 +5,7 @@
   Input:
     KEYS  expiry job stats jobs_by_created jobs_by_status client_jobs_by_created client_jobs_by_status
           batch batch_jobs batches_by_created batches_by_status client_batches_by_created
-          client_batches_by_status job_events
+          client_batches_by_status job_events jobs_by_type client_jobs_by_type
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] the most records to remove in one call
@@ -28,6 +28,8 @@ for _, member in ipairs(due) do
     redis.call('DEL', j, at(K.job_events, id))
     redis.call('ZREM', K.jobs_by_created, id)
     if h[3] then redis.call('ZREM', at(K.client_jobs_by_created, h[3]), id) end
+    if h[1] then redis.call('ZREM', at(K.jobs_by_type, h[1]), id) end
+    if h[1] and h[3] then redis.call('ZREM', at(K.client_jobs_by_type, h[3], h[1]), id) end
   elseif kind == 'batch' then
     local b = at(K.batch, id)
     local h = redis.call('HMGET', b, 'status', 'client')

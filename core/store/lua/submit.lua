@@ -7,7 +7,7 @@
     KEYS  job pending stats jobs_by_created jobs_by_status client_jobs_by_created
           client_jobs_by_status batch batch_jobs batches_by_created batches_by_status
           client_batches_by_created client_batches_by_status events queues queue_seq idempotency
-          job_events history
+          job_events history jobs_by_type client_jobs_by_type
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] JSON {client?, admin?, batch?: {id, fail_fast, webhook_url?}, jobs: [{id, type, fields}],
@@ -85,9 +85,11 @@ for _, job in ipairs(payload.jobs) do
   count(job.type, nil, 'pending', 'submitted_total')
   redis.call('ZADD', K.jobs_by_created, NOW, job.id)
   redis.call('ZADD', at(K.jobs_by_status, 'pending'), NOW, job.id)
+  redis.call('ZADD', at(K.jobs_by_type, job.type), NOW, job.id)
   if indexed then
     redis.call('ZADD', at(K.client_jobs_by_created, client), NOW, job.id)
     redis.call('ZADD', at(K.client_jobs_by_status, client, 'pending'), NOW, job.id)
+    redis.call('ZADD', at(K.client_jobs_by_type, client, job.type), NOW, job.id)
   end
   record('job.created', { job_id = job.id, type = job.type, batch_id = batch and batch.id, status = 'pending' })
 end

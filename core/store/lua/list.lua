@@ -1,0 +1,221 @@
+--[[
+  list: one page of a job or batch list, newest first, and how many records match its filter. It
+  writes nothing; the page, its records and the total are read in one step, so they agree.
+
+  Input:
+    KEYS  job jobs_by_created jobs_by_status jobs_by_type client_jobs_by_created client_jobs_by_status
+          client_jobs_by_type batch_jobs batch batches_by_created batches_by_status
+          client_batches_by_created client_batches_by_status
+
+    ARGV[1], ARGV[2]  lib.lua's (not used here)
+    ARGV[3] JSON {kind, client?, status?, type?, batch_id?, after?, before?, cursor?, limit, fields?}:
+      kind      "jobs" or "batches"
+      client    read that client's own copies of the indexes (lib.lua move_index), not the shared ones
+      status    only records of this status; type (jobs): only jobs of this type (jobs_by_type)
+      batch_id  (jobs) only the jobs of this batch (batch_jobs)
+      after     only records created at or after this created_ms; before: only those created before it
+      cursor    {s, id}: created_ms and id of the last record of the previous page; the page starts
+                after it, whether or not that record is still there
+      limit     the most records in the page (at least 1)
+      fields    (jobs) the job hash fields answered for each job; a batch answers its whole hash
+    after, before and cursor.s are decimal strings (epoch milliseconds).
+
+  Output:
+    { total, more, id, created_ms, record, id, created_ms, record, ... }: total, the number of records
+    matching the filter (whatever the cursor and limit); more, 1 when records follow this page, else 0;
+    then the page's records in order: created_ms descending, ties by id descending (bytewise), as
+    ZREVRANGE orders members. A job's record is its HMGET of `fields`, a batch's its HGETALL.
+
+    What a filter costs: one index (no filter, or only status, or only type; with after/before or
+    not) is read by rank, O(log n + limit). status and type together walk the smaller of the two
+    indexes from the page's start, checking the other (ZMSCORE, 500 entries a call) until the page
+    is full; the total is ZINTERCARD of the two, or with after/before a count over every entry of
+    the smaller index in the time window. batch_id reads the batch's jobs (at most 100) and checks
+    each against the other filters.
+
+  Errors:
+    ERR invalid <argument>: <value>
+]]
+local q = cjson.decode(ARGV[3])
+local function given(value)
+  if value == nil or value == cjson.null then return nil end
+  return value
+end
+local kind, client = q.kind, given(q.client)
+local status, job_type, batch_id = given(q.status), given(q.type), given(q.batch_id)
+local after, before, cursor = given(q.after), given(q.before), given(q.cursor)
+if kind ~= 'jobs' and kind ~= 'batches' then return redis.error_reply('ERR invalid kind: ' .. tostring(kind)) end
+if kind == 'batches' and (job_type or batch_id) then
+  return redis.error_reply('ERR invalid filter: batches have no type or batch_id')
+end
+local limit, err = number_arg(q.limit, 'limit', 1)
+if err then return err end
+for name, value in pairs({ after = after, before = before, cursor = cursor and cursor.s or nil }) do
+  local _, bad = number_arg(value, name)
+  if bad then return bad end
+end
+if cursor and type(cursor.id) ~= 'string' then
+  return redis.error_reply('ERR invalid cursor id: ' .. tostring(cursor.id))
+end
+
+-- Whether id `a` sorts before id `b` as Redis sorts the members of one score: byte by byte (Lua's
+-- own `<` on strings follows the server's locale).
+local function sorts_before(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+
+-- The reader's copy of an index: the client's own, or the shared one.
+local function index(shared, own, ...)
+  if client then return at(own, client, ...) end
+  return at(shared, ...)
+end
+
+-- The indexes a record must be in: the reader's whole list, or those of the filters.
+local base, filters
+if kind == 'jobs' then
+  base = index(K.jobs_by_created, K.client_jobs_by_created)
+  filters = {}
+  if status then filters[#filters + 1] = index(K.jobs_by_status, K.client_jobs_by_status, status) end
+  if job_type then filters[#filters + 1] = index(K.jobs_by_type, K.client_jobs_by_type, job_type) end
+else
+  base = index(K.batches_by_created, K.client_batches_by_created)
+  filters = {}
+  if status then filters[#filters + 1] = index(K.batches_by_status, K.client_batches_by_status, status) end
+end
+
+local min_score = after or '-inf'
+local max_score = before and ('(' .. before) or '+inf'
+local after_n, before_n = tonumber(after), tonumber(before)
+local function in_window(score)
+  return (not after_n or score >= after_n) and (not before_n or score < before_n)
+end
+local cursor_s = cursor and tonumber(cursor.s)
+-- Whether a record comes after the cursor in the list's order.
+local function past_cursor(score, id)
+  return not cursor or score < cursor_s or (score == cursor_s and sorts_before(id, cursor.id))
+end
+
+local total, rows, more = 0, {}, false
+
+if batch_id then
+  -- The batch's jobs: each one the reader may list (in its base index, which gives its created_ms)
+  -- and that is in every filter's index and the window.
+  local ids = redis.call('LRANGE', at(K.batch_jobs, batch_id), 0, -1)
+  local matched = {}
+  if #ids > 0 then
+    local scores = redis.call('ZMSCORE', base, unpack(ids))
+    local checks = {}
+    for k, key in ipairs(filters) do checks[k] = redis.call('ZMSCORE', key, unpack(ids)) end
+    for i, id in ipairs(ids) do
+      local score = scores[i] and tonumber(scores[i]) or nil
+      local ok = score ~= nil and in_window(score)
+      for k = 1, #checks do ok = ok and checks[k][i] ~= false end
+      if ok then matched[#matched + 1] = { id = id, s = scores[i], n = score } end
+    end
+  end
+  table.sort(matched, function(a, b)
+    if a.n ~= b.n then return a.n > b.n end
+    return sorts_before(b.id, a.id)
+  end)
+  total = #matched
+  for _, row in ipairs(matched) do
+    if past_cursor(row.n, row.id) then
+      if #rows == limit then
+        more = true
+        break
+      end
+      rows[#rows + 1] = row
+    end
+  end
+else
+  local candidates = #filters > 0 and filters or { base }
+  -- The index with the fewest records in the window leads; a record must be in the others too.
+  local driver, size
+  for _, key in ipairs(candidates) do
+    local n = redis.call('ZCOUNT', key, min_score, max_score)
+    if not size or n < size then driver, size = key, n end
+  end
+  local checks = {}
+  for _, key in ipairs(candidates) do
+    if key ~= driver then checks[#checks + 1] = key end
+  end
+  -- Ranks in the driver, newest first: the window is [first, last].
+  local first = before and redis.call('ZCOUNT', driver, before, '+inf') or 0
+  local last = first + size - 1
+  local start = first
+  if cursor then
+    -- The first rank past the cursor: past the newer scores, then (a binary search among the ids of
+    -- its score, which ZREVRANGE gives in descending order) past the ids that do not sort before it.
+    local lo = redis.call('ZCOUNT', driver, '(' .. cursor.s, '+inf')
+    local hi = lo + redis.call('ZCOUNT', driver, cursor.s, cursor.s)
+    while lo < hi do
+      local mid = math.floor((lo + hi) / 2)
+      local member = redis.call('ZREVRANGE', driver, mid, mid)[1]
+      if sorts_before(member, cursor.id) then hi = mid else lo = mid + 1 end
+    end
+    if lo > start then start = lo end
+  end
+
+  if #checks == 0 then
+    total = size
+    if start <= last then
+      local flat = redis.call('ZREVRANGE', driver, start, math.min(start + limit - 1, last), 'WITHSCORES')
+      for i = 1, #flat, 2 do rows[#rows + 1] = { id = flat[i], s = flat[i + 1] } end
+    end
+    more = start + limit <= last
+  else
+    -- Walks the driver from rank `from` to `last`, 500 at a time, keeping the records in every
+    -- index: counts them all when `count_all`, and collects those from rank `start` on, up to
+    -- limit + 1 (the one more says whether the page is the last).
+    local function walk(from, count_all)
+      local matched, r = 0, from
+      while r <= last do
+        local upto = math.min(r + 499, last)
+        local flat = redis.call('ZREVRANGE', driver, r, upto, 'WITHSCORES')
+        local ids = {}
+        for i = 1, #flat, 2 do ids[#ids + 1] = flat[i] end
+        local checked = {}
+        for k, key in ipairs(checks) do checked[k] = redis.call('ZMSCORE', key, unpack(ids)) end
+        for i, id in ipairs(ids) do
+          local ok = true
+          for k = 1, #checked do ok = ok and checked[k][i] ~= false end
+          if ok then
+            matched = matched + 1
+            if r + i - 1 >= start and #rows <= limit then rows[#rows + 1] = { id = id, s = flat[2 * i] } end
+          end
+        end
+        if not count_all and #rows > limit then break end
+        r = upto + 1
+      end
+      return matched
+    end
+    if after or before then
+      total = walk(first, true)
+    else
+      total = redis.call('ZINTERCARD', #candidates, unpack(candidates))
+      walk(start, false)
+    end
+    if #rows > limit then
+      more = true
+      rows[#rows] = nil
+    end
+  end
+end
+
+local out = { total, more and 1 or 0 }
+for _, row in ipairs(rows) do
+  local record
+  if kind == 'jobs' then
+    record = redis.call('HMGET', at(K.job, row.id), unpack(q.fields))
+  else
+    record = redis.call('HGETALL', at(K.batch, row.id))
+  end
+  out[#out + 1] = row.id
+  out[#out + 1] = row.s
+  out[#out + 1] = record
+end
+return out

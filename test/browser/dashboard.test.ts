@@ -437,6 +437,51 @@ describe("the dashboard in a browser", () => {
     await page.context().close();
   });
 
+  test("jobs: the filters narrow the table and the pages follow the cursors, back and forth", async () => {
+    const answer = await stack.request("/api/v1/jobs?type=image_resize&status=completed&limit=1000");
+    const expected = ((await answer.json()) as { jobs: Array<{ id: string }> }).jobs.map((j) => j.id);
+    assert.ok(expected.length >= 5, `${expected.length} completed resizes`);
+    const watched = await signedIn();
+    const { page } = watched;
+    await page.goto(at("/jobs?type=image_resize&status=completed&limit=2"));
+    const rows = page.locator('[data-testid="jobs-table"] tbody tr');
+    const shown = async () => {
+      const n = await rows.count();
+      return Promise.all(Array.from({ length: n }, (_, i) => rows.nth(i).getAttribute("data-job-id")));
+    };
+    await page.locator(`tr[data-job-id="${expected[0]}"]`).waitFor();
+    assert.deepEqual(await shown(), expected.slice(0, 2));
+    await waitForText(
+      page.getByRole("status").filter({ hasText: /match/ }),
+      new RegExp(`^${expected.length} jobs match`),
+    );
+
+    await page.getByRole("button", { name: "Older →" }).click();
+    await page.locator(`tr[data-job-id="${expected[2]}"]`).waitFor();
+    assert.deepEqual(await shown(), expected.slice(2, 4));
+    await waitForText(page.locator(".pager"), /Page 2/);
+    await page.getByRole("button", { name: "Older →" }).click();
+    await page.locator(`tr[data-job-id="${expected[4]}"]`).waitFor();
+    await page.getByRole("button", { name: "← Newer" }).click();
+    await page.getByRole("button", { name: "← Newer" }).click();
+    await page.locator(`tr[data-job-id="${expected[0]}"]`).waitFor();
+    assert.deepEqual(await shown(), expected.slice(0, 2));
+
+    // The form: failed jobs of any type; the filter is in the address.
+    await page.getByLabel("Type").selectOption("");
+    await page.getByLabel("Status").selectOption("failed");
+    await page.getByRole("button", { name: "Apply" }).click();
+    await page.waitForURL(
+      (url) => url.searchParams.get("status") === "failed" && !url.searchParams.has("type"),
+    );
+    await waitForText(page.getByRole("status").filter({ hasText: /match/ }), /[1-9]\d* jobs? match/);
+    const statuses = await page.locator('[data-testid="jobs-table"] .badge-text').allTextContents();
+    assert.ok(statuses.length > 0 && statuses.every((s) => s === "failed"), statuses.join(", "));
+    await screenshot(page, "jobs-filtered");
+    assertClean(watched);
+    await page.context().close();
+  });
+
   test("overview: the queues, the last hour's charts and webhook delivery", async () => {
     const watched = await signedIn();
     const { page } = watched;

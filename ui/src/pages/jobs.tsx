@@ -9,7 +9,8 @@ import type { Job, JobChange, JobList, JobSummary } from "../types.js";
 import { JOB_STATUSES, JOB_TYPES } from "../../../core/jobs/types.js";
 
 const PAGE_SIZE = 25;
-const FILTERS = ["status", "type", "batch_id", "created_after", "created_before"] as const;
+// The filters, in the address; `limit` (the page size, 25 unless given) is not in the form.
+const FILTERS = ["status", "type", "batch_id", "created_after", "created_before", "limit"] as const;
 type Filters = Partial<Record<(typeof FILTERS)[number], string>>;
 
 interface Paging {
@@ -62,7 +63,7 @@ export function JobsPage() {
   const load = useCallback(async () => {
     try {
       const list = await api<JobList>(
-        `/jobs${query({ ...(JSON.parse(filterKey) as Filters), limit: PAGE_SIZE, cursor })}`,
+        `/jobs${query({ limit: PAGE_SIZE, ...(JSON.parse(filterKey) as Filters), cursor })}`,
       );
       known.current = new Set(list.jobs.map((j) => j.id));
       setRows(list.jobs);

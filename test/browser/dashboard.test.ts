@@ -12,6 +12,7 @@ import { startTestStack, type TestStack } from "../support/api.js";
 import { TestAiProvider } from "../support/ai-provider.js";
 import { makeAudio, makeVideo, removeMediaDirs } from "../support/av.js";
 import {
+  accessibilityViolations,
   assertClean,
   launchBrowser,
   loadedImageWidth,
@@ -82,7 +83,7 @@ async function signedIn(options: { width?: number; height?: number } = {}): Prom
 
 /**
  * A conversion long enough to be caught running: 2400 s of 8 kHz mono audio to AAC (about 15 s of
- * work), or a fifth of that (`medium`), which holds the one runner for a few seconds and ends.
+ * work), or 960 s of it (`medium`), which holds the one runner for a few seconds and ends.
  */
 async function longConversion(name: string, source = "in/long.wav"): Promise<string> {
   return submit(stack, "audio/convert", {
@@ -129,7 +130,7 @@ before(async () => {
     makeImage({ width: 160, height: 60, background: "#ffffff", alpha: 0.6, format: "png" }),
     makeVideo({ durationSeconds: 3, width: 640, height: 360 }),
     makeAudio({ durationSeconds: 6, frequency: 330 }),
-    makeAudio({ durationSeconds: 480, sampleRate: 8000, channels: 1 }),
+    makeAudio({ durationSeconds: 960, sampleRate: 8000, channels: 1 }),
     makeAudio({ durationSeconds: 2400, sampleRate: 8000, channels: 1 }),
   ]);
   await Promise.all([
@@ -536,6 +537,52 @@ describe("the dashboard in a browser", () => {
     await page.context().close();
   });
 
+  test("accessibility: axe-core finds no WCAG 2.1 A or AA violation (contrast included) on any page, light or dark", async () => {
+    const list = (await (
+      await stack.request("/api/v1/jobs?status=completed&type=image_resize&limit=1")
+    ).json()) as {
+      jobs: Array<{ id: string }>;
+    };
+    const failedList = (await (await stack.request("/api/v1/jobs?status=failed&limit=1")).json()) as {
+      jobs: Array<{ id: string }>;
+    };
+    const pages: Array<[string, string]> = [
+      ["overview", "/"],
+      ["jobs", "/jobs"],
+      ["completed job", `/jobs/${list.jobs[0]!.id}`],
+      ["failed job", `/jobs/${failedList.jobs[0]!.id}`],
+      ["batches", "/batches"],
+      ["batch", "/batches/catalogue-ui"],
+    ];
+    const views = [
+      { width: 1280, colorScheme: "light" as const },
+      { width: 1280, colorScheme: "dark" as const },
+      { width: 375, colorScheme: "light" as const },
+    ];
+    for (const { width, colorScheme } of views) {
+      const view = `${width} px, ${colorScheme}`;
+      const login = await openPage(browser, { width, colorScheme, bypassCsp: true });
+      await login.page.goto(at("/"));
+      await login.page.getByLabel("API key").waitFor();
+      assert.deepEqual(await accessibilityViolations(login.page), [], `login at ${view}`);
+      await login.page.context().close();
+
+      const watched = await openPage(browser, { width, colorScheme, bypassCsp: true });
+      const { page } = watched;
+      await page.goto(at("/"));
+      await page.getByLabel("API key").fill(KEY);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      for (const [name, path] of pages) {
+        await page.goto(at(path));
+        await page.locator("main h1").waitFor();
+        await page.waitForFunction(() => document.querySelector(".loading") === null);
+        assert.deepEqual(await accessibilityViolations(page), [], `${name} at ${view}`);
+        if (colorScheme === "dark" && name === "completed job") await screenshot(page, "dark-job");
+      }
+      await page.context().close();
+    }
+  });
+
   test("phone width (375 px): every page fits the screen", async () => {
     const watched = await signedIn({ width: 375, height: 812 });
     const { page } = watched;
@@ -557,6 +604,29 @@ describe("the dashboard in a browser", () => {
       assert.ok(overflow <= 0, `${name} is ${overflow} px wider than the screen`);
       await screenshot(page, `phone-${name}`);
     }
+    assertClean(watched);
+    await page.context().close();
+  });
+});
+
+describe("the dashboard of an API without keys", () => {
+  let open: TestStack;
+  before(async () => {
+    open = await startTestStack({});
+  });
+  after(async () => {
+    await open?.close();
+  });
+
+  test("there is no login: the overview opens at once, with no Sign out", async () => {
+    const watched = await openPage(browser);
+    const { page } = watched;
+    await page.goto(`${open.baseUrl}/ui/`);
+    await page.getByRole("heading", { level: 1, name: "Overview" }).waitFor();
+    await page.locator('[data-testid="queue-table"]').waitFor();
+    assert.equal(await page.getByLabel("API key").count(), 0);
+    assert.equal(await page.getByRole("button", { name: "Sign out" }).count(), 0);
+    assert.equal(await page.evaluate(() => sessionStorage.getItem("media-service.api-key")), null);
     assertClean(watched);
     await page.context().close();
   });

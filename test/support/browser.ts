@@ -4,7 +4,8 @@
 // Policy violation), and the tests write screenshots to .artifacts/screenshots/.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from "playwright-core";
 
@@ -42,14 +43,21 @@ export interface WatchedPage {
 
 export async function openPage(
   browser: Browser,
-  options: { width?: number; height?: number; context?: BrowserContext } = {},
+  options: {
+    width?: number;
+    height?: number;
+    context?: BrowserContext;
+    bypassCsp?: boolean;
+    colorScheme?: "light" | "dark";
+  } = {},
 ): Promise<WatchedPage> {
   const context =
     options.context ??
     (await browser.newContext({
       viewport: { width: options.width ?? 1280, height: options.height ?? 900 },
-      colorScheme: "light",
+      colorScheme: options.colorScheme ?? "light",
       reducedMotion: "reduce",
+      ...(options.bypassCsp ? { bypassCSP: true } : {}),
     }));
   const page = await context.newPage();
   page.setDefaultTimeout(30_000);
@@ -93,4 +101,27 @@ export async function loadedImageWidth(img: Locator, timeout = 30_000): Promise<
       { timeout },
     );
   return img.evaluate((el) => (el as unknown as { naturalWidth: number }).naturalWidth);
+}
+
+// axe-core's checks, run in the page. The page's own CSP would refuse the injected script (it allows
+// no inline script, rightly): the page checked must be opened with `bypassCsp`.
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+interface AxeResults {
+  violations: Array<{ id: string; help: string; nodes: Array<{ target: unknown[] }> }>;
+}
+declare const window: { axe?: { run(context: unknown, options: unknown): Promise<AxeResults> } };
+declare const document: unknown;
+
+/** WCAG 2.1 A and AA violations axe-core finds on the page as it is, in words. */
+export async function accessibilityViolations(page: Page): Promise<string[]> {
+  await page.evaluate(AXE_SOURCE);
+  return page.evaluate(async () => {
+    const results = await window.axe!.run(document, {
+      runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"] },
+      resultTypes: ["violations"],
+    });
+    return results.violations.map(
+      (v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`,
+    );
+  });
 }

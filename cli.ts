@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import module from "node:module";
-import { parseArgs } from "node:util";
+import { Command, CommanderError } from "commander";
 import type { Api } from "./api/server.js";
 import { apiExposureProblem, isLoopback, listenHost } from "./core/config/exposure.js";
 import { ConfigError, loadConfig, type Config } from "./core/config/load.js";
@@ -8,39 +8,140 @@ import { createLogger, type Logger } from "./core/logger.js";
 import type { CoreServices } from "./core/services.js";
 import type { LocalStack } from "./local/stack.js";
 import { redact } from "./core/store/redis-target.js";
+import { addClientCommands, addGlobalOptions } from "./client/program.js";
 
 // Node ≥ 22.1 caches compiled code across starts: runner processes start faster. Everything a
 // command does not need is imported lazily below, so a runner loads neither the API nor prom-client.
 (module as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 
-const USAGE = `usage: media-service <command>
+const SERVER_HELP = `
+examples:
+  $ media-service start
+  $ media-service put photo.jpg s3://media/in/photo.jpg
+  $ media-service submit image/resize --source s3://media/in/photo.jpg --dest s3://media/out/photo.webp width=800 --wait
 
-commands:
-  start        the whole local stack in one process: API + controller, with Redis and the
-               embedded S3-protocol store started for you when REDIS_URL / S3_ENDPOINT are unset;
-               listens on 127.0.0.1 unless HOST says otherwise
-  api          the HTTP API only
-  controller   the controller only: claims jobs and runs them (executor.kind local or kubernetes),
-               retention; serves /healthz, /readyz and /metrics on PORT
-  runner       --job <id>: execute one job and exit (0 done, 2 permanent failure, other transient)
-  object-store the embedded S3-protocol store alone, on EMBEDDED_S3_HOST:EMBEDDED_S3_PORT (default
-               127.0.0.1:9000), objects under DATA_DIR; off loopback it needs S3_ACCESS_KEY_ID and
-               S3_SECRET_ACCESS_KEY of your own (for a test cluster or a second machine)
+configuration: CONFIG_FILE (default ./config.yaml) and environment variables; see docs/configuration.md
+the client commands: docs/cli.md`;
 
-configuration: CONFIG_FILE (default ./config.yaml) and environment variables; see docs/configuration.md`;
+const example = (line: string) => `\nexample:\n  $ ${line}\n`;
 
 type Stop = () => Promise<void>;
 
+/** The code of a runner's command-line error (see the runner's exitOverride). */
+const RUNNER_USAGE = "media-service.runnerUsage";
+
+type ServerCommand = "start" | "api" | "controller" | "runner" | "object-store";
+interface RunnerOptions {
+  job?: string;
+  serve?: boolean;
+  maxJobs?: string;
+}
+
+/**
+ * The program: the server commands, run here, and the client commands of client/program.ts. Each
+ * command's code is imported when it runs, so a runner loads neither the API nor the client.
+ * `done` receives the exit code (-1: a server keeps running until a signal).
+ */
+function program(done: (code: number) => void): Command {
+  const program = new Command("media-service")
+    .description(
+      "Asynchronous media processing: the service's processes, and a client of a running service's API.",
+    )
+    .usage("<command> [options]")
+    // Headings in lower case, as this binary has always printed them ("usage: media-service …").
+    .configureHelp({
+      styleTitle: (title) =>
+        title.replace(/^(Usage|Options|Commands|Arguments|Global Options):$/, (t) => t.toLowerCase()),
+      // The overview names each command with its required arguments; its own --help has the rest.
+      subcommandTerm: (cmd) =>
+        [cmd.name(), ...cmd.registeredArguments.filter((a) => a.required).map((a) => `<${a.name()}>`)].join(
+          " ",
+        ),
+      showGlobalOptions: true,
+    })
+    .showHelpAfterError("(media-service --help lists the commands)")
+    .exitOverride();
+  addGlobalOptions(program);
+  program.addHelpText("after", SERVER_HELP);
+  program.commandsGroup("server commands:");
+  const server = (command: ServerCommand, summary: string, description: string, line: string) =>
+    program
+      .command(command)
+      .summary(summary)
+      .description(description)
+      // The global options are the client's: a server command's help leaves them out.
+      .configureHelp({ ...program.configureHelp(), showGlobalOptions: false })
+      .addHelpText("after", example(line))
+      .action(async (options: RunnerOptions) => done(await serve(command, options)));
+  server(
+    "start",
+    "the whole local stack in one process (API, controller, Redis, object store)",
+    "the whole local stack in one process: API + controller, with Redis and the embedded S3-protocol store started for you when REDIS_URL / S3_ENDPOINT are unset; listens on 127.0.0.1 unless HOST says otherwise",
+    "media-service start",
+  );
+  server(
+    "api",
+    "the HTTP API only",
+    "the HTTP API only",
+    "REDIS_URL=redis://localhost:6379 API_KEYS=$KEY media-service api",
+  );
+  server(
+    "controller",
+    "the controller only: claims jobs and runs them",
+    "the controller only: claims jobs and runs them (executor.kind local or kubernetes), retention; serves /healthz, /readyz and /metrics on PORT",
+    "REDIS_URL=redis://localhost:6379 EXECUTOR=kubernetes media-service controller",
+  );
+  server(
+    "runner",
+    "execute one job and exit (--job <id>)",
+    "execute one job (--job <id>) and exit: 0 done, 2 permanent failure, any other code transient; with --serve, run the jobs a local controller sends",
+    "media-service runner --job 3f0c2a8e-5d1b-4c3a-9e7f-1a2b3c4d5e6f",
+  )
+    .option("--job <id>", "the job to run")
+    .option("--serve", "run the jobs a local controller sends over IPC (the local executor starts it so)")
+    .option("--max-jobs <n>", "with --serve: leave after this many jobs")
+    // A runner's exit code 2 says its job failed for good: a command line it does not understand
+    // stays 1, as before.
+    .exitOverride((err) => {
+      throw err.exitCode === 0 ? err : new CommanderError(1, RUNNER_USAGE, err.message);
+    });
+  server(
+    "object-store",
+    "the embedded S3-protocol store alone",
+    "the embedded S3-protocol store alone, on EMBEDDED_S3_HOST:EMBEDDED_S3_PORT (default 127.0.0.1:9000), objects under DATA_DIR; off loopback it needs S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY of your own (for a test cluster or a second machine)",
+    "DATA_DIR=/srv/media EMBEDDED_S3_PORT=9000 media-service object-store",
+  );
+  addClientCommands(program, done);
+  const hint = (command: Command, path: string) => {
+    for (const sub of command.commands) {
+      const name = `${path} ${sub.name()}`;
+      sub.showHelpAfterError(`(${name} --help shows its options)`);
+      hint(sub, name);
+    }
+  };
+  hint(program, "media-service");
+  return program;
+}
+
 async function main(argv: string[]): Promise<number> {
-  const command = argv[0];
-  if (!command || command === "--help" || command === "-h" || command === "help") {
-    console.log(USAGE);
-    return command ? 0 : 2;
-  }
-  if (!["start", "api", "controller", "runner", "object-store"].includes(command)) {
-    console.error(`unknown command "${command}"\n\n${USAGE}`);
+  let code: number | undefined;
+  const cli = program((c) => (code = c));
+  if (argv.length === 0) {
+    cli.outputHelp();
     return 2;
   }
+  try {
+    await cli.parseAsync(argv, { from: "user" });
+  } catch (err) {
+    if (!(err instanceof CommanderError)) throw err;
+    // Help: 0. A command line commander refuses (it has said why): a usage error, 2; a runner's, 1.
+    if (err.exitCode === 0) return 0;
+    return err.code === RUNNER_USAGE ? 1 : 2;
+  }
+  return code ?? 0;
+}
+
+async function serve(command: ServerCommand, options: RunnerOptions): Promise<number> {
   let config: Config;
   try {
     config = loadConfig();
@@ -75,7 +176,7 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const logger = createLogger({ level: config.logLevel, name: command, format: config.logFormat });
-  if (command === "runner") return runner(argv.slice(1), config, logger);
+  if (command === "runner") return runner(options, config, logger);
   const stops: Stop[] = [];
   const shutdown = onSignal(logger, config.server.shutdownTimeoutMs, stops);
 
@@ -158,25 +259,20 @@ async function listen(
   return api;
 }
 
-async function runner(args: string[], config: Config, logger: Logger): Promise<number> {
-  const { values } = parseArgs({
-    args,
-    options: { job: { type: "string" }, serve: { type: "boolean" }, "max-jobs": { type: "string" } },
-    strict: true,
-  });
+async function runner(options: RunnerOptions, config: Config, logger: Logger): Promise<number> {
   if (!config.redis.url) {
     logger.fatal("REDIS_URL (redis.url) is not set; the runner reads its job from Redis");
     return 1;
   }
   const main = await import("./runner/main.js");
-  if (values.serve) {
-    return main.serve(config, logger, Number(values["max-jobs"] ?? config.executor.localRunnerMaxJobs));
+  if (options.serve) {
+    return main.serve(config, logger, Number(options.maxJobs ?? config.executor.localRunnerMaxJobs));
   }
-  if (!values.job) {
-    console.error(`runner needs --job <id>\n\n${USAGE}`);
+  if (!options.job) {
+    console.error("media-service runner needs --job <id> (media-service runner --help)");
     return 2;
   }
-  return main.runOne(values.job, config, logger);
+  return main.runOne(options.job, config, logger);
 }
 
 function requireSetting(value: string | undefined, name: string, command: string): void {

@@ -6,7 +6,8 @@ const root = import.meta.dirname;
 
 // Import boundaries between the top-level directories. core/ is the shared base; api/, controller/
 // and runner/ each depend on core/ only and never on each other; local/ (the one-machine stack)
-// builds on core/ and its embedded S3 store; cli.ts, the composition root, wires them together and
+// builds on core/ and its embedded S3 store; client/ (the command-line client) builds on core/ and
+// talks to the services over the network; cli.ts, the composition root, wires them together and
 // may import anything, as may bench/, test/ and scripts/. The S3 store under local/s3/ is a package
 // of its own: its own files, node built-ins and npm packages, nothing else of this repository.
 // ui/ is the dashboard, browser code that Vite bundles: it talks to the API over HTTP and imports
@@ -21,6 +22,10 @@ const LOCAL_STACK =
 const CORE_BASE =
   "core/ is the shared base that api/, controller/, runner/ and local/ build on, so it imports none of them";
 const LOCAL_ON_CORE = "local/ builds on core/ and local/s3/ only; cli.ts wires the services to the stack";
+const CLIENT =
+  "the command-line client talks to the service over HTTP and S3; it builds on core/ (schemas, job types, configuration, the S3 client) and cli.ts wires it in";
+const CLIENT_LOCAL =
+  "the client reaches the one-machine stack over the network; of local/ it reads only credentials.ts, the embedded store's default credentials";
 const UI_OVER_HTTP =
   "the dashboard runs in a browser and talks to the API over HTTP only; it imports none of the services";
 const UI_BUILT =
@@ -48,15 +53,34 @@ const boundaries = [
   [LOCAL_OUTSIDE_S3, "api", `local/ must not import api/: ${LOCAL_ON_CORE}.`],
   [LOCAL_OUTSIDE_S3, "controller", `local/ must not import controller/: ${LOCAL_ON_CORE}.`],
   [LOCAL_OUTSIDE_S3, "runner", `local/ must not import runner/: ${LOCAL_ON_CORE}.`],
+  ["client", "api", `client/ must not import api/: ${CLIENT}.`],
+  ["client", "controller", `client/ must not import controller/: ${CLIENT}.`],
+  ["client", "runner", `client/ must not import runner/: ${CLIENT}.`],
+  ["api", "client", `api/ must not import client/: ${CLIENT}.`],
+  ["controller", "client", `controller/ must not import client/: ${CLIENT}.`],
+  ["runner", "client", `runner/ must not import client/: ${CLIENT}.`],
+  ["core", "client", `core/ must not import client/: ${CORE_BASE}.`],
+  [LOCAL_OUTSIDE_S3, "client", `local/ must not import client/: ${LOCAL_ON_CORE}.`],
   ["ui", "api", `ui/ must not import api/: ${UI_OVER_HTTP}.`],
   ["ui", "controller", `ui/ must not import controller/: ${UI_OVER_HTTP}.`],
   ["ui", "runner", `ui/ must not import runner/: ${UI_OVER_HTTP}.`],
   ["ui", "local", `ui/ must not import local/: ${UI_OVER_HTTP}.`],
-  [["api", "controller", "runner", "core", "local"], "ui", `the services must not import ui/: ${UI_BUILT}.`],
+  ["ui", "client", `ui/ must not import client/: ${UI_OVER_HTTP}.`],
+  [
+    ["api", "controller", "runner", "core", "local", "client"],
+    "ui",
+    `the services and the client must not import ui/: ${UI_BUILT}.`,
+  ],
 ];
-const PRODUCTION = ["api", "controller", "runner", "core", "local", "ui"];
+const PRODUCTION = ["api", "controller", "runner", "core", "local", "client", "ui"];
 const zones = [
   ...boundaries.map(([target, from, message]) => ({ target, from, message })),
+  {
+    target: "client",
+    from: "local",
+    except: ["./credentials.ts"],
+    message: `client/ must not import local/ but credentials.ts: ${CLIENT_LOCAL}.`,
+  },
   {
     target: "local/s3",
     from: ".",

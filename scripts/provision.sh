@@ -8,7 +8,7 @@
 #
 #   start  the local stack: redis-server (unless REDIS_URL is set), ffmpeg and ffprobe, a font for
 #          watermark text
-#   test   start's programs, redis-server always, and pgrep (procps)
+#   test   start's programs, redis-server always, pgrep (procps) and tmux (a terminal for the CLI's tests)
 #   bench  test's programs and the vips command-line tools (the benchmarks compare against them)
 #   k8s    openssl (the test control plane's certificates); Docker Engine and debootstrap (the image
 #          the test node runs); the CNI plugins, iptables and conntrack (the node's networking); gcc,
@@ -123,6 +123,7 @@ redis       | redis-server      | redis   | the job store that start runs for it
 ffmpeg      | ffmpeg            | ffmpeg  | video thumbnails, audio conversion and analyze (ffmpeg and ffprobe)
 font        | fonts-dejavu-core | -       | the font watermark text is drawn with
 procps      | procps            | -       | the tests look for left-over processes with pgrep
+tmux        | tmux              | tmux    | the CLI tests draw progress bars on a terminal that tmux provides
 vips        | libvips-tools     | vips    | the benchmarks compare against vipsthumbnail
 openssl     | openssl           | openssl | the test control plane makes its certificates with openssl
 tini        | tini              | -       | the container image runs media-service under tini
@@ -152,6 +153,7 @@ check_font() {
     [ -f "/System/Library/Fonts/Supplemental/Arial Bold.ttf" ]
 }
 check_procps() { have pgrep; }
+check_tmux() { have tmux; }
 check_vips() { have vips && have vipsthumbnail; }
 check_openssl() { have openssl; }
 check_tini() { have tini; }
@@ -183,13 +185,13 @@ case "$profile" in
     wanted=(ffmpeg font)
     [[ -n "${REDIS_URL:-}" ]] || wanted=(redis "${wanted[@]}")
     ;;
-  test) wanted=(redis ffmpeg font procps) ;;
-  bench) wanted=(redis ffmpeg font procps vips) ;;
+  test) wanted=(redis ffmpeg font procps tmux) ;;
+  bench) wanted=(redis ffmpeg font procps tmux vips) ;;
   k8s) wanted=(openssl docker debootstrap cni iptables conntrack seccomp cc libc) ;;
   fresh) wanted=(docker debootstrap) ;;
   contract) wanted=(redis pyvenv) ;;
   browser) wanted=(chromium) ;;
-  ci) wanted=(redis ffmpeg font procps vips openssl docker debootstrap pyvenv chromium cni iptables conntrack seccomp cc libc) ;;
+  ci) wanted=(redis ffmpeg font procps tmux vips openssl docker debootstrap pyvenv chromium cni iptables conntrack seccomp cc libc) ;;
   image) wanted=(redis ffmpeg font tini certs lame opus vorbis dav1d webp) ;;
 esac
 

@@ -19,6 +19,7 @@
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+repo="$PWD"
 SCHEMATHESIS_VERSION=4.32.5
 
 bash scripts/provision.sh contract
@@ -97,7 +98,7 @@ started=$SECONDS
 set +e
 (
   cd "$work" &&
-    "$venv/bin/st" run "$base/docs/json" \
+    "$venv/bin/st" --config-file "$repo/test/contract/schemathesis.toml" run "$base/docs/json" \
       --url "$base" \
       --header "X-API-Key: $key" \
       --checks all \

@@ -115,6 +115,42 @@ const violations: [file: string, code: string, message: RegExp][] = [
     `import { something } from "../test/support/redis.js";`,
     /service code must not import cli.ts, bench\/, test\/ or scripts\//,
   ],
+  // The command-line client talks to the services over the network, and they never load it.
+  [
+    "client/x.ts",
+    `import { buildApi } from "../api/server.js";`,
+    /client\/ must not import api\/: the command-line client talks to the service over HTTP and S3/,
+  ],
+  [
+    "client/x.ts",
+    `import { startController } from "../controller/main.js";`,
+    /client\/ must not import controller\//,
+  ],
+  ["client/x.ts", `import { runOne } from "../runner/main.js";`, /client\/ must not import runner\//],
+  [
+    "client/x.ts",
+    `import { startLocalStack } from "../local/stack.js";`,
+    /client\/ must not import local\/ but credentials.ts/,
+  ],
+  [
+    "client/x.ts",
+    `import { startEmbeddedS3 } from "../local/s3/server.js";`,
+    /client\/ must not import local\/ but credentials.ts/,
+  ],
+  ["api/x.ts", `import { ApiClient } from "../client/api.js";`, /api\/ must not import client\//],
+  [
+    "controller/x.ts",
+    `import { followJob } from "../client/follow.js";`,
+    /controller\/ must not import client\//,
+  ],
+  ["runner/x.ts", `import { put } from "../client/storage.js";`, /runner\/ must not import client\//],
+  ["core/x.ts", `import { parseS3Url } from "../client/args.js";`, /core\/ must not import client\//],
+  ["local/x.ts", `import { ApiClient } from "../client/api.js";`, /local\/ must not import client\//],
+  [
+    "client/x.ts",
+    `import { something } from "../test/support/api.js";`,
+    /service code must not import cli.ts, bench\/, test\/ or scripts\//,
+  ],
   // Every form of import counts, not only a plain value import.
   [
     "api/x.ts",
@@ -156,8 +192,18 @@ const violations: [file: string, code: string, message: RegExp][] = [
     /ui\/ imports from core\/ only core\/jobs\//,
   ],
   ["ui/src/x.ts", `import { finished } from "../../test/support/jobs.js";`, /service code must not import/],
-  ["api/x.ts", `import { api } from "../ui/src/api.js";`, /the services must not import ui\//],
-  ["core/x.ts", `import type { Job } from "../ui/src/types.js";`, /the services must not import ui\//],
+  ["api/x.ts", `import { api } from "../ui/src/api.js";`, /the services and the client must not import ui\//],
+  [
+    "core/x.ts",
+    `import type { Job } from "../ui/src/types.js";`,
+    /the services and the client must not import ui\//,
+  ],
+  [
+    "client/x.ts",
+    `import { api } from "../ui/src/api.js";`,
+    /the services and the client must not import ui\//,
+  ],
+  ["ui/src/x.ts", `import { ApiClient } from "../../client/api.js";`, /ui\/ must not import client\//],
 ];
 
 const allowed: [file: string, code: string][] = [
@@ -193,10 +239,15 @@ const allowed: [file: string, code: string][] = [
     "ui/src/pages/x.tsx",
     `import { useState } from "preact/hooks";\nimport { api } from "../api.js";\nimport { JOB_TYPES } from "../../../core/jobs/types.js";\nimport type { Job } from "../../../core/jobs/records.js";`,
   ],
+  // The client builds on core/ and reads the embedded store's default credentials.
+  [
+    "client/x.ts",
+    `import { loadConfig } from "../core/config/load.js";\nimport { createS3Client } from "../core/storage/s3.js";\nimport type { Job } from "../core/jobs/records.js";\nimport { embeddedCredentials } from "../local/credentials.js";\nimport { ApiClient } from "./api.js";\nimport { Command } from "commander";`,
+  ],
   // The composition root, the benchmarks and the tests may import anything.
   [
     "cli.ts",
-    `import "./api/server.js";\nimport "./controller/local-executor.js";\nimport "./runner/main.js";\nimport "./local/stack.js";\nimport "./local/s3/server.js";`,
+    `import "./api/server.js";\nimport "./controller/local-executor.js";\nimport "./runner/main.js";\nimport "./local/stack.js";\nimport "./local/s3/server.js";\nimport "./client/program.js";`,
   ],
   [
     "bench/x.ts",
@@ -224,7 +275,16 @@ describe("import boundaries", () => {
   }
 
   test("the tree has no boundary error", async () => {
-    const results = await eslint.lintFiles(["api", "controller", "runner", "core", "local", "ui", "cli.ts"]);
+    const results = await eslint.lintFiles([
+      "api",
+      "controller",
+      "runner",
+      "core",
+      "local",
+      "client",
+      "ui",
+      "cli.ts",
+    ]);
     assert.ok(results.length > 100, `only ${results.length} files linted`);
     const errors = results.flatMap((r) =>
       r.messages

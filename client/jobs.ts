@@ -1,0 +1,201 @@
+// The job commands: submit, job, watch, cancel, retry, jobs, stats. Each returns its exit code.
+import type { Job, JobSummary, QueueStats } from "../core/jobs/records.js";
+import { WRITES_OUTPUT } from "../core/jobs/types.js";
+import { parseJobType, parseParams, parseS3Url, typePath } from "./args.js";
+import type { ApiClient } from "./api.js";
+import { describeEnd, describeJob } from "./describe.js";
+import { EXIT, UsageError } from "./errors.js";
+import { followJob } from "./follow.js";
+import { status, table, type Output } from "./output.js";
+
+/** The 202 answer of a submit or a retry. */
+interface Accepted {
+  job_id: string;
+  status: "pending";
+  message: string;
+  queue_position?: number;
+}
+
+export interface SubmitOptions {
+  source: string;
+  dest?: string;
+  params?: string;
+  priority?: number;
+  webhookUrl?: string;
+  timeout?: number;
+  idempotencyKey?: string;
+  wait?: boolean;
+}
+
+const jobPath = (id: string) => `/jobs/${encodeURIComponent(id)}`;
+const idempotency = (key: string | undefined): Record<string, string> =>
+  key !== undefined ? { "idempotency-key": key } : {};
+
+/** The body of a single-job submit: locations, parameters, options (docs/api.md#submitting-jobs). */
+export function submitBody(
+  typeArg: string,
+  pairs: string[],
+  options: SubmitOptions,
+): { path: string; body: Record<string, unknown> } {
+  const type = parseJobType(typeArg);
+  const source = parseS3Url(options.source, "--source");
+  const body: Record<string, unknown> = { source_bucket: source.bucket, source_key: source.key };
+  if (WRITES_OUTPUT[type]) {
+    if (options.dest === undefined) {
+      throw new UsageError(`${type} writes a file: --dest s3://bucket/key is required`);
+    }
+    const dest = parseS3Url(options.dest, "--dest");
+    body.dest_bucket = dest.bucket;
+    body.dest_key = dest.key;
+  } else if (options.dest !== undefined) {
+    throw new UsageError(`${type} writes no file (its result is in the job record): leave out --dest`);
+  }
+  Object.assign(body, parseParams(pairs, options.params));
+  if (options.priority !== undefined) body.priority = options.priority;
+  if (options.webhookUrl !== undefined) body.webhook_url = options.webhookUrl;
+  if (options.timeout !== undefined) body.timeout_seconds = options.timeout;
+  return { path: `/jobs/${typePath(type)}`, body };
+}
+
+export async function submit(
+  api: ApiClient,
+  out: Output,
+  typeArg: string,
+  pairs: string[],
+  options: SubmitOptions,
+): Promise<number> {
+  const { path, body } = submitBody(typeArg, pairs, options);
+  const accepted = await api.json<Accepted>("POST", path, {
+    body,
+    headers: idempotency(options.idempotencyKey),
+  });
+  return queued(api, out, accepted, options.wait === true);
+}
+
+/** What a submit or a retry prints: the job id (or the answer), or with --wait how the job ended. */
+async function queued(api: ApiClient, out: Output, accepted: Accepted, wait: boolean): Promise<number> {
+  if (!wait) {
+    if (out.json) out.printJson(accepted);
+    else out.print(accepted.job_id);
+    return EXIT.ok;
+  }
+  if (out.interactive) {
+    const place =
+      accepted.queue_position !== undefined ? ` (place ${accepted.queue_position} in its queue)` : "";
+    out.note(`${accepted.message}: ${accepted.job_id}${place}`);
+  }
+  return ended(out, await followJob(api, accepted.job_id, out));
+}
+
+/** How a followed job ended: 0 completed, 1 failed (its error on stderr). */
+function ended(out: Output, job: Job): number {
+  if (out.json) out.printJson(job);
+  else if (job.status === "completed") out.print(describeEnd(out.out, job));
+  if (job.status === "completed") return EXIT.ok;
+  out.note(`${out.err.red("failed:")} job ${job.id}: ${job.error ?? "no error was recorded"}`);
+  return EXIT.failure;
+}
+
+export async function show(api: ApiClient, out: Output, id: string): Promise<number> {
+  const job = await api.json<Job>("GET", jobPath(id));
+  if (out.json) out.printJson(job);
+  else out.print(describeJob(out.out, job));
+  return EXIT.ok;
+}
+
+export async function watch(api: ApiClient, out: Output, id: string): Promise<number> {
+  return ended(out, await followJob(api, id, out));
+}
+
+export async function cancel(api: ApiClient, out: Output, id: string): Promise<number> {
+  const job = await api.json<Job>("POST", `${jobPath(id)}/cancel`);
+  if (out.json) out.printJson(job);
+  else out.print(`job ${job.id} ${status(out.out, job.status)}: ${job.error ?? ""}`.trimEnd());
+  return EXIT.ok;
+}
+
+export async function retry(
+  api: ApiClient,
+  out: Output,
+  id: string,
+  options: { wait?: boolean; idempotencyKey?: string },
+): Promise<number> {
+  const accepted = await api.json<Accepted>("POST", `${jobPath(id)}/retry`, {
+    headers: idempotency(options.idempotencyKey),
+  });
+  return queued(api, out, accepted, options.wait === true);
+}
+
+export interface ListOptions {
+  status?: string;
+  type?: string;
+  batch?: string;
+  limit?: number;
+  cursor?: string;
+  createdAfter?: string;
+  createdBefore?: string;
+  all?: boolean;
+}
+
+/** GET /jobs: one page, or with --all every page (following next_cursor). */
+interface JobList {
+  jobs: JobSummary[];
+  total: number;
+  next_cursor?: string;
+}
+
+export async function list(api: ApiClient, out: Output, options: ListOptions): Promise<number> {
+  const query = {
+    status: options.status,
+    // A type is given as on the command line of submit (image/resize or image_resize).
+    type: options.type !== undefined ? parseJobType(options.type) : undefined,
+    batch_id: options.batch,
+    limit: options.limit,
+    created_after: options.createdAfter,
+    created_before: options.createdBefore,
+  };
+  let page = await api.json<JobList>("GET", "/jobs", { query: { ...query, cursor: options.cursor } });
+  if (options.all) {
+    const jobs = [...page.jobs];
+    const seen = new Set<string>();
+    while (page.next_cursor && !seen.has(page.next_cursor)) {
+      seen.add(page.next_cursor);
+      page = await api.json<JobList>("GET", "/jobs", { query: { ...query, cursor: page.next_cursor } });
+      jobs.push(...page.jobs);
+    }
+    page = { jobs, total: page.total };
+  }
+  if (out.json) {
+    out.printJson(page);
+    return EXIT.ok;
+  }
+  if (page.jobs.length === 0) {
+    out.print("no jobs");
+  } else {
+    out.print(
+      table(
+        out.out,
+        ["ID", "TYPE", "STATUS", "CREATED"],
+        page.jobs.map((j) => [j.id, j.type, status(out.out, j.status), j.created_at]),
+      ),
+    );
+  }
+  const shown = `${page.jobs.length} of ${page.total}`;
+  if (page.next_cursor) out.print(out.out.dim(`${shown}; next: --cursor ${page.next_cursor}`));
+  else if (page.jobs.length < page.total) out.print(out.out.dim(shown));
+  return EXIT.ok;
+}
+
+export async function stats(api: ApiClient, out: Output): Promise<number> {
+  const s = await api.json<QueueStats>("GET", "/queue/stats");
+  if (out.json) {
+    out.printJson(s);
+    return EXIT.ok;
+  }
+  const rows: Array<Array<string | number>> = Object.entries(s.queues)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([name, q]) => [name, q.pending, q.processing, q.completed, q.failed]);
+  rows.push([out.out.bold("total"), s.total_pending, s.total_processing, s.total_completed, s.total_failed]);
+  out.print(table(out.out, ["QUEUE", "PENDING", "PROCESSING", "COMPLETED", "FAILED"], rows));
+  return EXIT.ok;
+}

@@ -1,0 +1,228 @@
+// The client commands of `media-service` (docs/cli.md): their options, help and examples. What
+// they do is imported when one runs, so the server commands of the same binary never load it.
+import { InvalidArgumentError, Option, type Command } from "commander";
+import { JOB_STATUSES } from "../core/jobs/types.js";
+import type { ApiClient } from "./api.js";
+import { CliError, EXIT } from "./errors.js";
+import type { Output } from "./output.js";
+
+/** The global options every client command reads. */
+export interface GlobalOptions {
+  url: string;
+  apiKey?: string;
+  json?: boolean;
+  color?: boolean;
+}
+
+export const DEFAULT_URL = "http://localhost:8080";
+
+/** Adds --url, --api-key, --json and --no-color to the program. */
+export function addGlobalOptions(program: Command): void {
+  program
+    .addOption(new Option("--url <url>", "the API's address").env("MEDIA_SERVICE_URL").default(DEFAULT_URL))
+    .addOption(new Option("--api-key <key>", "an API key, sent as X-API-Key").env("MEDIA_SERVICE_API_KEY"))
+    .option("--json", "machine output: one JSON document on stdout (docs/cli.md)")
+    .option("--no-color", "no colours (also when NO_COLOR is set or stdout is not a terminal)");
+}
+
+const example = (...lines: string[]) => `\nexample:\n${lines.map((l) => `  $ ${l}`).join("\n")}\n`;
+
+/** A whole number option (--priority, --limit, --timeout); anything else is a usage error. */
+function integer(raw: string): number {
+  if (!/^\s*[+-]?\d+\s*$/.test(raw)) throw new InvalidArgumentError("must be a whole number.");
+  return Number(raw);
+}
+
+type Run = (api: ApiClient, out: Output) => Promise<number>;
+
+/**
+ * Adds the client commands. `done` receives each command's exit code; a CliError is printed as one
+ * line (`error: …`) and ends with its code, anything unexpected with 1, never with a stack trace.
+ */
+export function addClientCommands(program: Command, done: (code: number) => void): void {
+  const run = async (command: Command, body: Run): Promise<void> => {
+    const globals = command.optsWithGlobals<GlobalOptions>();
+    const [{ createOutput }, { ApiClient }] = await Promise.all([import("./output.js"), import("./api.js")]);
+    const out = createOutput({ json: globals.json, color: globals.color });
+    try {
+      const api = new ApiClient({ url: globals.url, apiKey: globals.apiKey });
+      done(await body(api, out));
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      out.note(`${out.err.red("error:")} ${message}`);
+      done(err instanceof CliError ? err.exitCode : EXIT.failure);
+    }
+  };
+
+  program.commandsGroup("client commands (a running service, through its API and object store):");
+
+  const put = program
+    .command("put")
+    .summary("upload a file to the object store")
+    .description(
+      "Upload FILE to the object store the service uses (S3_ENDPOINT and its credentials, else the embedded store `media-service start` runs; a bucket missing there is created). The content type comes from the file's extension; a key ending in / gets the file's name.",
+    )
+    .argument("<file>", "the file to upload")
+    .argument("<destination>", "s3://bucket/key")
+    .addHelpText("after", example("media-service put photo.jpg s3://media/in/photo.jpg"));
+  put.action((file: string, destination: string) =>
+    run(put, async (_api, out) => (await import("./storage.js")).put(file, destination, out)),
+  );
+
+  const get = program
+    .command("get")
+    .summary("download an object from the object store")
+    .description(
+      "Download an object to FILE (- for stdout; into a directory under the key's name). The object store is the one put uses.",
+    )
+    .argument("<source>", "s3://bucket/key")
+    .argument("<file>", "where to write it, or - for stdout")
+    .addHelpText(
+      "after",
+      example(
+        "media-service get s3://media/out/photo.webp photo.webp",
+        "media-service get s3://media/out/photo.webp - | display",
+      ),
+    );
+  get.action((source: string, file: string) =>
+    run(get, async (_api, out) => (await import("./storage.js")).get(source, file, out)),
+  );
+
+  const submit = program
+    .command("submit")
+    .summary("submit a job")
+    .description(
+      "Submit a job of TYPE (image_resize or its path image/resize; docs/job-types.md lists the types and their parameters). Parameters are key=value: a value that parses as JSON is taken as JSON (800, true, [1,2]), any other as a string. Prints the job id; with --wait follows the job with a progress bar and prints its result (exit 0 completed, 1 failed).",
+    )
+    .argument("<type>", "the job type, e.g. image_resize or image/resize")
+    .argument("[parameters...]", "the job's parameters as key=value")
+    .requiredOption("--source <s3url>", "the source file, s3://bucket/key")
+    .option("--dest <s3url>", "where the output goes, s3://bucket/key (types that write a file)")
+    .option("--params <json>", "parameters as a JSON object (key=value pairs win)")
+    .option("--priority <n>", "place in the type's queue, -50 to 50 (higher runs first)", integer)
+    .option("--webhook-url <url>", "notified when the job ends")
+    .option("--timeout <seconds>", "processing time limit", integer)
+    .option(
+      "--idempotency-key <key>",
+      "repeat the command safely: the same key and request make no second job",
+    )
+    .option("--wait", "follow the job to its end and print its result")
+    .addHelpText(
+      "after",
+      example(
+        "media-service submit image/resize --source s3://media/in/photo.jpg --dest s3://media/out/photo.webp width=800 height=600 format=webp --wait",
+        "media-service submit image_colors --source s3://media/in/photo.jpg color_count=3 --json",
+      ),
+    );
+  submit.action((type: string, parameters: string[]) =>
+    run(submit, async (api, out) =>
+      (await import("./jobs.js")).submit(api, out, type, parameters, submit.opts()),
+    ),
+  );
+
+  const batch = program
+    .command("batch")
+    .summary("batches of jobs")
+    .description("Batches of jobs: `batch submit FILE.jsonl`.")
+    .addHelpText("after", example("media-service batch submit jobs.jsonl --wait"));
+  const batchSubmit = batch
+    .command("submit")
+    .summary("submit a batch from a JSON Lines file")
+    .description(
+      'Submit a batch of 1 to 100 jobs: FILE holds one entry a line, as in POST /api/v1/jobs/batch ({"type": "image_resize", "source_bucket": …, "parameters": {…}}), - reads stdin. Prints the batch id; with --wait shows one bar for the batch and lists its failed jobs (exit 1 if any failed).',
+    )
+    .argument("<file>", "a .jsonl file, one batch entry a line (- for stdin)")
+    .option("--fail-fast", "stop the batch at its first failure")
+    .option("--priority <n>", "priority of the entries that give none", integer)
+    .option("--batch-id <id>", "the batch's id (generated when absent)")
+    .option("--webhook-url <url>", "notified when the batch ends")
+    .option(
+      "--idempotency-key <key>",
+      "repeat the command safely: the same key and request make no second batch",
+    )
+    .option("--wait", "follow the batch to its end")
+    .addHelpText(
+      "after",
+      `${example("media-service batch submit jobs.jsonl --wait")}
+jobs.jsonl:
+  {"type":"image_resize","source_bucket":"media","source_key":"in/a.jpg","dest_bucket":"media","dest_key":"out/a.jpg","parameters":{"width":320,"height":240}}
+  {"type":"image_colors","source_bucket":"media","source_key":"in/a.jpg"}
+`,
+    );
+  batchSubmit.action((file: string) =>
+    run(batchSubmit, async (api, out) =>
+      (await import("./batch.js")).submitBatch(api, out, file, batchSubmit.opts()),
+    ),
+  );
+
+  const jobs = program
+    .command("jobs")
+    .summary("list jobs, newest first")
+    .description(
+      "List jobs, newest first (GET /api/v1/jobs). Filters pass through to the API; when there are more, the last line says the --cursor of the next page, and --all follows every page.",
+    )
+    .addOption(new Option("--status <status>", "only jobs in this state").choices(JOB_STATUSES))
+    .option("--type <type>", "only jobs of this type (image_resize or image/resize)")
+    .option("--batch <id>", "only the jobs of this batch")
+    .option("--created-after <time>", "only jobs created after this ISO 8601 time")
+    .option("--created-before <time>", "only jobs created before this ISO 8601 time")
+    .option("--limit <n>", "at most this many jobs a page", integer)
+    .option("--cursor <cursor>", "the page after the one that gave this cursor")
+    .option("--all", "every page")
+    .addHelpText(
+      "after",
+      example("media-service jobs --status failed --limit 20", "media-service jobs --all --json"),
+    );
+  jobs.action(() => run(jobs, async (api, out) => (await import("./jobs.js")).list(api, out, jobs.opts())));
+
+  const job = program
+    .command("job")
+    .summary("show a job")
+    .description("Show a job's record: its state, locations, parameters and result or error.")
+    .argument("<id>", "the job's id")
+    .addHelpText("after", example("media-service job 3f0c2a8e-5d1b-4c3a-9e7f-1a2b3c4d5e6f"));
+  job.action((id: string) => run(job, async (api, out) => (await import("./jobs.js")).show(api, out, id)));
+
+  const watch = program
+    .command("watch")
+    .summary("follow a job to its end")
+    .description(
+      "Follow a job with a progress bar until it ends, then print its result (exit 0 completed, 1 failed).",
+    )
+    .argument("<id>", "the job's id")
+    .addHelpText("after", example("media-service watch 3f0c2a8e-5d1b-4c3a-9e7f-1a2b3c4d5e6f"));
+  watch.action((id: string) =>
+    run(watch, async (api, out) => (await import("./jobs.js")).watch(api, out, id)),
+  );
+
+  const cancel = program
+    .command("cancel")
+    .summary("cancel a pending or processing job")
+    .description("Cancel a pending or processing job: it fails with `cancelled by request`.")
+    .argument("<id>", "the job's id")
+    .addHelpText("after", example("media-service cancel 3f0c2a8e-5d1b-4c3a-9e7f-1a2b3c4d5e6f"));
+  cancel.action((id: string) =>
+    run(cancel, async (api, out) => (await import("./jobs.js")).cancel(api, out, id)),
+  );
+
+  const retry = program
+    .command("retry")
+    .summary("submit a failed job again")
+    .description(
+      "Submit a failed job again as a new job of the same type, locations and parameters; prints the new job's id, or with --wait follows it.",
+    )
+    .argument("<id>", "the failed job's id")
+    .option("--idempotency-key <key>", "repeat the command safely: the same key makes no second retry")
+    .option("--wait", "follow the new job to its end and print its result")
+    .addHelpText("after", example("media-service retry 3f0c2a8e-5d1b-4c3a-9e7f-1a2b3c4d5e6f --wait"));
+  retry.action((id: string) =>
+    run(retry, async (api, out) => (await import("./jobs.js")).retry(api, out, id, retry.opts())),
+  );
+
+  const stats = program
+    .command("stats")
+    .summary("queue statistics")
+    .description("Jobs per queue (one queue per job type) by state, and in total.")
+    .addHelpText("after", example("media-service stats", "media-service stats --json"));
+  stats.action(() => run(stats, async (api, out) => (await import("./jobs.js")).stats(api, out)));
+}

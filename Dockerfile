@@ -101,9 +101,11 @@ COPY --from=system / /
 WORKDIR /app
 # HOST: a container is reached through its published ports, so the API listens on every interface of
 # its own network namespace; `start` still refuses to serve without API keys there. DATA_DIR: where
-# `start` keeps its Redis and object store (mount a volume on it to keep them).
+# `start` keeps its Redis and object store (mount a volume on it to keep them). MEDIA_SERVICE_IMAGE:
+# `start` prints its example with curl, for the container's host, which has no media-service command.
 ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     NODE_ENV=production \
+    MEDIA_SERVICE_IMAGE=1 \
     HOST=0.0.0.0 \
     DATA_DIR=/data
 # Owned by root and read-only for the service user. Runner Jobs run `media-service runner --job <id>`

@@ -294,7 +294,9 @@ async function printBanner(config: Config, started: LocalStack["started"], logge
     "media-service is running",
   );
   if (process.stdout.isTTY || process.env.MEDIA_SERVICE_BANNER === "1") {
-    process.stdout.write(banner(config, { started, ai }));
+    // In a container of the image the example is run on its host, which has curl, not this command.
+    const client = process.env.MEDIA_SERVICE_IMAGE === "1" ? "curl" : "cli";
+    process.stdout.write(banner(config, { started, ai, client }));
   }
 }
 

@@ -1,3 +1,4 @@
+import { DEFAULT_API_URL } from "../core/config/exposure.js";
 // The client commands of `media-service` (docs/cli.md): their options, help and examples. What
 // they do is imported when one runs, so the server commands of the same binary never load it.
 import { InvalidArgumentError, Option, type Command } from "commander";
@@ -14,7 +15,7 @@ export interface GlobalOptions {
   color?: boolean;
 }
 
-export const DEFAULT_URL = "http://localhost:8080";
+export const DEFAULT_URL = DEFAULT_API_URL;
 
 /** Adds --url, --api-key, --json and --no-color to the program. */
 export function addGlobalOptions(program: Command): void {

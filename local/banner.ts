@@ -1,6 +1,7 @@
-import { isLoopback, isUnspecified, listenHost } from "../core/config/exposure.js";
+import { DEFAULT_API_URL, isLoopback, isUnspecified, listenHost } from "../core/config/exposure.js";
 import type { Config } from "../core/config/load.js";
 import { embeddedCredentials, LOCAL_BUCKET } from "./credentials.js";
+
 import type { LocalStack } from "./stack.js";
 
 /** Where a client on this machine reaches the API `start` serves. */
@@ -11,12 +12,37 @@ export function apiBaseUrl(config: Config): string {
 }
 
 /**
- * The copy-paste example `start` prints and the README shows (for the default settings): upload a
- * photo into the object store with curl's own S3 signing, submit a resize, follow it to its end,
- * fetch the result. Only curl and node, which every machine running this has. Credentials the user
- * chose are referenced by their variables, never printed.
+ * How the example `start` prints reaches the service: with the project's own command line (`npx
+ * media-service`, from the project's directory: what `npm start` users have), or with nothing but
+ * curl and node (a container of the image, whose host has no media-service command).
  */
-export function quickstart(config: Config): string {
+export type ExampleClient = "cli" | "curl";
+
+/**
+ * The copy-paste example `start` prints and the README shows (for the default settings): upload a
+ * photo into the object store, submit a resize and follow it to its end, fetch the result. The
+ * command line reads the object store's settings as the service does (the same environment); the
+ * API's address and a key are given when they are not the defaults. Credentials the user chose are
+ * referenced by their variables, never printed.
+ */
+export function quickstart(config: Config, client: ExampleClient = "cli"): string {
+  return client === "cli" ? cliQuickstart(config) : curlQuickstart(config);
+}
+
+function cliQuickstart(config: Config): string {
+  const api = apiBaseUrl(config);
+  const url = api === DEFAULT_API_URL ? "" : ` --url ${api}`;
+  const key = config.server.clients.length > 0 ? ' --api-key "$API_KEY"' : "";
+  const at = (key: string) => `s3://${LOCAL_BUCKET}/${key}`;
+  return [
+    `npx media-service put photo.jpg ${at("in/photo.jpg")}`,
+    `npx media-service${url}${key} submit image/resize --source ${at("in/photo.jpg")} \\`,
+    `  --dest ${at("out/photo.webp")} width=640 height=480 format=webp --wait`,
+    `npx media-service get ${at("out/photo.webp")} photo.webp`,
+  ].join("\n");
+}
+
+function curlQuickstart(config: Config): string {
   const api = apiBaseUrl(config);
   const s3 = config.storage.endpoint ?? `http://127.0.0.1:${config.storage.embeddedPort}`;
   const credentials = embeddedCredentials(config.storage);
@@ -51,6 +77,8 @@ export function quickstart(config: Config): string {
 /** What `start` started (LocalStack.started), and the AI provider line. */
 export interface BannerFacts extends Pick<LocalStack, "started"> {
   ai: string;
+  /** How the printed example reaches the service. */
+  client: ExampleClient;
 }
 
 /** What `start` prints on a terminal once everything is up. */
@@ -85,9 +113,9 @@ export function banner(config: Config, facts: BannerFacts): string {
     AI provider    ${facts.ai}
     data           ${config.dataDir}
 
-  try it from another terminal, next to a photo.jpg:
+  try it from another terminal${facts.client === "cli" ? ", in this directory," : ""} next to a photo.jpg:
 ${keyNote}
-${indent(quickstart(config))}
+${indent(quickstart(config, facts.client))}
 
 `;
 }

@@ -9,6 +9,12 @@ export type ListeningCommand = "start" | "api" | "controller";
  * (`start`, a person's machine) and every interface for `api` and `controller` (a container, where
  * the platform decides what reaches it).
  */
+/**
+ * Where a client on this machine reaches the API by default: `start` with its default port, which
+ * is what the command-line client talks to when told no --url.
+ */
+export const DEFAULT_API_URL = "http://localhost:8080";
+
 export function listenHost(config: Config, command: ListeningCommand): string {
   return config.server.host ?? (command === "start" ? "127.0.0.1" : "0.0.0.0");
 }

@@ -545,6 +545,40 @@ describe("jobs, job, cancel, retry, stats", () => {
     );
     assert.match(statsTable.stdout, /^total +\d+/m);
   });
+
+  test("jobs pages with cursors and filters by type and batch", async () => {
+    const env = cliEnv(idle);
+    for (let i = 0; i < 3; i++) {
+      const r = await cli(["submit", "image_colors", "--source", s3url("in/a.png", idle)], env);
+      assert.equal(r.code, 0, said(r));
+    }
+    const first = await json<{ jobs: JobSummary[]; total: number; next_cursor?: string }>(
+      ["jobs", "--type", "image_colors", "--limit", "2"],
+      env,
+    );
+    assert.equal(first.jobs.length, 2);
+    assert.ok(first.next_cursor, "more follow");
+    assert.ok(first.jobs.every((j) => j.type === "image_colors"));
+    const second = await json<{ jobs: JobSummary[] }>(
+      ["jobs", "--type", "image_colors", "--limit", "2", "--cursor", first.next_cursor],
+      env,
+    );
+    const firstIds = first.jobs.map((j) => j.id);
+    assert.ok(
+      second.jobs.every((j) => !firstIds.includes(j.id)),
+      "no job twice",
+    );
+    const table = await cli(["jobs", "--type", "image_colors", "--limit", "2"], env);
+    assert.match(table.stdout, new RegExp(`next: --cursor ${first.next_cursor.replace(/[.]/g, "\\.")}`));
+    const all = await json<{ jobs: JobSummary[]; total: number }>(
+      ["jobs", "--type", "image_colors", "--all"],
+      env,
+    );
+    assert.equal(all.jobs.length, all.total);
+    assert.equal(new Set(all.jobs.map((j) => j.id)).size, all.total);
+    const none = await json<{ jobs: JobSummary[]; total: number }>(["jobs", "--batch", "no-such-batch"], env);
+    assert.deepEqual([none.jobs, none.total], [[], 0]);
+  });
 });
 
 describe("on a terminal", () => {

@@ -95,11 +95,23 @@ describe("the banner", () => {
       S3_SECRET_ACCESS_KEY: "s3-secret-2",
       S3_ENDPOINT: "http://127.0.0.1:9000",
     });
-    const text = banner(own, { ai: "none", started: { s3: "http://127.0.0.1:9000" } });
+    const text = banner(own, { ai: "none", started: { s3: "http://127.0.0.1:9000" }, client: "curl" });
     assert.ok(!text.includes("k-secret-1") && !text.includes("s3-secret-2"));
     assert.match(text, /--user "\$S3_ACCESS_KEY_ID:\$S3_SECRET_ACCESS_KEY"/);
     assert.match(text, /-H "X-API-Key: \$API_KEY"/);
     assert.match(text, /reachable from 0\.0\.0\.0, with API keys/);
     assert.match(text, /http:\/\/localhost:8080\/api\/v1/);
+    // The command line reads the store's settings from the environment: no credentials in its example.
+    const cli = banner(own, { ai: "none", started: { s3: "http://127.0.0.1:9000" }, client: "cli" });
+    assert.ok(!cli.includes("k-secret-1") && !cli.includes("s3-secret-2"));
+    assert.match(cli, /npx media-service --api-key "\$API_KEY" submit image\/resize/);
+    assert.match(cli, /in this directory/);
+  });
+
+  test("an API on another port is named with --url", () => {
+    assert.match(
+      quickstart(config({ PORT: "9090" })),
+      /npx media-service --url http:\/\/localhost:9090 submit/,
+    );
   });
 });

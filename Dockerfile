@@ -25,12 +25,13 @@ COPY package.json package-lock.json build-ca.pe[m] ./
 RUN if [ -s build-ca.pem ]; then export npm_config_cafile="$PWD/build-ca.pem"; fi \
  && npm ci --no-audit --no-fund
 COPY . .
-# npm run build = tsc + scripts/copy-assets.mjs (the store's Lua scripts into dist/). Then what the
+# npm run build = tsc + scripts/copy-assets.mjs (the store's Lua scripts into dist/) + the dashboard
+# (Vite, into dist/ui: browser code, left out of the import check below). Then what the
 # production dependencies carry and never run: source maps, type declarations, Markdown (licences
 # kept), a package's own tests, docs, examples and benchmarks, and prebuilt binaries for other
 # platforms. Every dependency and every compiled module must still import.
 RUN npm run build \
- && test -f dist/cli.js \
+ && test -f dist/cli.js && test -f dist/ui/index.html \
  && npm prune --omit=dev --no-audit --no-fund \
  && rm -rf node_modules/.cache \
  && find node_modules -type f \( -name '*.map' -o -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' \
@@ -44,7 +45,7 @@ RUN npm run build \
       import { readdirSync, readFileSync } from 'node:fs'; \
       for (const d of Object.keys(JSON.parse(readFileSync('package.json', 'utf8')).dependencies)) await import(d); \
       for (const f of readdirSync('dist', { recursive: true })) \
-        if (f.endsWith('.js') && f !== 'cli.js') await import('./dist/' + f);"
+        if (f.endsWith('.js') && f !== 'cli.js' && !f.startsWith('ui/')) await import('./dist/' + f);"
 
 # ---- native: ffmpeg and ffprobe from Debian's source, with what the runner uses ----
 FROM ${NODE_IMAGE} AS native

@@ -10,6 +10,10 @@ const root = import.meta.dirname;
 // talks to the services over the network; cli.ts, the composition root, wires them together and
 // may import anything, as may bench/, test/ and scripts/. The S3 store under local/s3/ is a package
 // of its own: its own files, node built-ins and npm packages, nothing else of this repository.
+// ui/ is the dashboard, browser code that Vite bundles: it talks to the API over HTTP and imports
+// nothing of the services; of core/ only core/jobs/ (the job type and status lists, and the API's
+// records as types, erased from the bundle). The services do not import it either: the API serves
+// its built files from dist/ui.
 // Each entry is one forbidden (importer, imported) pair with the rule said in words; the messages
 // are what a violation prints.
 const BOTH_ON_CORE = "both depend on core/ only, and cli.ts wires them together";
@@ -22,6 +26,10 @@ const CLIENT =
   "the command-line client talks to the service over HTTP and S3; it builds on core/ (schemas, job types, configuration, the S3 client) and cli.ts wires it in";
 const CLIENT_LOCAL =
   "the client reaches the one-machine stack over the network; of local/ it reads only credentials.ts, the embedded store's default credentials";
+const UI_OVER_HTTP =
+  "the dashboard runs in a browser and talks to the API over HTTP only; it imports none of the services";
+const UI_BUILT =
+  "ui/ is the dashboard's browser code, bundled by Vite; the API serves the built files (dist/ui) and imports none of it";
 // local/ outside local/s3/: its files and any subdirectory but s3.
 const LOCAL_OUTSIDE_S3 = ["local/*", "local/!(s3)/**"];
 const boundaries = [
@@ -53,8 +61,18 @@ const boundaries = [
   ["runner", "client", `runner/ must not import client/: ${CLIENT}.`],
   ["core", "client", `core/ must not import client/: ${CORE_BASE}.`],
   [LOCAL_OUTSIDE_S3, "client", `local/ must not import client/: ${LOCAL_ON_CORE}.`],
+  ["ui", "api", `ui/ must not import api/: ${UI_OVER_HTTP}.`],
+  ["ui", "controller", `ui/ must not import controller/: ${UI_OVER_HTTP}.`],
+  ["ui", "runner", `ui/ must not import runner/: ${UI_OVER_HTTP}.`],
+  ["ui", "local", `ui/ must not import local/: ${UI_OVER_HTTP}.`],
+  ["ui", "client", `ui/ must not import client/: ${UI_OVER_HTTP}.`],
+  [
+    ["api", "controller", "runner", "core", "local", "client"],
+    "ui",
+    `the services and the client must not import ui/: ${UI_BUILT}.`,
+  ],
 ];
-const PRODUCTION = ["api", "controller", "runner", "core", "local", "client"];
+const PRODUCTION = ["api", "controller", "runner", "core", "local", "client", "ui"];
 const zones = [
   ...boundaries.map(([target, from, message]) => ({ target, from, message })),
   {
@@ -69,6 +87,13 @@ const zones = [
     except: ["./local/s3", "./node_modules"],
     message:
       "local/s3/ is a self-contained S3 server: it imports only its own files, node built-ins and npm packages (a logger is passed in as pino's Logger type).",
+  },
+  {
+    target: "ui",
+    from: "core",
+    except: ["./jobs"],
+    message:
+      "ui/ imports from core/ only core/jobs/ (the job type and status lists, the records as types): the rest of core/ is server code, which a browser bundle cannot hold.",
   },
   {
     target: PRODUCTION,
@@ -101,7 +126,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ["**/*.{ts,mts,cts,js,mjs,cjs}"],
+    files: ["**/*.{ts,tsx,mts,cts,js,mjs,cjs}"],
     plugins: { "import-x": importX },
     settings: {
       // Resolves the `.js` suffix of a relative TypeScript import to the `.ts` file. An import that
@@ -115,7 +140,7 @@ export default tseslint.config(
   // Type-aware rules, with types from tsconfig.json through the project service. scripts/gen-docs.ts is
   // outside its include, but in the program all the same: test/unit/config-drift.test.ts imports it.
   {
-    files: ["**/*.ts"], // eslint.config.js and scripts/*.mjs are not in tsconfig
+    files: ["**/*.ts", "**/*.tsx"], // eslint.config.js and scripts/*.mjs are not in tsconfig
     extends: [tseslint.configs.recommendedTypeChecked],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
@@ -133,6 +158,26 @@ export default tseslint.config(
       ],
       // async () => value to satisfy a Promise-returning signature (fastify handlers, test fixtures): noise, catches nothing here
       "@typescript-eslint/require-await": "off",
+    },
+  },
+  // The dashboard: its own TypeScript project (ui/tsconfig.json: DOM, JSX). Values of the API's record
+  // schemas would bring TypeBox into the bundle; their types are erased.
+  {
+    files: ["ui/**/*.{ts,tsx}"],
+    rules: {
+      "@typescript-eslint/no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: ["**/core/jobs/*", "!**/core/jobs/types.js"],
+              allowTypeImports: true,
+              message:
+                "ui/ imports types only from core/jobs/ (erased from the bundle); values only from core/jobs/types.ts (plain lists).",
+            },
+          ],
+        },
+      ],
     },
   },
 );

@@ -21,6 +21,7 @@ import { allowDeclaredMethodsOnly } from "./methods.js";
 import { installRateLimit } from "./rate-limit.js";
 import { serverLogger } from "./request-logger.js";
 import { formatValidationError, validatorCompiler } from "./validation.js";
+import { defaultUiDir, uiRoutes } from "./ui.js";
 
 export const API_VERSION = "1.0.0";
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -31,7 +32,12 @@ export interface Api {
   close(): Promise<void>;
 }
 
-export async function buildApi(ctx: ApiContext, logger: Logger): Promise<Api> {
+export interface ApiOptions {
+  /** The built dashboard served at /ui; default: dist/ui (api/ui.ts). */
+  uiDir?: string;
+}
+
+export async function buildApi(ctx: ApiContext, logger: Logger, options: ApiOptions = {}): Promise<Api> {
   const { server, limits } = ctx.config;
   const app = Fastify({
     loggerInstance: serverLogger(logger),
@@ -84,6 +90,8 @@ export async function buildApi(ctx: ApiContext, logger: Logger): Promise<Api> {
   // A method a documented path does not have is a 405 with Allow (api/methods.ts), not a 404.
   const methods = allowDeclaredMethodsOnly(app);
   operationsRoutes(app, ctx, state);
+  // The dashboard's static files: public, outside /api/v1 (it sends the key with its own calls).
+  uiRoutes(app, { dir: options.uiDir ?? defaultUiDir(), storageEndpoint: ctx.config.storage.endpoint });
 
   // Whether serving without keys is acceptable depends on where it listens: see core/config/exposure.ts.
   const directory = new ClientDirectory(server.clients);

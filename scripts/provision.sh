@@ -4,7 +4,7 @@
 # build run first, so every one of them takes the path a newcomer takes. When everything is present it
 # prints nothing and returns at once.
 #
-#   scripts/provision.sh start|test|bench|k8s|fresh|contract|versitygw|ci|image
+#   scripts/provision.sh start|test|bench|k8s|fresh|contract|browser|versitygw|ci|image
 #
 #   start  the local stack: redis-server (unless REDIS_URL is set), ffmpeg and ffprobe, a font for
 #          watermark text
@@ -15,6 +15,8 @@
 #          libc6-dev and libseccomp-dev (runc and the pod sandbox program, built once); Node 24
 #   fresh  Docker Engine and debootstrap (test/e2e/fresh-machine.sh)
 #   contract  redis-server and Python's venv (test/contract/schemathesis.sh installs Schemathesis)
+#   browser  Debian's Chromium, which the dashboard's browser tests (npm run test:browser) drive
+#          headless through playwright-core (no browser download: the system's build is used)
 #   versitygw  the versitygw S3 gateway (npm run test:s3-compat runs the tests against it, npm run
 #          bench compares the embedded store with it), built once
 #          from its Go module into ~/.cache/media-service/versitygw-<version>/ (about 10 minutes on
@@ -31,9 +33,9 @@ set -euo pipefail
 
 profile="${1:-}"
 case "$profile" in
-  start | test | bench | k8s | fresh | contract | versitygw | ci | image) ;;
+  start | test | bench | k8s | fresh | contract | browser | versitygw | ci | image) ;;
   *)
-    echo "usage: scripts/provision.sh start|test|bench|k8s|fresh|contract|versitygw|ci|image" >&2
+    echo "usage: scripts/provision.sh start|test|bench|k8s|fresh|contract|browser|versitygw|ci|image" >&2
     exit 2
     ;;
 esac
@@ -47,6 +49,7 @@ case "$profile" in
   k8s) what="npm run test:k8s" ;;
   fresh) what="test/e2e/fresh-machine.sh" ;;
   contract) what="test/contract/schemathesis.sh" ;;
+  browser) what="npm run test:browser" ;;
   versitygw) what="npm run test:s3-compat" ;;
   ci) what=".ci/run" ;;
   image) what="the container image" ;;
@@ -128,6 +131,7 @@ certs       | ca-certificates   | -       | the container image reaches HTTPS ob
 docker      | docker.io         | -       | the fresh-machine test runs the README in a bare Debian container
 debootstrap | debootstrap       | -       | the fresh-machine test makes its bare Debian image
 pyvenv      | python3-venv      | python  | the contract test installs Schemathesis into a Python virtual environment
+chromium    | chromium          | -       | the dashboard browser tests drive headless Chromium through playwright-core
 lame        | libmp3lame0       | -       | the image ffmpeg encodes MP3 with LAME
 opus        | libopus0          | -       | the image ffmpeg encodes Opus with libopus
 vorbis      | libvorbisenc2     | -       | the image ffmpeg encodes Vorbis with libvorbis
@@ -162,6 +166,7 @@ check_conntrack() { have conntrack || [ -x /usr/sbin/conntrack ]; }
 check_seccomp() { [ -f /usr/include/seccomp.h ]; }
 check_cc() { have gcc; }
 check_libc() { [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || [ -f /usr/lib/aarch64-linux-gnu/libc.a ] || [ -f /usr/lib/libc.a ]; }
+check_chromium() { have chromium || [ -x /usr/bin/chromium ]; }
 check_pyvenv() { have python3 && python3 -c 'import venv, ensurepip' >/dev/null 2>&1; }
 # A shared library the dynamic linker finds (ldconfig's cache: /sbin is not on every user's PATH).
 have_lib() {
@@ -185,7 +190,8 @@ case "$profile" in
   k8s) wanted=(openssl docker debootstrap cni iptables conntrack seccomp cc libc) ;;
   fresh) wanted=(docker debootstrap) ;;
   contract) wanted=(redis pyvenv) ;;
-  ci) wanted=(redis ffmpeg font procps tmux vips openssl docker debootstrap pyvenv cni iptables conntrack seccomp cc libc) ;;
+  browser) wanted=(chromium) ;;
+  ci) wanted=(redis ffmpeg font procps tmux vips openssl docker debootstrap pyvenv chromium cni iptables conntrack seccomp cc libc) ;;
   image) wanted=(redis ffmpeg font tini certs lame opus vorbis dav1d webp) ;;
 esac
 

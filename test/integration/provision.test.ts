@@ -75,7 +75,7 @@ test("an unknown profile is a usage error", () => {
   assert.equal(run.status, 2);
   assert.match(
     run.stderr,
-    /^usage: scripts\/provision\.sh start\|test\|bench\|k8s\|fresh\|contract\|versitygw\|ci\|image/,
+    /^usage: scripts\/provision\.sh start\|test\|bench\|k8s\|fresh\|contract\|browser\|versitygw\|ci\|image/,
   );
 });
 

@@ -61,6 +61,8 @@ export interface TestStackOptions {
   executor?: boolean;
   /** Run the webhook notifier too, as every controller does. */
   notifier?: boolean;
+  /** The built dashboard the API serves at /ui (default: dist/ui, as the API finds it). */
+  uiDir?: string;
 }
 
 /** The object store a stack uses (path-style addressing). */
@@ -139,7 +141,11 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   const services = openCoreServices(config, logger, "api");
   await services.ready(10_000);
   const metrics = createMetricsRegistry(services.store);
-  const api = await buildApi({ ...services, config, metrics }, logger);
+  const api = await buildApi(
+    { ...services, config, metrics },
+    logger,
+    options.uiDir ? { uiDir: options.uiDir } : {},
+  );
   await api.app.listen({ host: "127.0.0.1", port: 0 });
   let executor: LocalExecutor | undefined;
   if (options.executor) {

@@ -169,6 +169,41 @@ const violations: [file: string, code: string, message: RegExp][] = [
     /api\/ must not import controller\//,
   ],
   ["runner/x.ts", `import "../api/server.js";`, /runner\/ must not import api\//],
+  // The dashboard is browser code: it talks to the API over HTTP, and nothing of the services imports it.
+  [
+    "ui/src/x.tsx",
+    `import { buildApi } from "../../api/server.js";`,
+    /ui\/ must not import api\/: the dashboard runs in a browser and talks to the API over HTTP only/,
+  ],
+  [
+    "ui/src/x.ts",
+    `import { LocalExecutor } from "../../controller/local-executor.js";`,
+    /ui\/ must not import controller\//,
+  ],
+  [
+    "ui/src/pages/x.tsx",
+    `import { runJob } from "../../../runner/run-job.js";`,
+    /ui\/ must not import runner\//,
+  ],
+  ["ui/src/x.ts", `import { startLocalStack } from "../../local/stack.js";`, /ui\/ must not import local\//],
+  [
+    "ui/src/x.ts",
+    `import type { JobStore } from "../../core/store/store.js";`,
+    /ui\/ imports from core\/ only core\/jobs\//,
+  ],
+  ["ui/src/x.ts", `import { finished } from "../../test/support/jobs.js";`, /service code must not import/],
+  ["api/x.ts", `import { api } from "../ui/src/api.js";`, /the services and the client must not import ui\//],
+  [
+    "core/x.ts",
+    `import type { Job } from "../ui/src/types.js";`,
+    /the services and the client must not import ui\//,
+  ],
+  [
+    "client/x.ts",
+    `import { api } from "../ui/src/api.js";`,
+    /the services and the client must not import ui\//,
+  ],
+  ["ui/src/x.ts", `import { ApiClient } from "../../client/api.js";`, /ui\/ must not import client\//],
 ];
 
 const allowed: [file: string, code: string][] = [
@@ -198,6 +233,11 @@ const allowed: [file: string, code: string][] = [
   [
     "local/s3/x.ts",
     `import { createHash } from "node:crypto";\nimport type { Logger } from "pino";\nimport { S3Error } from "./errors.js";`,
+  ],
+  // The dashboard: its own files, npm packages, and core/jobs/ (the lists, the records' types).
+  [
+    "ui/src/pages/x.tsx",
+    `import { useState } from "preact/hooks";\nimport { api } from "../api.js";\nimport { JOB_TYPES } from "../../../core/jobs/types.js";\nimport type { Job } from "../../../core/jobs/records.js";`,
   ],
   // The client builds on core/ and reads the embedded store's default credentials.
   [
@@ -242,6 +282,7 @@ describe("import boundaries", () => {
       "core",
       "local",
       "client",
+      "ui",
       "cli.ts",
     ]);
     assert.ok(results.length > 100, `only ${results.length} files linted`);

@@ -1,3 +1,4 @@
+import { DASHBOARD_PATH } from "../core/config/exposure.js";
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, extname, join, relative, sep } from "node:path";
@@ -22,7 +23,7 @@ import type { App } from "./context.js";
  * answers 503 saying so; each request looks again, so a build made meanwhile is served.
  */
 
-export const UI_PREFIX = "/ui";
+export const UI_PREFIX = DASHBOARD_PATH;
 
 /** Where `npm run build` puts the dashboard, seen from this module in the sources or in dist/. */
 export function defaultUiDir(): string {

@@ -1,4 +1,10 @@
-import { DEFAULT_API_URL, isLoopback, isUnspecified, listenHost } from "../core/config/exposure.js";
+import {
+  DASHBOARD_PATH,
+  DEFAULT_API_URL,
+  isLoopback,
+  isUnspecified,
+  listenHost,
+} from "../core/config/exposure.js";
 import type { Config } from "../core/config/load.js";
 import { embeddedCredentials, LOCAL_BUCKET } from "./credentials.js";
 
@@ -106,6 +112,7 @@ export function banner(config: Config, facts: BannerFacts): string {
   media-service is running (Ctrl-C stops it)
 
     API            ${api}/api/v1  (reachable from ${reach})
+    dashboard      ${api}${DASHBOARD_PATH}
     API reference  ${api}${config.server.docsPath}
     health         ${api}/health/ready
     object store   ${endpoint ?? "AWS S3"}  ${credentials}${bucket}

@@ -15,6 +15,9 @@ export type ListeningCommand = "start" | "api" | "controller";
  */
 export const DEFAULT_API_URL = "http://localhost:8080";
 
+/** Where the API serves the dashboard. */
+export const DASHBOARD_PATH = "/ui";
+
 export function listenHost(config: Config, command: ListeningCommand): string {
   return config.server.host ?? (command === "start" ? "127.0.0.1" : "0.0.0.0");
 }

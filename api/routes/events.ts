@@ -1,4 +1,3 @@
-import type { ServerResponse } from "node:http";
 import { Type } from "@sinclair/typebox";
 import { JobTypeSchema } from "../../core/jobs/records.js";
 import { isEntryId } from "../../core/store/event-follower.js";
@@ -7,7 +6,7 @@ import { canSee } from "../../core/store/visibility.js";
 import { viewerOf } from "../auth.js";
 import type { ApiContext, App } from "../context.js";
 import { API_KEY_SECURITY, errorResponses } from "../schemas.js";
-import type { OpenStreams } from "./stream.js";
+import { openEventStream, type EventStream, type OpenStreams } from "../sse.js";
 
 /** How many missed events a stream resumed with Last-Event-ID is told at most. */
 const RESUME_LIMIT = 1000;
@@ -76,50 +75,28 @@ export function eventsRoutes(app: App, ctx: ApiContext, open: OpenStreams): void
       const { type, batch_id } = request.query;
       const lastEventId = request.headers["last-event-id"];
       const resume = typeof lastEventId === "string" && isEntryId(lastEventId) ? lastEventId : undefined;
-      const res: ServerResponse = reply.raw;
       // Events that come before the answer's head is written wait for it.
-      let streaming = false;
-      let ended = false;
+      let stream: EventStream | undefined = undefined;
       const send = (event: StoreEvent) => {
-        if (ended) return;
+        if (!stream) return;
         if (type && "type" in event && event.type !== type) return;
         if (batch_id && event.batch_id !== batch_id) return;
         if (!canSee(viewer, "client" in event ? event.client : undefined)) return;
         const change = jobChange(event);
-        if (change) res.write(`id: ${event.entryId}\nevent: job\ndata: ${JSON.stringify(change)}\n\n`);
+        if (change) stream.write(`id: ${event.entryId}\nevent: job\ndata: ${JSON.stringify(change)}\n\n`);
       };
       const early: StoreEvent[] = [];
       const unsubscribe = await ctx.storeEvents.subscribe(
-        (event) => (streaming ? send(event) : early.push(event)),
+        (event) => (stream ? send(event) : early.push(event)),
         resume ? { id: resume, limit: RESUME_LIMIT } : undefined,
       );
 
-      reply.hijack();
-      res.writeHead(200, {
-        "Content-Type": "text/event-stream; charset=utf-8",
-        "Cache-Control": "no-cache, no-transform",
-        Connection: "keep-alive",
-        "X-Accel-Buffering": "no",
-        "X-Request-ID": request.id,
+      stream = openEventStream(request, reply, {
+        heartbeatMs: ctx.config.server.sseHeartbeatMs,
+        open,
+        onEnd: unsubscribe,
       });
-      res.write("retry: 3000\n\n");
-      streaming = true;
       for (const event of early.splice(0)) send(event);
-      const heartbeat = setInterval(() => {
-        if (!ended) res.write(`: heartbeat ${new Date().toISOString()}\n\n`);
-      }, ctx.config.server.sseHeartbeatMs);
-      heartbeat.unref();
-      const finish = () => {
-        if (ended) return;
-        ended = true;
-        clearInterval(heartbeat);
-        forget();
-        unsubscribe();
-        if (!res.writableEnded) res.end();
-      };
-      const forget = open.add(finish);
-      request.raw.on("close", finish);
-      res.on("error", finish);
       request.log.debug({ resume }, "events stream opened");
     },
   );

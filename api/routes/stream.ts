@@ -1,24 +1,9 @@
-import type { ServerResponse } from "node:http";
 import type { Job } from "../../core/jobs/records.js";
 import type { JobEventMessage } from "../../core/store/job-events.js";
 import { viewerOf } from "../auth.js";
 import type { ApiContext, App } from "../context.js";
 import { API_KEY_SECURITY, errorResponses, IdParams } from "../schemas.js";
-
-/** Open SSE streams, so shutdown can end them cleanly. */
-export class OpenStreams {
-  private readonly streams = new Set<() => void>();
-  add(end: () => void): () => void {
-    this.streams.add(end);
-    return () => this.streams.delete(end);
-  }
-  get size(): number {
-    return this.streams.size;
-  }
-  endAll(): void {
-    for (const end of [...this.streams]) end();
-  }
-}
+import { openEventStream, type OpenStreams } from "../sse.js";
 
 /** The events a job's stream sends. */
 const STREAM_EVENTS = ["status", "progress", "complete", "error"] as const;
@@ -90,42 +75,22 @@ export function streamRoutes(app: App, ctx: ApiContext, open: OpenStreams): void
         return reply.code(404).send({ error: `job ${id} not found` });
       }
 
-      reply.hijack();
-      const res: ServerResponse = reply.raw;
-      res.writeHead(200, {
-        "Content-Type": "text/event-stream; charset=utf-8",
-        "Cache-Control": "no-cache, no-transform",
-        Connection: "keep-alive",
-        "X-Accel-Buffering": "no",
-        "X-Request-ID": request.id,
-      });
-      res.write("retry: 3000\n\n");
-
-      let ended = false;
-      const heartbeat = setInterval(() => {
-        if (!ended) res.write(`: heartbeat ${new Date().toISOString()}\n\n`);
-      }, ctx.config.server.sseHeartbeatMs);
-      heartbeat.unref();
       const log = request.log.child({ job_id: id });
-      const finish = () => {
-        if (ended) return;
-        ended = true;
-        clearInterval(heartbeat);
-        forget();
-        void unsubscribe();
-        if (!res.writableEnded) res.end();
-        log.debug("sse stream closed");
-      };
-      const forget = open.add(() => {
-        if (!ended) res.write(frame("error", { error: "server is shutting down; reconnect to resume" }));
-        finish();
+      const res = openEventStream(request, reply, {
+        heartbeatMs: ctx.config.server.sseHeartbeatMs,
+        open,
+        onEnd: () => {
+          void unsubscribe();
+          log.debug("sse stream closed");
+        },
+        onShutdown: (stream) =>
+          stream.write(frame("error", { error: "server is shutting down; reconnect to resume" })),
       });
-      request.raw.on("close", finish);
-      res.on("error", finish);
+      const finish = res.end;
 
       const sendComplete = async (seq?: number) => {
         const job = await ctx.store.getJob(id);
-        if (ended) return;
+        if (res.ended) return;
         if (job) res.write(frame("complete", completeData(job), seq));
         else res.write(frame("error", { error: `job ${id} no longer exists` }));
         finish();
@@ -150,12 +115,12 @@ export function streamRoutes(app: App, ctx: ApiContext, open: OpenStreams): void
 
       let lastSeq = seq;
       const handle = (m: JobEventMessage) => {
-        if (ended || m.seq <= lastSeq) return;
+        if (res.ended || m.seq <= lastSeq) return;
         lastSeq = m.seq;
         if (m.event === "complete") {
           void sendComplete(m.seq).catch((err) => {
             log.warn({ err }, "sse: reading the finished job failed");
-            if (!ended) res.write(frame("error", { error: "could not read the job's result" }));
+            res.write(frame("error", { error: "could not read the job's result" }));
             finish();
           });
         } else {

@@ -6,6 +6,7 @@ import {
   listenHost,
 } from "../core/config/exposure.js";
 import type { Config } from "../core/config/load.js";
+import { ENV, StorageConfig } from "../core/config/schema.js";
 import { embeddedCredentials, LOCAL_BUCKET } from "./credentials.js";
 
 import type { LocalStack } from "./stack.js";
@@ -31,22 +32,35 @@ export type ExampleClient = "cli" | "curl";
  * API's address and a key are given when they are not the defaults. Credentials the user chose are
  * referenced by their variables, never printed.
  */
-export function quickstart(config: Config, client: ExampleClient = "cli"): string {
-  return client === "cli" ? cliQuickstart(config) : curlQuickstart(config);
+export function quickstart(config: Config, client: ExampleClient = "cli", embeddedStore?: string): string {
+  return client === "cli" ? cliQuickstart(config, embeddedStore) : curlQuickstart(config);
 }
 
-function cliQuickstart(config: Config): string {
+/** `embeddedStore`: the address of the embedded store `start` runs, when it runs one. */
+function cliQuickstart(config: Config, embeddedStore?: string): string {
   const api = apiBaseUrl(config);
   const url = api === DEFAULT_API_URL ? "" : ` --url ${api}`;
   const key = config.server.clients.length > 0 ? ' --api-key "$API_KEY"' : "";
   const at = (key: string) => `s3://${LOCAL_BUCKET}/${key}`;
+  // put and get find the store as the service does; what this instance was told in its environment
+  // and another terminal may not have is said in front of them.
+  const embeddedPort = embeddedStore ? Number(new URL(embeddedStore).port) : config.storage.embeddedPort;
+  const store =
+    config.storage.endpoint && !embeddedStore
+      ? `S3_ENDPOINT=${config.storage.endpoint} `
+      : embeddedPort !== EMBEDDED_PORT.default
+        ? `${EMBEDDED_PORT[ENV]}=${embeddedPort} `
+        : "";
   return [
-    `npx media-service put photo.jpg ${at("in/photo.jpg")}`,
+    `${store}npx media-service put photo.jpg ${at("in/photo.jpg")}`,
     `npx media-service${url}${key} submit image/resize --source ${at("in/photo.jpg")} \\`,
     `  --dest ${at("out/photo.webp")} width=640 height=480 format=webp --wait`,
-    `npx media-service get ${at("out/photo.webp")} photo.webp`,
+    `${store}npx media-service get ${at("out/photo.webp")} photo.webp`,
   ].join("\n");
 }
+
+/** The embedded store's port setting: its default and its environment variable. */
+const EMBEDDED_PORT = StorageConfig.properties.embedded_port as unknown as { default: number; [ENV]: string };
 
 function curlQuickstart(config: Config): string {
   const api = apiBaseUrl(config);
@@ -122,7 +136,7 @@ export function banner(config: Config, facts: BannerFacts): string {
 
   try it from another terminal${facts.client === "cli" ? ", in this directory," : ""} next to a photo.jpg:
 ${keyNote}
-${indent(quickstart(config, facts.client))}
+${indent(quickstart(config, facts.client, started.s3))}
 
 `;
 }

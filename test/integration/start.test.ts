@@ -161,7 +161,8 @@ function tryConnect(host: string, port: number): Promise<string> {
   });
 }
 
-const BANNER = /media-service is running \(Ctrl-C stops it\)[\s\S]*?stream\n.*photo\.webp\n/;
+const BANNER =
+  /media-service is running \(Ctrl-C stops it\)[\s\S]*?get s3:\/\/media\/out\/photo\.webp photo\.webp\n/;
 
 describe("start on a terminal", () => {
   test("a clean start prints readable lines, the banner with the README's example, and no warning", async () => {
@@ -179,12 +180,15 @@ describe("start on a terminal", () => {
 
     // The example it prints is the README's, with this instance's ports.
     const expected = readmeQuickstart()
-      .replaceAll(":8080/", `:${stack.port}/`)
-      .replaceAll(":9000/", `:${stack.s3Port}/`);
+      .replace("npx media-service submit", `npx media-service --url http://localhost:${stack.port} submit`)
+      .replaceAll("npx media-service put", `EMBEDDED_S3_PORT=${stack.s3Port} npx media-service put`)
+      .replaceAll("npx media-service get", `EMBEDDED_S3_PORT=${stack.s3Port} npx media-service get`);
     const printed = banner
       .split("\n")
       .filter(
-        (l) => l.startsWith("    ") && !/^ {4}(API|health|object store|redis|AI provider|data)\b/.test(l),
+        (l) =>
+          l.startsWith("    ") &&
+          !/^ {4}(API|dashboard|health|object store|redis|AI provider|data)\b/.test(l),
       )
       .map((l) => l.slice(4))
       .join("\n");

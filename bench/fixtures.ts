@@ -98,3 +98,77 @@ export function longVideo(minutes = 60): Promise<string> {
     );
   });
 }
+
+/**
+ * A JPEG with what photos have besides texture: a sky-like gradient, hard-edged shapes in saturated
+ * colours (where chroma subsampling and ringing show), thin lines and text, over the blotches and
+ * grain of photo(). Written at quality 92, as a camera would. 3000×2000 is about 2.5 MB.
+ */
+export function scene(width: number, height: number): Promise<string> {
+  return cached(`scene-${width}x${height}-lumagrain-q92.jpg`, async (tmp) => {
+    const { default: sharp } = await import("sharp");
+    const u = (f: number) => Math.round(f * Math.min(width, height));
+    const shapes: string[] = [];
+    // A fixed pseudo-random sequence, so the file is the same on every machine.
+    let seed = 12345;
+    const rand = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+    const colours = ["#d62828", "#f77f00", "#fcbf49", "#2a9d8f", "#264653", "#e76f51", "#7b2cbf", "#1d3557"];
+    for (let i = 0; i < 24; i++) {
+      const x = Math.round(rand() * width);
+      const y = Math.round(height * 0.35 + rand() * height * 0.65);
+      const fill = colours[i % colours.length]!;
+      if (i % 3 === 0)
+        shapes.push(`<circle cx="${x}" cy="${y}" r="${u(0.02 + rand() * 0.08)}" fill="${fill}"/>`);
+      else if (i % 3 === 1)
+        shapes.push(
+          `<rect x="${x}" y="${y}" width="${u(0.05 + rand() * 0.15)}" height="${u(0.03 + rand() * 0.1)}" fill="${fill}" transform="rotate(${Math.round(rand() * 40 - 20)} ${x} ${y})"/>`,
+        );
+      else
+        shapes.push(
+          `<polygon points="${x},${y} ${x + u(0.1)},${y + u(0.02)} ${x + u(0.04)},${y + u(0.12)}" fill="${fill}"/>`,
+        );
+    }
+    for (let i = 0; i < 40; i++) {
+      const x = Math.round(rand() * width);
+      shapes.push(
+        `<line x1="${x}" y1="${Math.round(height * 0.3)}" x2="${x + u(0.1)}" y2="${height}" stroke="#101010" stroke-width="${1 + (i % 3)}"/>`,
+      );
+    }
+    const text = Array.from(
+      { length: 4 },
+      (_, i) =>
+        `<text x="${Math.round(width * 0.2)}" y="${u(0.08 + i * 0.06)}" font-family="sans-serif" font-size="${u(0.035 - i * 0.006)}" fill="#ffffff">Harbour street 42 - evening light, ISO ${100 * (i + 1)}</text>`,
+    ).join("");
+    const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}">
+      <defs>
+        <linearGradient id="sky" x1="0" y1="0" x2="0" y2="1">
+          <stop offset="0" stop-color="#1e3c72"/><stop offset="0.45" stop-color="#8fb3de"/>
+          <stop offset="0.5" stop-color="#d9a066"/><stop offset="1" stop-color="#4a3b2a"/>
+        </linearGradient>
+        <radialGradient id="sun" cx="0.7" cy="0.3" r="0.25">
+          <stop offset="0" stop-color="#fff4c0" stop-opacity="0.9"/><stop offset="1" stop-color="#fff4c0" stop-opacity="0"/>
+        </radialGradient>
+      </defs>
+      <rect width="100%" height="100%" fill="url(#sky)"/>
+      <rect width="100%" height="100%" fill="url(#sun)"/>
+      ${shapes.join("")}${text}
+    </svg>`;
+    const base = await sharp(Buffer.from(svg)).removeAlpha().raw().toBuffer();
+    const texture = await sharp(await photo(width, height))
+      .raw()
+      .toBuffer();
+    // The photo's blotches and grain as light only (the mean of its channels), at a quarter of
+    // their contrast, over the drawing: a camera's noise is mostly in luma, its colour smooth.
+    for (let i = 0; i < base.length; i += 3) {
+      const light = (texture[i]! + texture[i + 1]! + texture[i + 2]! - 384) / 12;
+      for (let c = 0; c < 3; c++) {
+        const v = base[i + c]! + light;
+        base[i + c] = v < 0 ? 0 : v > 255 ? 255 : v;
+      }
+    }
+    const jpeg = await sharp(base, { raw: { width, height, channels: 3 } })
+      .jpeg({ quality: 92 })
+      .toBuffer();
+    await writeFile(tmp, jpeg);
+  });
+}

@@ -11,6 +11,9 @@
 //   webhooks   API submit latency alone vs while 500 webhooks go to a slow receiver (webhooks.ts)
 //   s3         small PUTs and GETs: the embedded object store vs versitygw (s3.ts; versitygw built
 //              once by `bash scripts/provision.sh versitygw`)
+//   encoders   AVIF and WebP settings (effort, chroma subsampling, quality): encode time, size and
+//              SSIM, the Pareto-efficient ones; JPEG and PNG as the runner encodes them (encoders.ts,
+//              runnable alone: npx tsx bench/encoders.ts [avif] [webp] [jpeg] [png])
 //   k8s        the Kubernetes executor on the real node of `npm run test:k8s` beside the local
 //              executor: pod start, tiny-job submit → completed, throughput under a cap of 10
 //              (k8s.ts, docs/performance.md; root, Node 24, `npm run build` first)
@@ -176,6 +179,7 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
   rss: rssBenchmark,
   webhooks: async () => (await import("./webhooks.js")).webhooksBenchmark(),
   s3: async () => (await import("./s3.js")).s3Benchmark(),
+  encoders: async () => void (await (await import("./encoders.js")).encodersBenchmark()),
   // Loaded only when run: @kubernetes/client-node needs Node 24.
   k8s: async () => (await import("./k8s.js")).k8sBenchmark(),
 };

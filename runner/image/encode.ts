@@ -11,11 +11,30 @@
 //   a tenth of the size of unfiltered output on smooth photos), kept as a palette image when the
 //   source was one. `optimize` quantises to a palette (libimagequant, as pngquant/TinyPNG do) with
 //   `quality` as the lowest acceptable quality, at zlib level 9.
-// - WebP: effort 4 (libwebp's default) in `standard`, 6 (its slowest) with smart subsampling in
-//   `optimize`; both are still well under a second per megapixel.
-// - AVIF: effort 3 in both. libaom gets 5–7 times slower from effort 4 up (24–28 s for 3
-//   megapixels on 2 cores, against ~4 s at 3) for files only ~5–10 % smaller. Even so, AVIF is the
-//   slow format: count ~15 s per 12 megapixels.
+// - WebP and AVIF: chosen with bench/encoders.ts (docs/performance.md, "Encoder settings"): encode
+//   time at concurrency 2 on the 2-core machine, output size, and SSIM of the decoded output (Y, Cb
+//   and Cr weighted 6:1:1, and luma alone) on a generated photo-like scene, 800×600 as image_resize
+//   writes it and 1224×816 at full size as image_optimize does. "Size at equal SSIM" is the size
+//   interpolated between qualities 50–80 (AVIF) or 60–85 (WebP) at the SSIM of the setting compared.
+// - WebP `standard`: effort 4 (libwebp's default). Effort 3 measured the same size and time; 5 was
+//   0.5–1 % smaller for 15–20 % more CPU; 6 2.5–3 % smaller for 2.1–2.6× the CPU (800×600 at q75:
+//   108 against 42 ms per image); 2 was twice as fast but 10–14 % larger.
+// - WebP `optimize`: effort 6 without smart subsampling. Smart subsampling cost 40–55 % more CPU
+//   (1 megapixel at q75: 239 against 156 ms) for no smaller file at equal SSIM (against effort 4:
+//   -0.4 % with it and -2.5 % without at 800×600, -3.1 % and -2.7 % at 1 megapixel) and a larger
+//   one at equal luma SSIM.
+// - AVIF `standard`: effort 1, 4:2:0: libvips passes libaom speed 9 - effort, so this is libaom
+//   speed 8 with 4:2:0, imgproxy's default, at its throughput: 800×600 at q65, 107 ms of CPU and
+//   18.0 images/s, against 399 ms and 4.8/s for the effort 3, 4:4:4 used before (whose output was
+//   23 % smaller at equal SSIM, 6 % at equal luma SSIM). Effort 1 with 4:4:4 was 16 % smaller at
+//   equal SSIM but 3 % larger at equal luma SSIM, at 15.9 images/s; effort 0 was 3× as fast but
+//   9–16 % larger.
+// - AVIF `optimize`: effort 4, 4:4:4 (sharp's default), up to 8 megapixels (effort 3 above). At 1 megapixel it was 10 % smaller at equal
+//   SSIM than effort 3 (22 % against 14 % below effort 1, 4:2:0) for 4.4× the CPU (2.6 s against
+//   0.6 s per megapixel at q65). Effort 5 gained 5 % more for 1.4× that again, 6 another 4 % for 1.8×
+//   (6.8 s per megapixel: a 20-megapixel photo would outlast the 2-minute job timeout on one core).
+//   At effort 4, 4:4:4 was 5.5 % smaller than 4:2:0 at equal SSIM (4:2:0 was 7 % smaller at equal
+//   luma SSIM, which does not see what subsampling drops).
 import type { Sharp } from "sharp";
 import type { IMAGE_FORMATS } from "../../core/jobs/parameters.js";
 import type { SourceImage } from "./open.js";
@@ -66,6 +85,24 @@ export interface EncodeOptions {
   hasAlpha: boolean;
   /** The source was a palette image: a `standard` PNG stays one. */
   palette?: boolean;
+  /** The pixels written (width × height), when known: bounds how much effort an encoder may spend. */
+  pixels?: number;
+}
+
+/**
+ * The most pixels AVIF `optimize` spends effort 4 on: 2.6 s of CPU per megapixel (effort 3: 0.6 s)
+ * keeps an 8-megapixel image near 20 s; a larger one gets effort 3, so that a 50-megapixel photo
+ * stays around 30 s instead of outlasting a two-minute job timeout.
+ */
+export const AVIF_OPTIMIZE_FULL_EFFORT_MAX_PIXELS = 8_000_000;
+
+/** AVIF's effort and chroma subsampling for a mode and an image of `pixels` (see the top). */
+export function avifSettings(
+  mode: EncodeMode,
+  pixels = Infinity,
+): { effort: number; chromaSubsampling: "4:2:0" | "4:4:4" } {
+  if (mode === "standard") return { effort: 1, chromaSubsampling: "4:2:0" };
+  return { effort: pixels <= AVIF_OPTIMIZE_FULL_EFFORT_MAX_PIXELS ? 4 : 3, chromaSubsampling: "4:4:4" };
 }
 
 /** Adds the output format and its options to a pipeline. */
@@ -83,10 +120,10 @@ export function encode(pipeline: Sharp, options: EncodeOptions): Sharp {
         : pipeline.png({ compressionLevel: 6, adaptiveFiltering: true, palette: options.palette === true });
     case "webp":
       return mode === "optimize"
-        ? pipeline.webp({ quality, effort: 6, smartSubsample: true })
+        ? pipeline.webp({ quality, effort: 6 })
         : pipeline.webp({ quality, effort: 4 });
     case "avif":
-      return pipeline.avif({ quality, effort: 3 });
+      return pipeline.avif({ quality, ...avifSettings(mode, options.pixels) });
   }
 }
 

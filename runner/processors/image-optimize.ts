@@ -35,7 +35,13 @@ export const imageOptimize: Processor = async (ctx) => {
   const format: OutputFormat = parameters.format ?? defaultOutputFormat(source);
   let pipeline = source.pipeline().autoOrient();
   if (!strip) pipeline = pipeline.keepMetadata();
-  pipeline = encode(pipeline, { format, quality, mode: "optimize", hasAlpha: source.hasAlpha });
+  pipeline = encode(pipeline, {
+    format,
+    quality,
+    mode: "optimize",
+    hasAlpha: source.hasAlpha,
+    pixels: source.width * source.height,
+  });
 
   const path = outputPath(ctx, format);
   ctx.progress(20, "encoding");

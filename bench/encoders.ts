@@ -1,0 +1,414 @@
+// Encoder settings by measurement: for each setting of the AVIF and WebP encoders (effort, chroma
+// subsampling, a few qualities) the encode time, the output's size and how close it stays to the
+// picture it was made from. JPEG and PNG get the runner's own two settings each, as a check. Figures
+// only, never pass/fail.
+//
+//   npm run bench -- encoders                      with the other benchmarks (bench/run.ts)
+//   npx tsx bench/encoders.ts [avif] [webp] [jpeg] [png] [runner]   alone; the formats named, or all
+//
+// What is encoded (bench/fixtures.ts scene(): a sky gradient, hard-edged shapes in strong colours,
+// thin lines, text, photo-like blotches and grain), decoded once to pixels so that only the encoder
+// is timed:
+//   resize    the 3000×2000 scene resized as image_resize does (cover) to 800×600
+//   optimize  a 1224×816 (1 megapixel) scene at full size, as image_optimize encodes it
+//   full6     the 3000×2000 scene at full size (BENCH_ENC_CASES=full6: slow, AVIF above effort 2 alone
+//             takes seconds per image)
+//
+// Each setting encodes the same pixels in two pipelines at once (concurrency 2, this machine's 2
+// cores; libvips itself with the runner's settings, runner/image/settings.ts) until BENCH_ENC_SECONDS
+// have passed. Per setting:
+//   KiB    output size
+//   SSIM   structural similarity of the decoded output to the pixels encoded, at full resolution
+//          (ssim.js, its default "weber" variant, no downsampling), on each of Y, Cb and Cr (BT.601)
+//          and weighted 6:1:1, so chroma subsampling counts; SSIM-Y is luma alone
+//   ms     CPU time per image (process CPU over the batch, all threads, divided by the images)
+//   img/s  images per second of wall time at concurrency 2
+// Then per setting across qualities: the size at equal SSIM, and at equal SSIM-Y, against a baseline
+// setting (log size interpolated over SSIM in dB, -10·log10(1 - SSIM), between the measured
+// qualities; the mean over the baseline's qualities the setting's range covers), and the Pareto-efficient
+// points (no other point is smaller, closer and cheaper at once).
+//
+// Knobs (environment): BENCH_ENC_CASES (resize,optimize), BENCH_ENC_SECONDS (0.8),
+// BENCH_ENC_AVIF_Q (50,65,80), BENCH_ENC_WEBP_Q (60,75,85), BENCH_ENC_AVIF_MAX_EFFORT (6),
+// BENCH_ENC_JSON (a file to write every point to, as JSON), BENCH_ENC_REPORT (such a file: its tables
+// printed again, nothing measured).
+import { readFile, writeFile } from "node:fs/promises";
+import { loadavg } from "node:os";
+import { fileURLToPath } from "node:url";
+import type { Sharp } from "sharp";
+import { ssim } from "ssim.js";
+import { encode, type EncodeMode, type OutputFormat } from "../runner/image/encode.js";
+import { sharp } from "../runner/image/settings.js";
+import { scene } from "./fixtures.js";
+
+const SECONDS = Number(process.env.BENCH_ENC_SECONDS ?? 0.8);
+const list = (name: string, fallback: string) =>
+  (process.env[name] ?? fallback)
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+const AVIF_Q = list("BENCH_ENC_AVIF_Q", "50,65,80").map(Number);
+const WEBP_Q = list("BENCH_ENC_WEBP_Q", "60,75,85").map(Number);
+const AVIF_MAX_EFFORT = Number(process.env.BENCH_ENC_AVIF_MAX_EFFORT ?? 6);
+const log = (line: string) => console.error(line);
+
+interface Pixels {
+  data: Buffer;
+  width: number;
+  height: number;
+}
+
+interface Case {
+  name: string;
+  title: string;
+  pixels: Pixels;
+  /** Y, Cb and Cr of the pixels, as ssim.js images (grey: R = G = B). */
+  planes: PlaneImages;
+}
+
+type PlaneImages = [ImagePlane, ImagePlane, ImagePlane];
+interface ImagePlane {
+  data: Uint8ClampedArray;
+  width: number;
+  height: number;
+}
+
+/** One setting of one format: a label without the quality, and how to apply it. */
+interface Setting {
+  format: OutputFormat;
+  label: string;
+  apply: (pipeline: Sharp, quality: number) => Sharp;
+}
+
+export interface Point {
+  case: string;
+  format: OutputFormat;
+  setting: string;
+  quality: number;
+  bytes: number;
+  ssim: number;
+  ssimY: number;
+  cpuMs: number;
+  perSecond: number;
+  images: number;
+}
+
+/** Y, Cb, Cr (BT.601 full range, as JPEG defines them) of RGB pixels, each as a grey RGBA image. */
+function planes(pixels: Pixels, channels = 3): PlaneImages {
+  const n = pixels.width * pixels.height;
+  const make = () => ({ data: new Uint8ClampedArray(n * 4), width: pixels.width, height: pixels.height });
+  const out: PlaneImages = [make(), make(), make()];
+  const d = pixels.data;
+  for (let i = 0; i < n; i++) {
+    const r = d[i * channels]!;
+    const g = d[i * channels + 1]!;
+    const b = d[i * channels + 2]!;
+    const values = [
+      0.299 * r + 0.587 * g + 0.114 * b,
+      128 - 0.168736 * r - 0.331264 * g + 0.5 * b,
+      128 + 0.5 * r - 0.418688 * g - 0.081312 * b,
+    ];
+    for (let p = 0; p < 3; p++) {
+      const v = Math.round(values[p]!);
+      const o = out[p]!.data;
+      o[i * 4] = o[i * 4 + 1] = o[i * 4 + 2] = v;
+      o[i * 4 + 3] = 255;
+    }
+  }
+  return out;
+}
+
+async function similarity(reference: PlaneImages, encoded: Buffer): Promise<{ ssim: number; ssimY: number }> {
+  const { data, info } = await sharp(encoded).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  const decoded = planes({ data, width: info.width, height: info.height }, info.channels);
+  const scores = reference.map((plane, p) => ssim(plane, decoded[p]!, { downsample: false }).mssim);
+  const [y, cb, cr] = scores as [number, number, number];
+  return { ssim: (6 * y + cb + cr) / 8, ssimY: y };
+}
+
+/** Encodes the pixels with the setting, two at a time, until SECONDS have passed. */
+async function measure(
+  c: Case,
+  setting: Setting,
+  quality: number,
+): Promise<{ bytes: number; cpuMs: number; perSecond: number; images: number; output: Buffer }> {
+  const { data, width, height } = c.pixels;
+  const once = () => setting.apply(sharp(data, { raw: { width, height, channels: 3 } }), quality).toBuffer();
+  let images = 0;
+  let output: Buffer | undefined;
+  const cpu = process.cpuUsage();
+  const started = performance.now();
+  do {
+    const pair = await Promise.all([once(), once()]);
+    output = pair[0];
+    images += 2;
+  } while (performance.now() - started < SECONDS * 1000);
+  const seconds = (performance.now() - started) / 1000;
+  const used = process.cpuUsage(cpu);
+  return {
+    bytes: output.length,
+    cpuMs: (used.user + used.system) / 1000 / images,
+    perSecond: images / seconds,
+    images,
+    output,
+  };
+}
+
+function avifSettings(): Setting[] {
+  const settings: Setting[] = [];
+  for (let effort = 0; effort <= AVIF_MAX_EFFORT; effort++) {
+    for (const chromaSubsampling of ["4:2:0", "4:4:4"] as const) {
+      settings.push({
+        format: "avif",
+        label: `e${effort} ${chromaSubsampling}`,
+        apply: (p, quality) => p.avif({ quality, effort, chromaSubsampling }),
+      });
+    }
+  }
+  return settings;
+}
+
+function webpSettings(): Setting[] {
+  const settings: Setting[] = [];
+  for (let effort = 0; effort <= 6; effort++) {
+    for (const smartSubsample of [false, true]) {
+      settings.push({
+        format: "webp",
+        label: `e${effort}${smartSubsample ? " smart" : ""}`,
+        apply: (p, quality) => p.webp({ quality, effort, smartSubsample }),
+      });
+    }
+  }
+  return settings;
+}
+
+/** The runner's own encoder (runner/image/encode.ts) in both modes. */
+function runnerSettings(format: OutputFormat): Setting[] {
+  return (["standard", "optimize"] as EncodeMode[]).map((mode) => ({
+    format,
+    label: `runner ${mode}`,
+    apply: (p, quality) => encode(p, { format, quality, mode, hasAlpha: false }),
+  }));
+}
+
+const kib = (bytes: number) => (bytes / 1024).toFixed(1);
+const dB = (s: number) => -10 * Math.log10(Math.max(1 - s, 1e-9));
+
+type Score = "ssim" | "ssimY";
+
+/** Size of `points` (one setting, several qualities) at `target` of `score`, or undefined outside their range. */
+function bytesAt(points: Point[], score: Score, target: number): number | undefined {
+  const sorted = [...points].sort((a, b) => a[score] - b[score]);
+  for (let i = 0; i + 1 < sorted.length; i++) {
+    const a = sorted[i]!;
+    const b = sorted[i + 1]!;
+    if (target >= a[score] && target <= b[score]) {
+      const span = dB(b[score]) - dB(a[score]);
+      const t = span === 0 ? 0 : (dB(target) - dB(a[score])) / span;
+      return Math.exp(Math.log(a.bytes) + t * (Math.log(b.bytes) - Math.log(a.bytes)));
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Mean size ratio of `points` to `baseline` at the baseline's scores that `points` covers, as a
+ * signed percentage with how many of the baseline's qualities it covered.
+ */
+function sizeAtEqual(points: Point[], baseline: Point[], score: Score): string {
+  const ratios = baseline
+    .map((b) => {
+      const at = bytesAt(points, score, b[score]);
+      return at === undefined ? undefined : at / b.bytes;
+    })
+    .filter((r): r is number => r !== undefined);
+  if (ratios.length === 0) return "n/a";
+  const mean = Math.exp(ratios.reduce((s, r) => s + Math.log(r), 0) / ratios.length);
+  const pct = (mean - 1) * 100;
+  return `${pct >= 0 ? "+" : ""}${pct.toFixed(1)} % (${ratios.length}/${baseline.length})`;
+}
+
+function pareto(points: Point[]): Point[] {
+  return points
+    .filter(
+      (p) =>
+        !points.some(
+          (q) =>
+            q !== p &&
+            q.bytes <= p.bytes &&
+            q.ssim >= p.ssim &&
+            q.cpuMs <= p.cpuMs &&
+            (q.bytes < p.bytes || q.ssim > p.ssim || q.cpuMs < p.cpuMs),
+        ),
+    )
+    .sort((a, b) => a.bytes - b.bytes);
+}
+
+/** The settings each format's size-at-equal-SSIM column compares with. */
+const BASELINES: Partial<Record<OutputFormat, string>> = {
+  // imgproxy's default AVIF speed 8 is libvips effort 1 (libvips passes libheif speed = 9 - effort),
+  // with libvips' own chroma default below quality 90: 4:2:0.
+  avif: "e1 4:2:0",
+  // libwebp's default method (4), as sharp sets it.
+  webp: "e4",
+  // libjpeg-turbo's defaults, against mozjpeg's trellis and scans.
+  jpeg: "runner standard",
+};
+
+const CASES = [
+  ["resize", "image_resize: 3000x2000 scene -> 800x600 (cover)"],
+  ["optimize", "image_optimize: 1224x816 scene, full size"],
+  ["full6", "image_optimize: 3000x2000 scene, full size"],
+] as const;
+
+async function makeCases(names: string[]): Promise<Case[]> {
+  const cases: Case[] = [];
+  for (const name of names) {
+    const title = CASES.find(([n]) => n === name)?.[1];
+    if (!title) throw new Error(`unknown case ${name}; choose from ${CASES.map(([n]) => n).join(", ")}`);
+    const p =
+      name === "resize"
+        ? sharp(await scene(3000, 2000)).resize(800, 600, { fit: "cover" })
+        : sharp(name === "optimize" ? await scene(1224, 816) : await scene(3000, 2000));
+    const { data, info } = await p.removeAlpha().raw().toBuffer({ resolveWithObject: true });
+    const pixels = { data, width: info.width, height: info.height };
+    cases.push({ name, title, pixels, planes: planes(pixels) });
+  }
+  return cases;
+}
+
+export async function encodersBenchmark(formats: string[] = []): Promise<Point[]> {
+  const all = ["avif", "webp", "jpeg", "png"];
+  const wanted = formats.filter((f) => all.includes(f));
+  const chosen = (wanted.length > 0 ? wanted : all) as OutputFormat[];
+  const runnerOnly = formats.includes("runner");
+  const cases = await makeCases(list("BENCH_ENC_CASES", "resize,optimize"));
+  const points: Point[] = [];
+  const versions = sharp.versions as Record<string, string>;
+  console.log(
+    `\nEncoder settings (sharp ${versions.sharp}, libvips ${versions.vips}, libaom ${versions.aom}, ` +
+      `libwebp ${versions.webp}, mozjpeg ${versions.mozjpeg}; libvips threads ${sharp.concurrency()}, ` +
+      `concurrency 2; load average at start ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(" ")})`,
+  );
+
+  for (const c of cases) {
+    for (const format of chosen) {
+      const grid =
+        runnerOnly || format === "jpeg" || format === "png"
+          ? []
+          : format === "avif"
+            ? avifSettings()
+            : webpSettings();
+      const settings = [...grid, ...runnerSettings(format)];
+      const qualities = format === "avif" ? AVIF_Q : format === "png" ? [80] : WEBP_Q;
+      // One encode first, not counted: the encoder's own start-up (libaom's tables, for one).
+      await settings[0]!.apply(sharp(c.pixels.data, { raw: { ...sizeOf(c), channels: 3 } }), 50).toBuffer();
+      const ours: Point[] = [];
+      for (const setting of settings) {
+        for (const quality of qualities) {
+          const m = await measure(c, setting, quality);
+          const s = await similarity(c.planes, m.output);
+          const point: Point = {
+            case: c.name,
+            format,
+            setting: setting.label,
+            quality,
+            bytes: m.bytes,
+            ssim: s.ssim,
+            ssimY: s.ssimY,
+            cpuMs: m.cpuMs,
+            perSecond: m.perSecond,
+            images: m.images,
+          };
+          ours.push(point);
+          log(
+            `${c.name} ${format} ${setting.label} q${quality}: ${kib(point.bytes)} KiB, SSIM ${point.ssim.toFixed(4)}, ` +
+              `${point.cpuMs.toFixed(0)} ms CPU, ${point.perSecond.toFixed(2)} img/s (${point.images} images)`,
+          );
+        }
+      }
+      points.push(...ours);
+      report(
+        c.name,
+        c.title,
+        format,
+        settings.map((s) => s.label),
+        qualities,
+        ours,
+      );
+    }
+  }
+  console.log(
+    `load average at the end: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")}`,
+  );
+  if (process.env.BENCH_ENC_JSON)
+    await writeFile(process.env.BENCH_ENC_JSON, JSON.stringify(points, null, 1));
+  return points;
+}
+
+const sizeOf = (c: Case) => ({ width: c.pixels.width, height: c.pixels.height });
+
+function report(
+  name: string,
+  title: string,
+  format: OutputFormat,
+  labels: string[],
+  qualities: number[],
+  points: Point[],
+) {
+  const baselineLabel = BASELINES[format];
+  const baseline = points.filter((p) => p.setting === baselineLabel);
+  console.log(
+    `\n${format.toUpperCase()}, ${title}; per quality: KiB, SSIM (Y:Cb:Cr 6:1:1), SSIM-Y, CPU ms/image, images/s at concurrency 2`,
+  );
+  const rows = labels.map((label) => {
+    const mine = points.filter((p) => p.setting === label);
+    const row: Record<string, string> = {};
+    for (const q of qualities) {
+      const p = mine.find((x) => x.quality === q);
+      if (p)
+        row[`q${q}`] =
+          `${kib(p.bytes)} ${p.ssim.toFixed(4)} ${p.ssimY.toFixed(4)} ${p.cpuMs.toFixed(0)}ms ${p.perSecond.toFixed(1)}/s`;
+    }
+    if (baseline.length > 1 && mine.length > 1) {
+      row[`size at equal SSIM vs ${baselineLabel}`] = sizeAtEqual(mine, baseline, "ssim");
+      row["at equal SSIM-Y"] = sizeAtEqual(mine, baseline, "ssimY");
+    }
+    return [label, row] as const;
+  });
+  console.table(Object.fromEntries(rows));
+  const grid = points.filter((p) => !p.setting.startsWith("runner"));
+  if (grid.length > 2) {
+    console.log(
+      `Pareto-efficient (${format}, ${name}): none of the others is smaller, closer and cheaper at once`,
+    );
+    for (const p of pareto(grid))
+      console.log(
+        `  ${p.setting.padEnd(9)} q${String(p.quality).padEnd(3)} ${kib(p.bytes).padStart(7)} KiB  SSIM ${p.ssim.toFixed(4)}  ` +
+          `${p.cpuMs.toFixed(0).padStart(5)} ms  ${p.perSecond.toFixed(1)}/s`,
+      );
+  }
+}
+
+/** The tables of an earlier run's points (BENCH_ENC_JSON), printed again without measuring. */
+async function reprint(path: string): Promise<void> {
+  const points = JSON.parse(await readFile(path, "utf8")) as Point[];
+  const titles: Record<string, string> = Object.fromEntries(CASES.map(([name, title]) => [name, title]));
+  for (const name of new Set(points.map((p) => p.case))) {
+    for (const format of new Set(points.filter((p) => p.case === name).map((p) => p.format))) {
+      const ours = points.filter((p) => p.case === name && p.format === format);
+      const labels = [...new Set(ours.map((p) => p.setting))];
+      const qualities = [...new Set(ours.map((p) => p.quality))];
+      report(name, titles[name] ?? name, format, labels, qualities, ours);
+    }
+  }
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  if (process.env.BENCH_ENC_REPORT) await reprint(process.env.BENCH_ENC_REPORT);
+  else await encodersBenchmark(process.argv.slice(2).filter((a) => a !== "--"));
+}

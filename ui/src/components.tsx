@@ -1,7 +1,7 @@
 // Small pieces the pages share: status badges (a word and a shape, never colour alone), progress
 // bars, notices, pagers.
 import type { ComponentChildren } from "preact";
-import type { BatchStatus, JobStatus } from "./types.js";
+import type { Batch, BatchStatus, JobStatus } from "./types.js";
 
 const SHAPES: Record<JobStatus | BatchStatus, string> = {
   pending: "○",
@@ -49,15 +49,12 @@ export function ProgressBar(props: { percent: number; label: string }) {
  * A batch's progress: completed, failed, processing and pending as segments of one bar (each with
  * its own pattern as well as its colour), and in words beside it.
  */
-export function BatchProgress(props: {
-  id: string;
-  total: number;
-  completed: number;
-  failed: number;
-  processing: number;
-  pending: number;
+export function BatchProgress({
+  batch,
+}: {
+  batch: Pick<Batch, "id" | "total_jobs" | "completed" | "failed" | "processing" | "pending">;
 }) {
-  const { total, completed, failed, processing, pending } = props;
+  const { total_jobs: total, completed, failed, processing, pending } = batch;
   const done = completed + failed;
   const share = (n: number) => (total > 0 ? `${(n / total) * 100}%` : "0%");
   const words = `${done} of ${total} done: ${completed} completed, ${failed} failed, ${processing} running, ${pending} pending`;
@@ -66,7 +63,7 @@ export function BatchProgress(props: {
       <div
         class="segments"
         role="progressbar"
-        aria-label={`Batch ${props.id}`}
+        aria-label={`Batch ${batch.id}`}
         aria-valuemin={0}
         aria-valuemax={total}
         aria-valuenow={done}

@@ -122,14 +122,7 @@ export function BatchesPage() {
                   </Link>
                   <StatusBadge status={batch.status} />
                 </div>
-                <BatchProgress
-                  id={batch.id}
-                  total={batch.total_jobs}
-                  completed={batch.completed}
-                  failed={batch.failed}
-                  processing={batch.processing}
-                  pending={batch.pending}
-                />
+                <BatchProgress batch={batch} />
                 <p class="subtle">
                   Created <time dateTime={batch.created_at}>{formatAgo(batch.created_at)}</time>
                   {" · "}
@@ -279,14 +272,7 @@ export function BatchPage(props: { id: string }) {
                   : "Runs every job (no fail_fast)."}
               </span>
             </p>
-            <BatchProgress
-              id={batch.id}
-              total={batch.total_jobs}
-              completed={batch.completed}
-              failed={batch.failed}
-              processing={batch.processing}
-              pending={batch.pending}
-            />
+            <BatchProgress batch={batch} />
             {batch.stopped_by && (
               <p>
                 Stopped by the failure of job{" "}

@@ -30,7 +30,7 @@ type Stop = () => Promise<void>;
 /** The code of a runner's command-line error (see the runner's exitOverride). */
 const RUNNER_USAGE = "media-service.runnerUsage";
 
-type ServerCommand = "start" | "api" | "controller" | "runner" | "object-store";
+type ServerCommand = "start" | "api" | "controller" | "pool" | "runner" | "object-store";
 interface RunnerOptions {
   job?: string;
   serve?: boolean;
@@ -90,6 +90,12 @@ function program(done: (code: number) => void): Command {
     "the controller only: claims jobs and runs them",
     "the controller only: claims jobs and runs them (executor.kind local or kubernetes), retention; serves /healthz, /readyz and /metrics on PORT",
     "REDIS_URL=redis://localhost:6379 EXECUTOR=kubernetes media-service controller",
+  );
+  server(
+    "pool",
+    "a warm pool worker: runs the jobs the controller hands to the pool",
+    "a warm runner pool worker: keeps executor.pool.concurrency runner processes started and runs the jobs the controller hands to the pool (executor.pool.enabled), each under a lease; on SIGTERM it stops taking jobs and hands back what it cannot finish; serves /healthz, /readyz and /metrics on PORT",
+    "REDIS_URL=redis://localhost:6379 media-service pool",
   );
   server(
     "runner",
@@ -215,6 +221,10 @@ async function serve(command: ServerCommand, options: RunnerOptions): Promise<nu
       }
       const { startController } = await import("./controller/main.js");
       stops.unshift(...(await startController(config, services, logger, command === "controller")));
+    }
+    if (command === "pool") {
+      const { startPoolWorker } = await import("./controller/main.js");
+      stops.unshift(...(await startPoolWorker(config, services, logger)));
     }
     if (command === "start" || command === "api") {
       const api = await listen(command, config, services, logger);

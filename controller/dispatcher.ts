@@ -1,12 +1,25 @@
 import type { Redis } from "ioredis";
-import { JOB_TYPES, type JobType } from "../core/jobs/types.js";
+import type { Job } from "../core/jobs/records.js";
+import { JOB_TYPES, type ExecutionClass, type JobType } from "../core/jobs/types.js";
 import type { Logger } from "../core/logger.js";
+import { executionClass, type PoolPolicy } from "../core/policy.js";
 import type { JobStore } from "../core/store/store.js";
 import type { DispatchTarget } from "./executor.js";
 import { Wakeup } from "./wakeup.js";
 
 /** How often an idle dispatcher looks for work when no notification came. */
 const IDLE_POLL_MS = 1000;
+
+/** The warm runner pool, as the dispatcher that hands it jobs sees it. */
+export interface PoolRoute {
+  policy: PoolPolicy;
+  /** Jobs the pool's queue holds at most (executor.pool.queue_limit). */
+  queueLimit: number;
+  /** The size of a job's source in bytes (a HEAD), or null when it cannot be told. */
+  sourceBytes(job: Job): Promise<number | null>;
+  /** Called for each job dispatched, with the class it got. */
+  dispatched?(type: JobType, cls: "job" | "pool"): void;
+}
 
 export interface DispatcherOptions {
   store: JobStore;
@@ -15,6 +28,13 @@ export interface DispatcherOptions {
   owner: string;
   leaseMs: number;
   logger: Logger;
+  /**
+   * Where the jobs come from: the type queues (round-robin across types), or the pool's queue (a
+   * pool worker: the controller's dispatcher has ordered them already). Default: the type queues.
+   */
+  source?: "queues" | "pool";
+  /** With the type queues: hand the jobs whose class says so to the pool instead of the target. */
+  pool?: PoolRoute;
 }
 
 /**
@@ -31,6 +51,10 @@ export class Dispatcher {
   private readonly launches = new Set<Promise<void>>();
   /** No claims before this time: the target just failed to take one. */
   private pausedUntil = 0;
+  /** The pool queue's length as last seen (this dispatcher's own hand-overs included). */
+  private poolLength = 0;
+  /** Types whose first job waits for room of one kind: skipped until there is some. */
+  private readonly waiting = new Map<JobType, "job" | "pool">();
 
   constructor(private readonly options: DispatcherOptions) {}
 
@@ -63,16 +87,18 @@ export class Dispatcher {
   }
 
   private async claimLoop(): Promise<void> {
-    const { store, target, logger } = this.options;
+    const { store, logger } = this.options;
     while (this.running) {
-      const room = Date.now() < this.pausedUntil ? undefined : target.room();
-      if (!room || room.total <= 0) {
+      const room = Date.now() < this.pausedUntil ? undefined : this.options.target.room();
+      const jobRoom = room !== undefined && room.total > 0;
+      const poolRoom = await this.poolHasRoom();
+      if (!jobRoom && !poolRoom) {
         await this.wakeup.wait(IDLE_POLL_MS);
         continue;
       }
       let claimed: { id: string; type: JobType } | null = null;
       try {
-        claimed = await this.claimNext(room.full);
+        claimed = await this.claimNext(jobRoom ? room.full : undefined, jobRoom, poolRoom);
       } catch (err) {
         logger.warn({ err: (err as Error).message }, "claiming a job failed; retrying");
       }
@@ -87,30 +113,115 @@ export class Dispatcher {
           .catch(() => undefined);
         return;
       }
-      const launch: Promise<void> = target
-        .launch(id, type)
-        .catch(async (err: Error) => {
-          this.pausedUntil = Date.now() + IDLE_POLL_MS;
-          logger.error({ job_id: id, err: err.message }, "handing over a claimed job failed; re-queued");
-          await store
-            .requeueJob(id, `executor error: ${err.message}`, { handback: true })
-            .catch(() => undefined);
-        })
-        .finally(() => {
-          this.launches.delete(launch);
-          this.notify();
-        });
-      this.launches.add(launch);
+      let cls: "job" | "pool" = "job";
+      try {
+        cls = await this.route(id, type, jobRoom, poolRoom);
+      } catch (err) {
+        logger.warn({ job_id: id, err: (err as Error).message }, "routing a claimed job failed; re-queued");
+        await store
+          .requeueJob(id, `routing failed: ${(err as Error).message}`, { handback: true })
+          .catch(() => undefined);
+        continue;
+      }
+      if (cls === "pool") continue;
+      this.launch(id, type);
     }
   }
 
-  /** The next job of the first queue, from the cursor on, whose type is not at its cap. */
-  private async claimNext(full?: ReadonlySet<JobType>): Promise<{ id: string; type: JobType } | null> {
-    const { store, owner, leaseMs } = this.options;
+  private launch(id: string, type: JobType): void {
+    const { store, target, logger } = this.options;
+    const launch: Promise<void> = target
+      .launch(id, type)
+      .catch(async (err: Error) => {
+        this.pausedUntil = Date.now() + IDLE_POLL_MS;
+        logger.error({ job_id: id, err: err.message }, "handing over a claimed job failed; re-queued");
+        await store
+          .requeueJob(id, `executor error: ${err.message}`, { handback: true })
+          .catch(() => undefined);
+      })
+      .finally(() => {
+        this.launches.delete(launch);
+        this.notify();
+      });
+    this.launches.add(launch);
+  }
+
+  /**
+   * Where a job just claimed goes: the target (returns "job", the caller launches it), the pool's
+   * queue ("pool", done here), or back to its queue when the room it needs is gone (also "pool":
+   * nothing for the caller to do), its type then waiting for that room.
+   */
+  private async route(
+    id: string,
+    type: JobType,
+    jobRoom: boolean,
+    poolRoom: boolean,
+  ): Promise<"job" | "pool"> {
+    const { pool, store, owner, logger } = this.options;
+    if (!pool?.policy.enabled) return "job";
+    const job = await store.getJob(id);
+    if (!job || job.status !== "pending") return "job"; // the target skips it, as it always has
+    let decision = executionClass(job, pool.policy);
+    if (decision.class === "auto") decision = executionClass(job, pool.policy, await pool.sourceBytes(job));
+    const cls = decision.class as Exclude<ExecutionClass, "auto">;
+    const has = cls === "pool" ? poolRoom : jobRoom;
+    if (!has) return this.handBack(id, type, cls);
+    if (cls === "job") {
+      pool.dispatched?.(type, "job");
+      return "job";
+    }
+    const length = await store.toPool(id, owner, decision.why, pool.queueLimit);
+    if (length === 0) {
+      this.poolLength = pool.queueLimit;
+      return this.handBack(id, type, "pool");
+    }
+    if (length > 0) {
+      this.poolLength = length;
+      pool.dispatched?.(type, "pool");
+      logger.debug({ job_id: id, type, why: decision.why }, "job handed to the pool");
+    }
+    return "pool";
+  }
+
+  private async handBack(id: string, type: JobType, needs: "job" | "pool"): Promise<"pool"> {
+    this.waiting.set(type, needs);
+    await this.options.store
+      .requeueJob(id, `waiting for room in the ${needs === "pool" ? "pool" : "executor"}`, { handback: true })
+      .catch(() => undefined);
+    return "pool";
+  }
+
+  /** Whether the pool's queue can take a job (read again from the store when it last looked full). */
+  private async poolHasRoom(): Promise<boolean> {
+    const pool = this.options.pool;
+    if (!pool?.policy.enabled) return false;
+    if (this.poolLength >= pool.queueLimit) {
+      this.poolLength = await this.options.store.poolLength().catch(() => pool.queueLimit);
+    }
+    return this.poolLength < pool.queueLimit;
+  }
+
+  /**
+   * The next job of the first queue, from the cursor on, that may be claimed now: with the pool's
+   * queue as its source, the oldest job there; otherwise a type not at its cap with room of the kind
+   * it waits for (a type the pool may take is tried while either kind has room).
+   */
+  private async claimNext(
+    full: ReadonlySet<JobType> | undefined,
+    jobRoom: boolean,
+    poolRoom: boolean,
+  ): Promise<{ id: string; type: JobType } | null> {
+    const { store, owner, leaseMs, pool } = this.options;
+    if (this.options.source === "pool") return jobRoom ? store.claimPooled(leaseMs, owner) : null;
     for (let i = 0; i < JOB_TYPES.length; i++) {
       const index = (this.cursor + i) % JOB_TYPES.length;
       const type = JOB_TYPES[index]!;
-      if (full?.has(type)) continue;
+      const pooled = pool?.policy.enabled === true && pool.policy.classes[type] !== "job";
+      const canJob = jobRoom && !full?.has(type);
+      const waits = this.waiting.get(type);
+      if (waits === "job" ? !canJob : waits === "pool" ? !poolRoom : !(canJob || (pooled && poolRoom)))
+        continue;
+      this.waiting.delete(type);
       const id = await store.claim(type, leaseMs, owner);
       if (id) {
         this.cursor = index + 1;

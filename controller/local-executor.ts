@@ -8,7 +8,8 @@ import type { Logger } from "../core/logger.js";
 import { jobDeadline, runVerdict, timeoutMessage, type Deadline } from "../core/policy.js";
 import type { JobStore } from "../core/store/store.js";
 import { followCancellations } from "./cancellations.js";
-import { Dispatcher } from "./dispatcher.js";
+import { Dispatcher, type PoolRoute } from "./dispatcher.js";
+import { POOL_OWNER_PREFIX } from "./pool.js";
 import type { DispatchTarget, Executor, Room } from "./executor.js";
 import { RunnerProcess, type RunnerOutcome } from "./runner-process.js";
 
@@ -25,6 +26,13 @@ export interface LocalExecutorOptions {
   /** A connection the executor duplicates for blocking reads of the events stream (cancellations). */
   redis: Redis;
   logger: Logger;
+  /**
+   * `local` (default): the controller's executor, claiming from the type queues (and handing jobs
+   * whose class says so to the pool, with `pool`). `pool`: a pool worker (`media-service pool`),
+   * taking jobs from the pool's queue, with executor.pool's concurrency and runner quota.
+   */
+  mode?: "local" | "pool";
+  pool?: PoolRoute;
 }
 
 /**
@@ -36,6 +44,7 @@ export interface LocalExecutorOptions {
  */
 export class LocalExecutor implements Executor, DispatchTarget {
   readonly owner: string;
+  readonly mode: "local" | "pool";
   private readonly config: Config;
   private readonly store: JobStore;
   private readonly log: Logger;
@@ -57,8 +66,13 @@ export class LocalExecutor implements Executor, DispatchTarget {
     this.config = options.config;
     this.store = options.store;
     this.log = options.logger;
-    // Stable across restarts of this executor, so it can take back what it left behind.
-    this.owner = `local:${hostname()}:${resolve(this.config.dataDir)}`;
+    this.mode = options.mode ?? "local";
+    // Stable across restarts of this executor, so it can take back what it left behind (a pool
+    // worker's container restarts in the same pod, under the same host name).
+    this.owner =
+      this.mode === "pool"
+        ? `${POOL_OWNER_PREFIX}${hostname()}`
+        : `local:${hostname()}:${resolve(this.config.dataDir)}`;
     this.runnerEnv = { ...process.env, [RESOLVED_CONFIG_ENV]: JSON.stringify(this.config) };
     this.dispatcher = new Dispatcher({
       store: this.store,
@@ -66,11 +80,15 @@ export class LocalExecutor implements Executor, DispatchTarget {
       owner: this.owner,
       leaseMs: this.config.executor.leaseMs,
       logger: this.log,
+      ...(this.mode === "pool" ? { source: "pool" as const } : {}),
+      ...(options.pool ? { pool: options.pool } : {}),
     });
   }
 
   get concurrency(): number {
-    return this.config.executor.localConcurrency;
+    return this.mode === "pool"
+      ? this.config.executor.pool.concurrency
+      : this.config.executor.localConcurrency;
   }
 
   /** Jobs running now. */
@@ -99,7 +117,10 @@ export class LocalExecutor implements Executor, DispatchTarget {
     );
     this.reaper.unref();
     this.dispatcher.start();
-    this.log.info({ concurrency: this.concurrency, owner: this.owner }, "local executor started");
+    this.log.info(
+      { concurrency: this.concurrency, owner: this.owner, pool: Boolean(this.options.pool) },
+      this.mode === "pool" ? "pool worker started" : "local executor started",
+    );
   }
 
   ready(): string | undefined {
@@ -158,7 +179,10 @@ export class LocalExecutor implements Executor, DispatchTarget {
     if (this.stopping) return;
     this.spawning++;
     const runner = new RunnerProcess({
-      maxJobs: this.config.executor.localRunnerMaxJobs,
+      maxJobs:
+        this.mode === "pool"
+          ? this.config.executor.pool.runnerMaxJobs
+          : this.config.executor.localRunnerMaxJobs,
       env: this.runnerEnv,
       logger: this.log,
     });
@@ -274,7 +298,8 @@ export class LocalExecutor implements Executor, DispatchTarget {
    */
   private async reapExpiredLeases(): Promise<void> {
     try {
-      for (const { id, outcome } of await this.store.reap()) {
+      // A pool worker gives back the pool's jobs only: a Kubernetes Job's lease is its controller's.
+      for (const { id, outcome } of await this.store.reap(this.mode === "pool" ? POOL_OWNER_PREFIX : "")) {
         this.log.warn(
           { job_id: id, outcome },
           outcome === "failed"

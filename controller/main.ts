@@ -1,5 +1,6 @@
 // The controller, assembled: one executor (local or Kubernetes) behind the Executor interface, the
-// webhook notifier, retention, and (for a controller on its own) the probe server with /metrics.
+// webhook notifier, retention, and (for a controller on its own) the probe server with /metrics; and
+// a pool worker (`media-service pool`), a local executor taking jobs from the warm pool's queue.
 import type { Registry } from "prom-client";
 import { listenHost } from "../core/config/exposure.js";
 import type { Config } from "../core/config/load.js";
@@ -19,12 +20,16 @@ export async function createExecutor(
   logger: Logger,
   registry?: Registry,
 ): Promise<Executor> {
+  const log = logger.child({ component: "executor" });
+  const { poolRoute } = await import("./pool.js");
+  const pool = poolRoute(config, services.store, log, registry);
   const options = {
     config,
     store: services.store,
     subscriber: services.subscriber,
     redis: services.redis,
-    logger: logger.child({ component: "executor" }),
+    logger: log,
+    ...(pool ? { pool } : {}),
   };
   if (config.executor.kind === "kubernetes") {
     const { KubernetesExecutor } = await import("./kubernetes/executor.js");
@@ -80,6 +85,69 @@ export async function startController(
     stops.unshift(() => probes.close());
   }
   return stops;
+}
+
+/**
+ * `media-service pool`: a pool worker. It keeps executor.pool.concurrency runner processes started,
+ * takes jobs from the pool's queue as they have room, and serves /healthz, /readyz and /metrics on
+ * server.port. Its stops, in order: the probes, then the worker (running jobs get the shutdown
+ * timeout less a reserve, then are handed back to their queue).
+ */
+export async function startPoolWorker(
+  config: Config,
+  services: CoreServices,
+  logger: Logger,
+): Promise<Stop[]> {
+  const [{ createMetricsRegistry }, { LocalExecutor }, { startProbeServer }, { Gauge }] = await Promise.all([
+    import("../core/metrics.js"),
+    import("./local-executor.js"),
+    import("./probe-server.js"),
+    import("prom-client"),
+  ]);
+  const registry = createMetricsRegistry(undefined);
+  const worker = new LocalExecutor({
+    config,
+    store: services.store,
+    subscriber: services.subscriber,
+    redis: services.redis,
+    logger: logger.child({ component: "pool" }),
+    mode: "pool",
+  });
+  new Gauge({
+    name: "media_pool_jobs_running",
+    help: "Jobs this pool worker is running now",
+    registers: [registry],
+    collect() {
+      this.set(worker.active);
+    },
+  });
+  new Gauge({
+    name: "media_pool_concurrency",
+    help: "Jobs this pool worker runs at once at most (executor.pool.concurrency)",
+    registers: [registry],
+    collect() {
+      this.set(worker.concurrency);
+    },
+  });
+  await worker.start();
+  const probes = await startProbeServer({
+    host: listenHost(config, "controller"),
+    port: config.server.port,
+    registry,
+    logger,
+    notReady: async () => {
+      try {
+        await withTimeout(services.redis.ping(), config.limits.healthCheckTimeoutMs);
+      } catch (err) {
+        return `queue store unreachable: ${(err as Error).message}`;
+      }
+      return worker.ready();
+    },
+  });
+  return [
+    () => probes.close(),
+    () => worker.stop(Math.max(0, config.server.shutdownTimeoutMs - SHUTDOWN_RESERVE_MS)),
+  ];
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {

@@ -5,7 +5,8 @@
 // re-queued (a lease that ran out included): a processing job given back after its
 // `executor.max_attempts`-th attempt fails instead of running again.
 import type { Job } from "./jobs/records.js";
-import type { JobType } from "./jobs/types.js";
+import type { ExecutionClass, JobType } from "./jobs/types.js";
+import { parseQuantity } from "./quantity.js";
 
 /** The error of a job a client cancelled (POST /jobs/{id}/cancel, or its batch's cancel). */
 export const CANCELLED_BY_REQUEST = "cancelled by request";
@@ -87,4 +88,55 @@ function deadline(ms: number, setting: string): Deadline {
 /** The error of a job that ran out of its time. */
 export function timeoutMessage(deadline: Pick<Deadline, "seconds" | "setting">): string {
   return `job timed out after ${deadline.seconds} s (${deadline.setting})`;
+}
+
+/** What the dispatcher needs of the pool's settings (executor.pool). */
+export interface PoolPolicy {
+  enabled: boolean;
+  classes: Record<JobType, ExecutionClass>;
+  autoMaxSourceBytes: number;
+  jobResources: { cpu: string; memory: string };
+}
+
+/**
+ * Where a claimed job runs, and why (the words go to its timeline): `job` (the executor's own run),
+ * `pool` (a warm pool worker), or `auto` when the answer depends on its source's size, which the
+ * caller then looks up (a HEAD) and passes as `sourceBytes`. The rule: a job runs in the pool only
+ * when the pool is on, its type may use it (executor.pool.classes not `job`), it asks for no more
+ * than a pooled job gets (executor.pool.job_resources) and, for `auto`, its source is at most
+ * executor.pool.auto_max_source_bytes. A job's own execution_class wins over its type's.
+ * `sourceBytes` null: the source could not be sized (it then gets its own run).
+ */
+export function executionClass(
+  job: Pick<Job, "type" | "execution_class" | "resources">,
+  pool: PoolPolicy,
+  sourceBytes?: number | null,
+): { class: ExecutionClass; why: string } {
+  if (!pool.enabled) return { class: "job", why: "the pool is off (executor.pool.enabled)" };
+  const typeClass = pool.classes[job.type];
+  if (typeClass === "job") {
+    return { class: "job", why: `${job.type} does not use the pool (executor.pool.classes.${job.type})` };
+  }
+  const asked = job.execution_class ?? typeClass;
+  const whose = job.execution_class ? "execution_class" : `executor.pool.classes.${job.type}`;
+  if (asked === "job") return { class: "job", why: `${whose} job` };
+  for (const resource of ["cpu", "memory"] as const) {
+    const wanted = job.resources?.[resource];
+    if (wanted !== undefined && parseQuantity(wanted) > parseQuantity(pool.jobResources[resource])) {
+      return {
+        class: "job",
+        why: `it asks for resources.${resource} ${wanted}, more than a pooled job gets (executor.pool.job_resources.${resource} ${pool.jobResources[resource]})`,
+      };
+    }
+  }
+  if (asked === "pool") return { class: "pool", why: `${whose} pool` };
+  if (sourceBytes === undefined) return { class: "auto", why: `${whose} auto: its source's size decides` };
+  if (sourceBytes === null) return { class: "job", why: `${whose} auto: its source could not be sized` };
+  const limit = pool.autoMaxSourceBytes;
+  return sourceBytes <= limit
+    ? { class: "pool", why: `${whose} auto: its source (${sourceBytes} bytes) is at most ${limit}` }
+    : {
+        class: "job",
+        why: `${whose} auto: its source (${sourceBytes} bytes) is larger than executor.pool.auto_max_source_bytes (${limit})`,
+      };
 }

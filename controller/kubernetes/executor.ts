@@ -42,7 +42,8 @@ import { registerExecutorMetrics, type ExecutorMetrics } from "./metrics.js";
 import { JobEventRecorder } from "./events.js";
 import { jobName } from "./names.js";
 import { followCancellations } from "../cancellations.js";
-import { Dispatcher } from "../dispatcher.js";
+import { Dispatcher, type PoolRoute } from "../dispatcher.js";
+import { POOL_OWNER_PREFIX } from "../pool.js";
 import type { DispatchTarget, Executor } from "../executor.js";
 
 /** A finished job whose runner pod still runs after this long has its Job deleted. */
@@ -67,6 +68,8 @@ export interface KubernetesExecutorOptions {
   registry?: Registry;
   /** This replica's name in the leader Lease; default `<hostname>_<random>`. */
   identity?: string;
+  /** The warm runner pool, when executor.pool.enabled: jobs whose class says so go there. */
+  pool?: PoolRoute;
 }
 
 interface InFlight {
@@ -289,6 +292,7 @@ export class KubernetesExecutor implements Executor {
       owner: this.owner,
       leaseMs,
       logger: this.log,
+      ...(this.options.pool ? { pool: this.options.pool } : {}),
     });
     term.dispatcher.start();
   }
@@ -603,6 +607,7 @@ export class KubernetesExecutor implements Executor {
       }
       await this.scheduleDrain(term);
       await this.adoptOrRelease(term);
+      await this.reapPool();
       const live = new Set<string>();
       for (const pods of term.podsByJob.values()) for (const name of pods.keys()) live.add(name);
       for (const key of term.firstSeenStuck.keys()) {
@@ -624,6 +629,8 @@ export class KubernetesExecutor implements Executor {
     for (const type of JOB_TYPES) {
       for (const entry of await this.store.activeJobs(type)) {
         if (!this.current(term)) return;
+        // A pool worker's: its lease is the worker's to renew, and reapPool's to give back.
+        if (entry.owner?.startsWith(POOL_OWNER_PREFIX)) continue;
         const name = jobName(entry.id);
         if (term.jobs.get(name, this.namespace) || term.inflight.has(name)) continue;
         if (entry.leaseUntil > Date.now()) continue;
@@ -650,6 +657,18 @@ export class KubernetesExecutor implements Executor {
             this.log.warn({ job_id: entry.id }, "re-queued a processing job whose Kubernetes Job is gone");
           }
         }
+      }
+    }
+  }
+
+  /** Jobs of pool workers that stopped renewing their lease (a worker killed mid-job): back to their queue. */
+  private async reapPool(): Promise<void> {
+    if (!this.options.pool) return;
+    for (const { id, outcome } of await this.store.reap(POOL_OWNER_PREFIX)) {
+      if (outcome === "failed") {
+        await this.failed(id, "job_lost", (await this.store.getJob(id))?.error ?? "its pool worker was lost");
+      } else {
+        this.log.warn({ job_id: id }, "re-queued a job whose pool worker stopped renewing its lease");
       }
     }
   }

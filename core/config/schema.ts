@@ -7,7 +7,7 @@ import {
   type TString,
   type TUnion,
 } from "@sinclair/typebox";
-import { JOB_TYPES, type JobType } from "../jobs/types.js";
+import { EXECUTION_CLASSES, JOB_TYPES, type JobType } from "../jobs/types.js";
 import { RUNNER_ENV } from "./runner-env.js";
 
 // The configuration: every setting once, with its default, its allowed values, its environment
@@ -249,6 +249,24 @@ export const StorageConfig = Section(
   "Object storage (S3 protocol): sources and outputs of jobs.",
 );
 
+// Kubernetes quantities (500m, 2, 512Mi, 1G) and names (DNS-1123 labels and subdomains).
+const CPU_QUANTITY = "^\\d+(?:\\.\\d+)?m?$";
+const MEMORY_QUANTITY = "^\\d+(?:\\.\\d+)?(?:[KMGTPE]i?|k|e\\d+)?$";
+const DNS_LABEL = "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$";
+const DNS_SUBDOMAIN = "^[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?$";
+const LABEL_VALUE = "^(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?)?$";
+const SECRET_KEY = "^[-._a-zA-Z0-9]+$";
+
+// Their titles name them in docs/configuration.md.
+const secretName = (description: string) =>
+  Type.String({ pattern: DNS_SUBDOMAIN, title: "Secret name", description });
+const secretKey = (def: string, description: string) =>
+  Type.String({ pattern: SECRET_KEY, title: "Secret key", default: def, description });
+
+const Cpu = (def: string, description: string) =>
+  Type.String({ pattern: CPU_QUANTITY, title: "CPU quantity", default: def, description });
+const Memory = (def: string, description: string) =>
+  Type.String({ pattern: MEMORY_QUANTITY, title: "memory quantity", default: def, description });
 const JOB_TIMEOUTS: Record<JobType, string> = {
   image_resize: "2m",
   image_optimize: "2m",
@@ -291,6 +309,65 @@ export const ExecutorConfig = Section(
       "30s",
       "Lease of a claimed job, renewed every third of it while the job runs, so a dead executor's jobs come back.",
     ),
+    pool: Type.Object(
+      {
+        enabled: Type.Boolean({
+          default: false,
+          [ENV]: "POOL_ENABLED",
+          description:
+            "Hand the jobs whose class is `pool` (or `auto`, when they fit) to the warm runner pool (`media-service pool` workers) instead of running them in the executor.",
+        }),
+        classes: PerJobType(
+          () =>
+            Type.Union(
+              EXECUTION_CLASSES.map((c) => Type.Literal(c)),
+              { default: "job" },
+            ),
+          "Execution class per job type: `job` (the executor's own run: a Kubernetes Job, or a local runner), `pool` (a warm pool worker), `auto` (the pool when the job fits it: no `resources` beyond `job_resources`, a source of at most `auto_max_source_bytes`). A job's `execution_class` may ask for another class of a type that is not `job`.",
+        ),
+        auto_max_source_bytes: Type.Integer({
+          minimum: 0,
+          default: 16 * 1024 ** 2,
+          description: "`auto` sends a job to the pool when its source (a HEAD on it) is at most this large.",
+        }),
+        job_resources: Type.Object(
+          {
+            cpu: Cpu("1", "CPU a pooled job may ask for (`resources.cpu`)."),
+            memory: Memory("1Gi", "Memory a pooled job may ask for (`resources.memory`)."),
+          },
+          {
+            additionalProperties: false,
+            default: {},
+            description:
+              "What one pooled job gets at most: a job asking for more runs as `job`, whatever its class.",
+          },
+        ),
+        queue_limit: Type.Integer({
+          minimum: 1,
+          default: 100,
+          description:
+            "Jobs waiting in the pool's queue at most; the rest wait in their type's queue, in priority order.",
+        }),
+        concurrency: Type.Integer({
+          minimum: 1,
+          default: 2,
+          [ENV]: "POOL_CONCURRENCY",
+          description: "Jobs one pool worker runs at once, each in its own runner process.",
+        }),
+        runner_max_jobs: Type.Integer({
+          minimum: 1,
+          default: 100,
+          description:
+            "Jobs one pool runner process serves before it is replaced (1: a fresh process per job, the strictest isolation, at the cost of a process start per job).",
+        }),
+      },
+      {
+        additionalProperties: false,
+        default: {},
+        description:
+          "The warm runner pool: workers that keep runner processes started and take small jobs from one queue, beside one run per job.",
+      },
+    ),
     scratch_dir: Type.Optional(
       Type.String({
         minLength: 1,
@@ -303,24 +380,6 @@ export const ExecutorConfig = Section(
   "How jobs are run.",
 );
 
-// Kubernetes quantities (500m, 2, 512Mi, 1G) and names (DNS-1123 labels and subdomains).
-const CPU_QUANTITY = "^\\d+(?:\\.\\d+)?m?$";
-const MEMORY_QUANTITY = "^\\d+(?:\\.\\d+)?(?:[KMGTPE]i?|k|e\\d+)?$";
-const DNS_LABEL = "^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$";
-const DNS_SUBDOMAIN = "^[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?$";
-const LABEL_VALUE = "^(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?)?$";
-const SECRET_KEY = "^[-._a-zA-Z0-9]+$";
-
-// Their titles name them in docs/configuration.md.
-const secretName = (description: string) =>
-  Type.String({ pattern: DNS_SUBDOMAIN, title: "Secret name", description });
-const secretKey = (def: string, description: string) =>
-  Type.String({ pattern: SECRET_KEY, title: "Secret key", default: def, description });
-
-const Cpu = (def: string, description: string) =>
-  Type.String({ pattern: CPU_QUANTITY, title: "CPU quantity", default: def, description });
-const Memory = (def: string, description: string) =>
-  Type.String({ pattern: MEMORY_QUANTITY, title: "memory quantity", default: def, description });
 const ResourceList = ([cpu, memory]: [string, string], what: string) =>
   Type.Object(
     { cpu: Cpu(cpu, `CPU ${what}.`), memory: Memory(memory, `Memory ${what}.`) },

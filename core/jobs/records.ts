@@ -1,5 +1,5 @@
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
-import { BATCH_STATUSES, JOB_STATUSES, JOB_TYPES } from "./types.js";
+import { BATCH_STATUSES, EXECUTION_CLASSES, JOB_STATUSES, JOB_TYPES } from "./types.js";
 import { Enum } from "./enum.js";
 import { DEFAULT_BOUNDS, ERROR_MESSAGE, perBounds, quantityPattern, type SchemaBounds } from "./bounds.js";
 
@@ -101,6 +101,12 @@ export const submissionOptionFields = perBounds((bounds: SchemaBounds) => {
         { cpu: quantity("cpu", "500m or 2"), memory: quantity("memory", "512Mi or 2Gi") },
         { additionalProperties: false, description: "Per-job resources, bounded by the configured maximums" },
       ),
+    ),
+    execution_class: Type.Optional(
+      Enum(EXECUTION_CLASSES, {
+        description:
+          "Where this job runs, when the warm runner pool is enabled and its type may use it (executor.pool.classes not `job`): job (its own run), pool (a warm pool worker) or auto (the pool when the job fits it); default: its type's class",
+      }),
     ),
     priority: Type.Optional(
       Priority(
@@ -261,6 +267,7 @@ export const Job = Type.Object(
       Type.Object({ cpu: Type.Optional(Type.String()), memory: Type.Optional(Type.String()) }),
     ),
     timeout_seconds: Type.Optional(Type.Integer()),
+    execution_class: Type.Optional(Enum(EXECUTION_CLASSES, { description: "The class the job asked for" })),
     priority: Type.Optional(
       Type.Integer({
         description: `Its priority in its queue, when it was given one other than ${PRIORITY.default}`,

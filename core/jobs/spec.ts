@@ -3,7 +3,7 @@ import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import { shown } from "../text.js";
 import { PARAMETER_SCHEMAS, withDefaults } from "./parameters.js";
 import type { Job } from "./records.js";
-import { JOB_TYPES, type JobType } from "./types.js";
+import { JOB_TYPES, type ExecutionClass, type JobType } from "./types.js";
 
 /** A job as it is submitted: what the store records. */
 export interface JobSpec {
@@ -18,6 +18,8 @@ export interface JobSpec {
   request_id?: string;
   resources?: { cpu?: string; memory?: string };
   timeout_seconds?: number;
+  /** The execution class it asks for (executor.pool); absent: its type's. */
+  execution_class?: ExecutionClass;
   /** Its order in its queue: higher first; absent is 0. */
   priority?: number;
   /** The failed job this one retries (POST /jobs/{id}/retry). */
@@ -70,6 +72,7 @@ export interface SubmissionFields {
   request_id?: string;
   resources?: JobSpec["resources"];
   timeout_seconds?: number;
+  execution_class?: ExecutionClass;
   priority?: number;
 }
 
@@ -95,13 +98,14 @@ export function buildJobSpec(
   if (style !== undefined) spec.webhook_style = style === "slack" ? "chat" : style;
   if (fields.resources !== undefined) spec.resources = fields.resources;
   if (fields.timeout_seconds !== undefined) spec.timeout_seconds = fields.timeout_seconds;
+  if (fields.execution_class !== undefined) spec.execution_class = fields.execution_class;
   if (fields.priority) spec.priority = fields.priority;
   return spec;
 }
 
 /**
  * A new job doing what a failed one did: its type, locations, parameters, webhook, resources,
- * timeout and priority, marked `retry_of` it; the request that asks for it names it (request_id).
+ * timeout, execution class and priority, marked `retry_of` it; the request that asks for it names it (request_id).
  */
 export function retrySpec(job: Job, requestId: string): JobSpec {
   return {

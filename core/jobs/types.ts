@@ -28,3 +28,10 @@ export const WRITES_OUTPUT: Readonly<Record<JobType, boolean>> = {
   audio_convert: true,
   analyze: false,
 };
+
+/**
+ * Where a job runs: `job` its own run (a Kubernetes Job, or a local runner), `pool` a warm pool
+ * worker, `auto` the pool when the job fits it (see executor.pool).
+ */
+export const EXECUTION_CLASSES = ["job", "pool", "auto"] as const;
+export type ExecutionClass = (typeof EXECUTION_CLASSES)[number];

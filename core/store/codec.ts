@@ -24,6 +24,7 @@ const PUBLIC_FIELDS = [
   "webhook_style",
   "resources",
   "timeout_seconds",
+  "execution_class",
   "priority",
   "attempts",
   "created_at",

@@ -36,6 +36,12 @@ const LAYOUT = {
   pending: "queue:*:pending",
   /** The counter that numbers submissions, for the order of equal priorities (job field queue_seq). */
   queue_seq: "queue:seq",
+  /**
+   * The warm runner pool's queue: ids of jobs its dispatcher handed to the pool, waiting for a pool
+   * worker (a list, pushed left and taken right: first in, first out; its length is what an
+   * autoscaler reads).
+   */
+  pool: "pool:queue",
   /** A queue's claimed and processing job ids by lease deadline (a sorted set), by job type. */
   active: "queue:*:active",
   /** A queue's counters, by job type. */
@@ -147,6 +153,10 @@ export class Keys {
     return status
       ? keyOf(this.families[`client_${kind}_by_status`], client, status)
       : keyOf(this.families[`client_${kind}_by_created`], client);
+  }
+  /** The warm runner pool's queue (a list). */
+  pool() {
+    return this.families.pool;
   }
   /** Pub/sub channel that tells executors a queue has new work. */
   queuesChannel() {

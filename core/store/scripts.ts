@@ -7,6 +7,8 @@ import { isKeyFamily, type KeyFamily, type Keys } from "./keys.js";
 export const SCRIPT_NAMES = [
   "submit",
   "claim",
+  "pool",
+  "pool_claim",
   "start",
   "progress",
   "complete",

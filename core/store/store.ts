@@ -274,6 +274,26 @@ export class JobStore {
     return (await this.script("claim", type, leaseMs, owner)) as string | null;
   }
 
+  /**
+   * Hands a job this owner claimed to the warm runner pool's queue (lua/pool.lua): the queue's length
+   * with it, 0 when the queue holds `limit` jobs already (the job stays claimed), -1 when the job is
+   * no longer this owner's pending claim.
+   */
+  async toPool(id: string, owner: string, why: string, limit: number): Promise<number> {
+    return (await this.script("pool", id, owner, why, limit)) as number;
+  }
+
+  /** A pool worker takes the oldest job of the pool's queue under a lease (lua/pool_claim.lua). */
+  async claimPooled(leaseMs: number, owner: string): Promise<{ id: string; type: JobType } | null> {
+    const claimed = (await this.script("pool_claim", leaseMs, owner)) as [string, JobType] | null;
+    return claimed ? { id: claimed[0], type: claimed[1] } : null;
+  }
+
+  /** Jobs waiting in the pool's queue (cancelled ones included until a worker drops them). */
+  async poolLength(): Promise<number> {
+    return this.redis.llen(this.keys.pool());
+  }
+
   /** pending (claimed) → processing. False for a duplicate report. */
   async start(id: string, leaseMs: number): Promise<boolean> {
     return (await this.script("start", id, leaseMs)) === 1;
@@ -339,10 +359,11 @@ export class JobStore {
 
   /**
    * Gives back the jobs whose lease ran out (by Redis' clock), as requeueJob does, counted: a job
-   * past its retry budget fails (lua/reap.lua). At most 100 per queue per call.
+   * past its retry budget fails (lua/reap.lua). At most 100 per queue per call. `ownerPrefix`: only
+   * the jobs of owners whose name begins with it.
    */
-  async reap(): Promise<Reaped[]> {
-    const flat = (await this.script("reap", this.retryBudget(), ...JOB_TYPES)) as string[];
+  async reap(ownerPrefix = ""): Promise<Reaped[]> {
+    const flat = (await this.script("reap", this.retryBudget(), ownerPrefix, ...JOB_TYPES)) as string[];
     const reaped: Reaped[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) {
       reaped.push({ id: flat[i]!, outcome: flat[i + 1] as Reaped["outcome"] });
@@ -666,6 +687,7 @@ function encodeSpec(spec: JobSpec): Record<string, string> {
   if (spec.request_id) fields.request_id = spec.request_id;
   if (spec.resources) fields.resources = JSON.stringify(spec.resources);
   if (spec.timeout_seconds !== undefined) fields.timeout_seconds = String(spec.timeout_seconds);
+  if (spec.execution_class) fields.execution_class = spec.execution_class;
   if (spec.priority) fields.priority = String(spec.priority);
   if (spec.retry_of) fields.retry_of = spec.retry_of;
   return fields;

@@ -4,9 +4,9 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import pino from "pino";
-import { Dispatcher } from "../../controller/dispatcher.js";
+import { Dispatcher, type PoolRoute } from "../../controller/dispatcher.js";
 import type { DispatchTarget } from "../../controller/executor.js";
-import type { JobType } from "../../core/jobs/types.js";
+import { JOB_TYPES, type ExecutionClass, type JobType } from "../../core/jobs/types.js";
 import type { Logger } from "../../core/logger.js";
 import type { JobStore } from "../../core/store/store.js";
 import { connect, makeSpec, storeSuite } from "../support/store.js";
@@ -53,8 +53,16 @@ async function until(check: () => boolean | Promise<boolean>, what: string): Pro
 async function withDispatcher(
   target: DispatchTarget,
   check: (d: Dispatcher) => Promise<void>,
+  pool?: PoolRoute,
 ): Promise<void> {
-  const dispatcher = new Dispatcher({ store, target, owner: "test", leaseMs: 30_000, logger });
+  const dispatcher = new Dispatcher({
+    store,
+    target,
+    owner: "test",
+    leaseMs: 30_000,
+    logger,
+    ...(pool ? { pool } : {}),
+  });
   dispatcher.start();
   try {
     await check(dispatcher);
@@ -70,8 +78,45 @@ function countTypes(launched: Array<{ type: JobType }>): Partial<Record<JobType,
   return counts;
 }
 
-async function submit(type: JobType, n: number): Promise<string[]> {
-  return (await store.submit(Array.from({ length: n }, () => makeSpec(type)))).jobIds;
+async function submit(
+  type: JobType,
+  n: number,
+  overrides: Parameters<typeof makeSpec>[1] = {},
+): Promise<string[]> {
+  return (await store.submit(Array.from({ length: n }, () => makeSpec(type, overrides)))).jobIds;
+}
+
+/**
+ * A pool route with these classes, a queue limit, and source sizes read from the source key's last
+ * path segment before the extension (`in/<uuid>/<bytes>.jpg`, where the test names them).
+ */
+function poolRoute(classes: Partial<Record<JobType, ExecutionClass>>, queueLimit = 100) {
+  const dispatched: Array<{ type: JobType; cls: "job" | "pool" }> = [];
+  const sized: string[] = [];
+  const route: PoolRoute & { log: typeof dispatched; sized: string[] } = {
+    log: dispatched,
+    sized,
+    policy: {
+      enabled: true,
+      classes: Object.fromEntries(JOB_TYPES.map((t) => [t, classes[t] ?? "job"])) as Record<
+        JobType,
+        ExecutionClass
+      >,
+      autoMaxSourceBytes: 1000,
+      jobResources: { cpu: "1", memory: "1Gi" },
+    },
+    queueLimit,
+    sourceBytes: async (job) => {
+      sized.push(job.id);
+      return Number(/(\d+)\.jpg$/.exec(job.source_key)?.[1] ?? NaN);
+    },
+    dispatched: (type, cls) => void dispatched.push({ type, cls }),
+  };
+  return route;
+}
+
+async function poolQueue(): Promise<string[]> {
+  return (await store.redis.lrange(store.keys.pool(), 0, -1)).reverse();
 }
 
 describe("dispatcher", () => {
@@ -144,5 +189,87 @@ describe("dispatcher", () => {
     });
     assert.deepEqual(await store.redis.zrange(store.keys.pending("image_optimize"), 0, -1), [id]);
     assert.equal(await store.redis.zcard(store.keys.active("image_optimize")), 0, "no lease left");
+  });
+
+  test("with the pool: a pool type's jobs go to its queue, a job type's to the target, auto by size", async () => {
+    const colors = await submit("image_colors", 2);
+    const small = await submit("image_resize", 1, { source_key: "in/a/800.jpg" });
+    const large = await submit("image_resize", 1, { source_key: "in/b/5000.jpg" });
+    const thumbs = await submit("video_thumbnail", 1);
+    const target = recordingTarget(10);
+    const route = poolRoute({ image_colors: "pool", image_resize: "auto" });
+    await withDispatcher(
+      target,
+      async () => {
+        await until(
+          async () => (await poolQueue()).length === 3 && target.launched.length === 2,
+          "all dispatched",
+        );
+        assert.deepEqual(new Set(await poolQueue()), new Set([...colors, ...small]));
+        assert.deepEqual(new Set(target.launched.map((l) => l.id)), new Set([...large, ...thumbs]));
+        assert.deepEqual(route.sized.sort(), [...small, ...large].sort(), "only auto jobs are sized");
+        const timeline = (await store.jobTimeline(small[0]!))!.map((e) => [e.event, e.message]);
+        assert.deepEqual(timeline.at(-1), [
+          "pooled",
+          "executor.pool.classes.image_resize auto: its source (800 bytes) is at most 1000",
+        ]);
+        assert.equal(route.log.filter((d) => d.cls === "pool").length, 3);
+      },
+      route,
+    );
+  });
+
+  test("the pool's queue holds no more than its limit; the rest wait in their queue, in order", async () => {
+    const ids = await submit("image_colors", 5);
+    const target = recordingTarget(10);
+    await withDispatcher(
+      target,
+      async (dispatcher) => {
+        await until(async () => (await poolQueue()).length === 2, "two in the pool");
+        await new Promise((r) => setTimeout(r, 200));
+        assert.deepEqual(await poolQueue(), ids.slice(0, 2));
+        assert.equal(target.launched.length, 0, "a pool job never goes to the target");
+        assert.deepEqual(await store.redis.zrange(store.keys.pending("image_colors"), 0, -1), ids.slice(2));
+        assert.equal((await store.claimPooled(30_000, "pool:w"))?.id, ids[0]);
+        dispatcher.notify();
+        await until(
+          async () => (await poolQueue()).length === 2 && (await poolQueue())[1] === ids[2],
+          "the next",
+        );
+      },
+      poolRoute({ image_colors: "pool" }, 2),
+    );
+  });
+
+  test("a pool worker's dispatcher takes from the pool's queue only, as its target has room", async () => {
+    const [first, second] = await submit("image_colors", 2);
+    await submit("image_resize", 1);
+    for (let i = 0; i < 2; i++) {
+      const id = await store.claim("image_colors", 30_000, "controller");
+      assert.ok((await store.toPool(id!, "controller", "test", 10)) > 0);
+    }
+    const target = recordingTarget(1);
+    const dispatcher = new Dispatcher({
+      store,
+      target,
+      owner: "pool:w",
+      leaseMs: 30_000,
+      logger,
+      source: "pool",
+    });
+    dispatcher.start();
+    try {
+      await until(() => target.launched.length === 1, "one taken");
+      await new Promise((r) => setTimeout(r, 200));
+      assert.deepEqual(target.launched, [{ id: first, type: "image_colors" }]);
+      target.capacity = 5;
+      dispatcher.notify();
+      await until(() => target.launched.length === 2, "the second taken");
+      assert.equal(target.launched[1]!.id, second);
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal(target.launched.length, 2, "never from a type's queue");
+    } finally {
+      await dispatcher.stop();
+    }
   });
 });

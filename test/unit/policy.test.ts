@@ -1,14 +1,17 @@
 // The policy every executor and the runner take their verdicts from, alone: the exit-code contract,
-// the deadline rule and its message, the pod retries that give a Kubernetes job its attempts.
+// the deadline rule and its message, the pod retries that give a Kubernetes job its attempts, and the
+// execution class a dispatcher gives a job (its own run or the warm pool).
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import {
   EXIT,
+  executionClass,
   isPermanentExit,
   jobDeadline,
   podRetries,
   runVerdict,
   timeoutMessage,
+  type PoolPolicy,
 } from "../../core/policy.js";
 import { JOB_TYPES, type JobType } from "../../core/jobs/types.js";
 
@@ -88,5 +91,62 @@ describe("retry rule on Kubernetes", () => {
   test("a Job retries its pod so that the job gets executor.max_attempts attempts in all", () => {
     assert.equal(podRetries(3), 2);
     assert.equal(podRetries(1), 0);
+  });
+});
+
+describe("execution class", () => {
+  const classes = Object.fromEntries(JOB_TYPES.map((t) => [t, "job"])) as PoolPolicy["classes"];
+  classes.image_resize = "auto";
+  classes.image_colors = "pool";
+  const pool: PoolPolicy = {
+    enabled: true,
+    classes,
+    autoMaxSourceBytes: 1000,
+    jobResources: { cpu: "1", memory: "1Gi" },
+  };
+  const resize = { type: "image_resize" as const };
+
+  test("the pool off, or a type that does not use it: the job's own run, whatever the job asks", () => {
+    assert.deepEqual(executionClass({ type: "image_colors" }, { ...pool, enabled: false }), {
+      class: "job",
+      why: "the pool is off (executor.pool.enabled)",
+    });
+    const thumb = executionClass({ type: "video_thumbnail", execution_class: "pool" }, pool);
+    assert.equal(thumb.class, "job");
+    assert.match(thumb.why, /executor\.pool\.classes\.video_thumbnail/);
+  });
+
+  test("pool: the pool; auto: its source's size decides, at most the limit goes to the pool", () => {
+    assert.equal(executionClass({ type: "image_colors" }, pool).class, "pool");
+    assert.equal(executionClass(resize, pool).class, "auto", "a HEAD is needed");
+    assert.equal(executionClass(resize, pool, 1000).class, "pool");
+    const big = executionClass(resize, pool, 1001);
+    assert.equal(big.class, "job");
+    assert.match(big.why, /1001 bytes\) is larger than executor\.pool\.auto_max_source_bytes \(1000\)/);
+    assert.equal(executionClass(resize, pool, null).class, "job", "a source that cannot be sized");
+  });
+
+  test("a job's own class wins over its type's, within the types that may use the pool", () => {
+    assert.equal(executionClass({ ...resize, execution_class: "job" }, pool, 10).class, "job");
+    assert.equal(executionClass({ ...resize, execution_class: "pool" }, pool, 10 ** 9).class, "pool");
+    assert.equal(executionClass({ type: "image_colors", execution_class: "auto" }, pool, 5000).class, "job");
+  });
+
+  test("a job asking for more than a pooled job gets runs on its own, even when it asks for the pool", () => {
+    const cpu = executionClass({ type: "image_colors", resources: { cpu: "1500m" } }, pool);
+    assert.equal(cpu.class, "job");
+    assert.match(
+      cpu.why,
+      /resources\.cpu 1500m, more than a pooled job gets \(executor\.pool\.job_resources\.cpu 1\)/,
+    );
+    const memory = executionClass(
+      { type: "image_colors", execution_class: "pool", resources: { memory: "2Gi" } },
+      pool,
+    );
+    assert.equal(memory.class, "job");
+    assert.equal(
+      executionClass({ type: "image_colors", resources: { cpu: "1", memory: "512Mi" } }, pool).class,
+      "pool",
+    );
   });
 });

@@ -57,6 +57,8 @@ export class LocalExecutor implements Executor, DispatchTarget {
   private readonly executions = new Set<Promise<void>>();
   private spawning = 0;
   private stopping = false;
+  /** Stopping, and the grace is over: runs still going are stopped and handed back. */
+  private handingBack = false;
   private readonly dispatcher: Dispatcher;
   private reaper: NodeJS.Timeout | undefined;
   private stopCancellations: (() => Promise<void>) | undefined;
@@ -67,11 +69,12 @@ export class LocalExecutor implements Executor, DispatchTarget {
     this.store = options.store;
     this.log = options.logger;
     this.mode = options.mode ?? "local";
-    // Stable across restarts of this executor, so it can take back what it left behind (a pool
-    // worker's container restarts in the same pod, under the same host name).
+    // A local executor's owner is stable across its restarts, so it takes back what it left behind.
+    // A pool worker's is its own (several run on one host, or in one pod after a restart): what a
+    // lost worker held comes back when its lease runs out.
     this.owner =
       this.mode === "pool"
-        ? `${POOL_OWNER_PREFIX}${hostname()}`
+        ? `${POOL_OWNER_PREFIX}${hostname()}:${process.pid}`
         : `local:${hostname()}:${resolve(this.config.dataDir)}`;
     this.runnerEnv = { ...process.env, [RESOLVED_CONFIG_ENV]: JSON.stringify(this.config) };
     this.dispatcher = new Dispatcher({
@@ -102,7 +105,7 @@ export class LocalExecutor implements Executor, DispatchTarget {
   }
 
   async start(): Promise<void> {
-    await this.recover();
+    if (this.mode === "local") await this.recover();
     await Dispatcher.listen(this.store, this.options.subscriber, () => this.dispatcher.notify());
     this.stopCancellations = followCancellations(
       this.store,
@@ -135,10 +138,12 @@ export class LocalExecutor implements Executor, DispatchTarget {
     const deadline = Date.now() + graceMs;
     while (this.running.size > 0 && Date.now() < deadline) await sleep(100);
     const left = [...this.running.keys()];
+    // From here on a run that ends was interrupted by this stop, not failed: it is handed back.
+    this.handingBack = true;
     await Promise.all([...this.processes].map((r) => r.stop()));
     for (const id of left) {
       await this.store
-        .requeueJob(id, "the controller stopped before the job ended", { handback: true })
+        .requeueJob(id, "the executor stopped before the job ended", { handback: true })
         .catch(() => undefined);
     }
     await Promise.allSettled([...this.executions]);
@@ -237,6 +242,10 @@ export class LocalExecutor implements Executor, DispatchTarget {
       }, deadline.ms + KILL_GRACE_MS);
       const outcome = await runner.run(id);
       clearTimeout(killTimer);
+      if (this.handingBack && outcome.code !== 0) {
+        await this.store.requeueJob(id, "the executor stopped before the job ended", { handback: true });
+        return;
+      }
       await this.settle(job, outcome, timedOut, log);
     } catch (err) {
       log.error({ err: (err as Error).message }, "running the job failed; re-queued");

@@ -379,6 +379,7 @@ export type History = Static<typeof History>;
 export const TIMELINE_EVENTS = [
   "submitted",
   "claimed",
+  "pooled",
   "started",
   "progress",
   "requeued",
@@ -394,7 +395,7 @@ export const TimelineEntry = Type.Object(
     message: Type.Optional(
       Type.String({
         description:
-          "claimed: by whom; progress: the runner's words; requeued: why; failed, cancelled: the error; webhook: what the receiver answered",
+          "claimed: by whom; pooled: why the job went to the warm runner pool; progress: the runner's words; requeued: why; failed, cancelled: the error; webhook: what the receiver answered",
       }),
     ),
     percent: Type.Optional(Type.Number({ description: "progress: how far, 0-100" })),

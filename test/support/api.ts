@@ -22,6 +22,7 @@ import {
 import { pino } from "pino";
 import { buildApi, type Api } from "../../api/server.js";
 import { LocalExecutor } from "../../controller/local-executor.js";
+import { poolRoute } from "../../controller/pool.js";
 import { loadConfig, type Config } from "../../core/config/load.js";
 import type { Logger } from "../../core/logger.js";
 import { createMetricsRegistry } from "../../core/metrics.js";
@@ -149,12 +150,14 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   await api.app.listen({ host: "127.0.0.1", port: 0 });
   let executor: LocalExecutor | undefined;
   if (options.executor) {
+    const pool = poolRoute(config, services.store, logger);
     executor = new LocalExecutor({
       config,
       store: services.store,
       subscriber: services.subscriber,
       redis: services.redis,
       logger,
+      ...(pool ? { pool } : {}),
     });
     await executor.start();
   }

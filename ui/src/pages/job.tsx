@@ -463,9 +463,10 @@ function Analysis(props: { result: Record<string, unknown> }) {
   );
 }
 
-const EVENT_WORDS: Record<string, string> = {
+const EVENT_WORDS: Record<JobEvents["events"][number]["event"], string> = {
   submitted: "Submitted",
   claimed: "Claimed by an executor",
+  pooled: "Handed to the warm runner pool",
   started: "Started",
   progress: "Progress",
   requeued: "Handed back to its queue",

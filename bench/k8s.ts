@@ -32,7 +32,14 @@
 // Pending for a slot. That is part of what is measured.
 //
 // Knobs (environment):
-//   BENCH_K8S_PARTS        parts to run, comma-separated, in this order ("pods,latency,throughput")
+//   pool        Small resizes (a 1-megapixel JPEG → 320x240 JPEG) through the warm runner pool: the
+//               controller with executor.pool on (image_resize: pool) and a Deployment of one
+//               `media-service pool` pod (concurrency: one runner per CPU, its CPU limit the machine's),
+//               beside one Job per task (the same controller without the pool, max_running_jobs
+//               BENCH_K8S_CAP) and the local executor, each draining BENCH_K8S_POOL_JOBS jobs
+//               submitted as batches of 100, in one run.
+//
+//   BENCH_K8S_PARTS        parts to run, comma-separated, in this order ("pods,latency,throughput,pool")
 //   BENCH_K8S_PODS         pods measured in part pods (60)
 //   BENCH_K8S_POD_WAVE     pods created at once (10)
 //   BENCH_K8S_POD_WARMUP   pods started and deleted before the measured ones, not counted (2)
@@ -40,6 +47,7 @@
 //   BENCH_K8S_SEQ_WARMUP   jobs per executor before those, not counted (2)
 //   BENCH_K8S_JOBS         jobs per executor in part throughput (200)
 //   BENCH_K8S_CAP          max_running_jobs of the controller (10)
+//   BENCH_K8S_POOL_JOBS    jobs per target in part pool (200)
 //   BENCH_K8S_DRAIN_LIMIT  seconds allowed to one drain of part throughput (900)
 //   MEDIA_K8S_IMAGE        the project's image to run (e.g. media-service:dev, already built); unset:
 //                          built from the Dockerfile by scripts/build-image.sh (test/k8s/support/cluster.ts)
@@ -80,7 +88,7 @@ function knob(name: string, fallback: number, min = 1): number {
   return value;
 }
 
-const PARTS = ["pods", "latency", "throughput"] as const;
+const PARTS = ["pods", "latency", "throughput", "pool"] as const;
 type Part = (typeof PARTS)[number];
 
 const log = (line: string) => console.error(`k8s bench: ${line}`);
@@ -434,8 +442,13 @@ async function startKube(
   cluster: TestCluster,
   cap: number,
   beforeController: (cs: ClusterStack) => Promise<void> = async () => undefined,
+  executor?: Record<string, unknown>,
 ): Promise<KubeTarget> {
-  const cs = await startClusterStack({ cluster, kubernetes: { max_running_jobs: cap } });
+  const cs = await startClusterStack({
+    cluster,
+    kubernetes: { max_running_jobs: cap },
+    ...(executor ? { executor } : {}),
+  });
   const close = async () => {
     step("closing the cluster stack");
     await cs.close();
@@ -636,16 +649,32 @@ interface ThroughputResult {
   loadAfter: string;
 }
 
-async function drain(t: Target, jobs: number, limitMs: number): Promise<DrainFigures> {
+/** What a drain submits: the tiny resize, or another source and size. */
+interface DrainWork {
+  key: string;
+  parameters: Record<string, unknown>;
+}
+const TINY_WORK: DrainWork = { key: SOURCE_KEY, parameters: { width: 32, height: 24, format: "webp" } };
+
+async function drain(
+  t: Target,
+  jobs: number,
+  limitMs: number,
+  work: DrainWork = TINY_WORK,
+): Promise<DrainFigures> {
   const store = t.stack.services.store;
   const started = performance.now();
   const ids: string[] = [];
   step(`throughput ${t.name}: submitting`);
   for (let offset = 0; offset < jobs; offset += 100) {
-    const batch = Array.from({ length: Math.min(100, jobs - offset) }, (_, i) => {
-      const { source_bucket, source_key, dest_bucket, dest_key, ...parameters } = resizeBody(t, offset + i);
-      return { type: "image_resize", source_bucket, source_key, dest_bucket, dest_key, parameters };
-    });
+    const batch = Array.from({ length: Math.min(100, jobs - offset) }, (_, i) => ({
+      type: "image_resize",
+      source_bucket: t.bucket,
+      source_key: work.key,
+      dest_bucket: t.bucket,
+      dest_key: `out/${offset + i}.${String(work.parameters.format)}`,
+      parameters: work.parameters,
+    }));
     const res = await t.stack.request("/api/v1/jobs/batch", { method: "POST", json: { jobs: batch } });
     const answer = (await res.json()) as { job_ids?: string[]; error?: string };
     if (res.status !== 201 || !answer.job_ids) {
@@ -821,6 +850,90 @@ async function throughput(cluster: TestCluster): Promise<ThroughputResult> {
   }
 }
 
+const PHOTO_KEY = "in/photo-1mp.jpg";
+const POOL_WORK: DrainWork = { key: PHOTO_KEY, parameters: { width: 320, height: 240, format: "jpeg" } };
+
+async function putPhoto(stack: TestStack): Promise<void> {
+  const jpeg = await makeImage({ width: 1224, height: 816, format: "jpeg", photo: true });
+  await stack.services.s3.send(
+    new PutObjectCommand({ Bucket: stack.bucket, Key: PHOTO_KEY, Body: jpeg, ContentType: "image/jpeg" }),
+  );
+}
+
+interface PoolResult {
+  jobs: number;
+  cap: number;
+  concurrency: number;
+  local: DrainFigures;
+  pool: DrainFigures;
+  perTask: DrainFigures;
+  /** Kubernetes Jobs created during the pool's drain (none expected). */
+  jobsDuringPool: number;
+}
+
+async function poolPart(cluster: TestCluster): Promise<PoolResult> {
+  const jobs = knob("BENCH_K8S_POOL_JOBS", 200);
+  const cap = knob("BENCH_K8S_CAP", 10);
+  const limitMs = knob("BENCH_K8S_DRAIN_LIMIT", 900) * 1000;
+  const concurrency = cpus().length;
+
+  const local = await startLocal();
+  let localFigures: DrainFigures;
+  try {
+    await putPhoto(local.stack);
+    log(`pool: local executor, ${jobs} jobs (load ${load()})`);
+    step("pool: local drain");
+    localFigures = await drain(local, jobs, limitMs, POOL_WORK);
+  } finally {
+    await local.close();
+  }
+
+  const pooled = await startKube(cluster, cap, async () => undefined, {
+    pool: { enabled: true, classes: { image_resize: "pool" }, concurrency },
+  });
+  let poolFigures: DrainFigures;
+  let jobsDuringPool: number;
+  try {
+    await putPhoto(pooled.stack);
+    step("pool: starting the pool's Deployment");
+    await pooled.cs.startPool({
+      replicas: 1,
+      concurrency,
+      resources: {
+        requests: { cpu: "1", memory: "512Mi" },
+        limits: { cpu: String(concurrency), memory: "2Gi" },
+      },
+    });
+    log(`pool: the pool (one pod, concurrency ${concurrency}), ${jobs} jobs (load ${load()})`);
+    step("pool: pool drain");
+    poolFigures = await drain(pooled, jobs, limitMs, POOL_WORK);
+    jobsDuringPool = (await pooled.cs.admin.batch.listNamespacedJob({ namespace: pooled.cs.namespace })).items
+      .length;
+  } finally {
+    await pooled.close();
+  }
+
+  const perTask = await startKube(cluster, cap);
+  let perTaskFigures: DrainFigures;
+  try {
+    await putPhoto(perTask.stack);
+    log(`pool: one Job per task, max_running_jobs ${cap}, ${jobs} jobs (load ${load()})`);
+    step("pool: one-Job-per-task drain");
+    perTaskFigures = await drain(perTask, jobs, limitMs, POOL_WORK);
+  } finally {
+    await perTask.close();
+  }
+  return {
+    jobs,
+    cap,
+    concurrency,
+    local: localFigures,
+    pool: poolFigures,
+    perTask: perTaskFigures,
+    jobsDuringPool,
+  };
+}
+
 // ---------------------------------------------------------------------------------------------
 
 interface Row {
@@ -882,6 +995,7 @@ async function runParts(parts: Part[], date: string, loadAtStart: string, cpuMod
   let pods: PodsResult | undefined;
   let latency: LatencyResult | undefined;
   let drains: ThroughputResult | undefined;
+  let pooled: PoolResult | undefined;
   try {
     const node = await kubeConfigFrom(cluster.cp.kubeconfigPath)
       .makeApiClient(CoreV1Api)
@@ -898,6 +1012,7 @@ async function runParts(parts: Part[], date: string, loadAtStart: string, cpuMod
         if (part === "pods") pods = await podStartLatency(cluster);
         if (part === "latency") latency = await sequentialLatency(cluster);
         if (part === "throughput") drains = await throughput(cluster);
+        if (part === "pool") pooled = await poolPart(cluster);
       } catch (err) {
         failures.push(`${part}: ${errorText(err)}`);
         log(`part ${part} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
@@ -1073,6 +1188,51 @@ async function runParts(parts: Part[], date: string, loadAtStart: string, cpuMod
         note:
           `created → bound; then started → ended p50 ${secs(d.podStartedToEnded.p50)}` +
           (d.podsNeverBound ? `; ${d.podsNeverBound} never bound` : ""),
+      },
+    );
+  }
+
+  if (pooled) {
+    const p = pooled;
+    const rate = (f: DrainFigures) => (f.completed + f.failed) / f.seconds;
+    console.log(
+      `\nSmall resizes (1-megapixel JPEG → 320x240 JPEG), ${p.jobs} jobs as batches of 100, drained: the warm ` +
+        `runner pool (one pod, concurrency ${p.concurrency}) vs one Job per task (max_running_jobs ${p.cap}) vs ` +
+        `the local executor\n`,
+    );
+    const line = (f: DrainFigures) => ({
+      "jobs/s": Number(rate(f).toFixed(2)),
+      "drain s": Number(f.seconds.toFixed(1)),
+      completed: f.completed,
+      failed: f.failed,
+    });
+    console.table({ pool: line(p.pool), "one Job per task": line(p.perTask), local: line(p.local) });
+    console.log(
+      `pool / one Job per task: ${ratio(rate(p.pool), rate(p.perTask))}; pool / local: ` +
+        `${ratio(rate(p.pool), rate(p.local))}; Kubernetes Jobs created during the pool's drain: ${p.jobsDuringPool}`,
+    );
+    for (const [name, f] of [
+      ["pool", p.pool],
+      ["one Job per task", p.perTask],
+      ["local", p.local],
+    ] as const) {
+      if (!f.allEnded) console.log(`${name}: not drained within BENCH_K8S_DRAIN_LIMIT`);
+      if (f.firstError) console.log(`${name}: ${f.failed} failed, first: ${f.firstError}`);
+    }
+    rows.push(
+      {
+        figure: `Small resizes through the pool (${p.jobs} jobs)`,
+        kube: `${rate(p.pool).toFixed(2)} jobs/s`,
+        local: `${rate(p.local).toFixed(2)} jobs/s`,
+        ratio: ratio(rate(p.pool), rate(p.local)),
+        note: `one pod, concurrency ${p.concurrency}; ${p.jobsDuringPool} Kubernetes Jobs created`,
+      },
+      {
+        figure: `Small resizes, one Job per task (${p.jobs} jobs)`,
+        kube: `${rate(p.perTask).toFixed(2)} jobs/s`,
+        local: `${rate(p.local).toFixed(2)} jobs/s`,
+        ratio: ratio(rate(p.perTask), rate(p.local)),
+        note: `max_running_jobs ${p.cap}; the pool does ${ratio(rate(p.pool), rate(p.perTask))} of it`,
       },
     );
   }

@@ -13,6 +13,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PutObjectCommand } from "@aws-sdk/client-s3";
 import {
+  AppsV1Api,
   BatchV1Api,
   CoordinationV1Api,
   CoreV1Api,
@@ -21,7 +22,10 @@ import {
   type V1Job,
   type V1Pod,
 } from "@kubernetes/client-node";
+import { buildJobManifest, kubernetesSettings } from "../../../controller/kubernetes/job-manifest.js";
 import { CONTROLLER_RULES } from "../../../controller/kubernetes/rbac.js";
+import { loadConfig } from "../../../core/config/load.js";
+import { RUNNER_ENV } from "../../../core/config/runner-env.js";
 import type { Job } from "../../../core/jobs/records.js";
 import { startTestStack, type TestStack } from "../../support/api.js";
 import { freePort } from "../../support/ports.js";
@@ -50,6 +54,14 @@ export interface ClusterStackOptions {
   secrets?: Record<string, Record<string, string>>;
 }
 
+export interface PoolOptions {
+  replicas: number;
+  /** Jobs each worker runs at once (executor.pool.concurrency). */
+  concurrency: number;
+  /** The container's resources; default: requests 250m / 256Mi, limits 2 CPUs / 2Gi. */
+  resources?: { requests: Record<string, string>; limits: Record<string, string> };
+}
+
 export interface ControllerProcess {
   name: string;
   child: ChildProcess;
@@ -73,6 +85,12 @@ export interface ClusterStack {
   put(key: string, body: Buffer | Uint8Array, contentType?: string): Promise<void>;
   submit(path: string, body: Record<string, unknown>): Promise<string>;
   finished(id: string, limitMs?: number): Promise<Job>;
+  /**
+   * A Deployment of `media-service pool` workers in the namespace: the runner pod's hardened spec and
+   * environment (as the controller builds it for a Job), the command `pool`, executor.pool's
+   * concurrency, and CPU for its runners. Its pods are labelled `app=<name>`.
+   */
+  startPool(options: PoolOptions): Promise<{ name: string; pods(): Promise<V1Pod[]> }>;
   /** The runner Jobs (admin view) of one media job, by label. */
   kubeJobs(id: string): Promise<V1Job[]>;
   kubePods(id: string): Promise<V1Pod[]>;
@@ -171,6 +189,7 @@ export async function startClusterStack(options: ClusterStackOptions): Promise<C
     data_dir: dir,
     log_level: "debug",
   };
+  const settings = kubernetesSettings(loadConfig({ env: {}, overrides: controllerConfig }));
   const configPath = join(dir, "controller.json");
   await writeFile(configPath, JSON.stringify(controllerConfig, null, 2));
   const controllers: ControllerProcess[] = [];
@@ -237,12 +256,71 @@ export async function startClusterStack(options: ClusterStackOptions): Promise<C
     return controller;
   };
 
+  const startPool = async (pool: PoolOptions) => {
+    const name = "media-pool";
+    const template = buildJobManifest(
+      { id: "00000000-0000-4000-8000-000000000000", type: "image_resize" } as Job,
+      settings,
+      60,
+    ).spec!.template.spec!;
+    const container = template.containers[0]!;
+    const apps = adminKc.makeApiClient(AppsV1Api);
+    await apps.createNamespacedDeployment({
+      namespace,
+      body: {
+        metadata: { name },
+        spec: {
+          replicas: pool.replicas,
+          selector: { matchLabels: { app: name } },
+          template: {
+            metadata: { labels: { app: name } },
+            spec: {
+              ...template,
+              restartPolicy: "Always",
+              terminationGracePeriodSeconds: 30,
+              containers: [
+                {
+                  ...container,
+                  name: "pool",
+                  command: ["tini", "--", "media-service", "pool"],
+                  env: [
+                    ...(container.env ?? []).filter((e) => e.name !== RUNNER_ENV.jobTimeoutSeconds),
+                    { name: "POOL_CONCURRENCY", value: String(pool.concurrency) },
+                    { name: "PORT", value: "8080" },
+                  ],
+                  resources: pool.resources ?? {
+                    requests: { cpu: "250m", memory: "256Mi" },
+                    limits: { cpu: "2", memory: "2Gi" },
+                  },
+                },
+              ],
+            },
+          },
+        },
+      },
+    });
+    const pods = async () =>
+      (await core.listNamespacedPod({ namespace, labelSelector: `app=${name}` })).items;
+    await eventually(
+      `${pool.replicas} pool pods running`,
+      async () => {
+        const running = (await pods()).filter(
+          (p) => !p.metadata?.deletionTimestamp && p.status?.containerStatuses?.[0]?.ready,
+        );
+        return running.length >= pool.replicas ? true : undefined;
+      },
+      120_000,
+    );
+    return { name, pods };
+  };
+
   return {
     namespace,
     stack,
     podUrls,
     admin: { core, batch, coordination },
     startController,
+    startPool,
     async put(key, body, contentType = "application/octet-stream") {
       await stack.services.s3.send(
         new PutObjectCommand({ Bucket: stack.bucket, Key: key, Body: body, ContentType: contentType }),

@@ -1,0 +1,157 @@
+// The warm runner pool on the real node: `media-service controller` with executor.pool on, and a
+// Deployment of `media-service pool` workers running as containers of the project's image (the
+// runner pod's hardened spec). Small image jobs go through the pool and get no Kubernetes Job; a
+// 100-megapixel one, too large for the pool, still gets its own Job with its own limits; a worker pod
+// killed outright in the middle of a burst loses nothing and ends every job exactly once.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import sharp from "sharp";
+import type { Job } from "../../core/jobs/records.js";
+import { streamEvents } from "../support/store.js";
+import { startTestCluster, type TestCluster } from "./support/cluster.js";
+import { eventually, startClusterStack, type ClusterStack } from "./support/cluster-stack.js";
+
+let cluster: TestCluster;
+
+before(async () => {
+  cluster = await startTestCluster();
+});
+
+after(async () => {
+  await cluster?.stop();
+});
+
+describe("the warm runner pool on the real node", () => {
+  let cs: ClusterStack;
+  let pool: Awaited<ReturnType<ClusterStack["startPool"]>>;
+
+  before(async () => {
+    cs = await startClusterStack({
+      cluster,
+      executor: {
+        lease: "6s",
+        pool: { enabled: true, classes: { image_resize: "auto" }, concurrency: 2 },
+      },
+      kubernetes: {
+        resources: {
+          image_resize: { requests: { cpu: "250m", memory: "256Mi" }, limits: { cpu: "1", memory: "1Gi" } },
+        },
+      },
+    });
+    await cs.startController("controller");
+    pool = await cs.startPool({ replicas: 1, concurrency: 2 });
+    const photo = await sharp({
+      create: { width: 1200, height: 800, channels: 3, background: "#336699", noise: { type: "gaussian", mean: 120, sigma: 30 } },
+    }).jpeg({ quality: 85 }).toBuffer(); // prettier-ignore
+    await cs.put("in/photo.jpg", photo, "image/jpeg");
+  });
+
+  after(async () => {
+    await cs?.close();
+  });
+
+  function resize(key: string, dest: string) {
+    return {
+      type: "image_resize",
+      source_bucket: cs.stack.bucket,
+      source_key: key,
+      dest_bucket: cs.stack.bucket,
+      dest_key: dest,
+      parameters: { width: 320, height: 240, format: "jpeg" },
+    };
+  }
+
+  async function batch(jobs: Array<Record<string, unknown>>): Promise<string[]> {
+    const res = await cs.stack.request("/api/v1/jobs/batch", { method: "POST", json: { jobs } });
+    assert.equal(res.status, 201);
+    return ((await res.json()) as { job_ids: string[] }).job_ids;
+  }
+
+  async function lastClaim(id: string): Promise<string | undefined> {
+    const timeline = (await cs.stack.services.store.jobTimeline(id)) ?? [];
+    return timeline.filter((e) => e.event === "claimed").at(-1)?.message;
+  }
+
+  test("small resizes run in the pool with no Job; a 100-megapixel one gets its own Job and limits", async () => {
+    const big = await sharp({
+      create: { width: 10_000, height: 10_000, channels: 3, background: "#808080", noise: { type: "gaussian", mean: 128, sigma: 70 } },
+    }).jpeg({ quality: 90 }).toBuffer(); // prettier-ignore
+    assert.ok(big.length > cs.stack.config.executor.pool.autoMaxSourceBytes, "above the pool's size");
+    await cs.put("in/huge.jpg", big, "image/jpeg");
+
+    const small = await batch(
+      Array.from({ length: 20 }, (_, i) => resize("in/photo.jpg", `out/small-${i}.jpg`)),
+    );
+    const [huge] = await batch([resize("in/huge.jpg", "out/huge.jpg")]);
+    for (const id of small) {
+      const job = await cs.finished(id, 240_000);
+      assert.equal(job.status, "completed", job.error);
+      assert.match((await lastClaim(id)) ?? "", /^pool:media-pool-/, "run by a pool pod");
+      assert.deepEqual(await cs.kubeJobs(id), [], "no Kubernetes Job");
+    }
+    const done = await cs.finished(huge!, 300_000);
+    assert.equal(done.status, "completed", done.error);
+    const { metadata } = done.result as { metadata: { width: number; height: number } };
+    assert.ok(
+      metadata.width <= 320 && metadata.height <= 240 && metadata.height > 0,
+      JSON.stringify(metadata),
+    );
+    const [kjob] = await cs.kubeJobs(huge!);
+    assert.ok(kjob, "the large job has its own Job");
+    const container = kjob.spec!.template.spec!.containers[0]!;
+    assert.deepEqual(container.resources!.limits, { cpu: "1", memory: "1Gi" });
+    const pooled = ((await cs.stack.services.store.jobTimeline(huge!)) ?? []).some(
+      (e) => e.event === "pooled",
+    );
+    assert.equal(pooled, false);
+  });
+
+  test("a pool pod killed outright in a 200-job burst: every job ends exactly once, completed", async () => {
+    const ids = [
+      ...(await batch(Array.from({ length: 100 }, (_, i) => resize("in/photo.jpg", `out/burst-a-${i}.jpg`)))),
+      ...(await batch(Array.from({ length: 100 }, (_, i) => resize("in/photo.jpg", `out/burst-b-${i}.jpg`)))),
+    ];
+    const [victim] = await pool.pods();
+    assert.ok(victim?.metadata?.name);
+    await eventually(
+      "the pool to have completed some of the burst",
+      async () => {
+        let done = 0;
+        for (const id of ids.slice(0, 60)) {
+          if ((await cs.stack.services.store.getJob(id))?.status === "completed") done++;
+        }
+        return done >= 20 ? true : undefined;
+      },
+      120_000,
+    );
+    await cs.admin.core.deleteNamespacedPod({
+      name: victim.metadata.name,
+      namespace: cs.namespace,
+      gracePeriodSeconds: 0,
+    });
+    const jobs: Job[] = [];
+    for (const id of ids) jobs.push(await cs.finished(id, 300_000));
+    assert.deepEqual(
+      jobs.filter((j) => j.status !== "completed").map((j) => `${j.id}: ${j.status} ${j.error ?? ""}`),
+      [],
+    );
+    const ended = new Map<string, number>();
+    for (const e of await streamEvents(cs.stack.services.store)) {
+      const id = e.fields.job_id;
+      if ((e.event === "job.completed" || e.event === "job.failed") && id)
+        ended.set(id, (ended.get(id) ?? 0) + 1);
+    }
+    assert.deepEqual(
+      ids.filter((id) => ended.get(id) !== 1),
+      [],
+      "each job ended exactly once",
+    );
+    const runners = new Set<string>();
+    for (const id of ids) runners.add(((await lastClaim(id)) ?? "").split(":")[1]!);
+    assert.ok(
+      runners.size >= 2,
+      `jobs ran in the killed pod and in its replacement (${[...runners].join(", ")})`,
+    );
+    for (const id of ids) assert.deepEqual(await cs.kubeJobs(id), []);
+  });
+});

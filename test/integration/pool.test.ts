@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { after, before, describe, test } from "node:test";
-import { PutObjectCommand } from "@aws-sdk/client-s3";
+import { HeadObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import sharp from "sharp";
 import { runnerEntry } from "../../controller/runner-process.js";
 import { RESOLVED_CONFIG_ENV } from "../../core/config/load.js";
@@ -16,6 +16,27 @@ import { finished, submit } from "../support/jobs.js";
 import { streamEvents } from "../support/store.js";
 
 const LEASE = "3s";
+
+/** 40 minutes of 8 kHz mono WAV: about 15 s of one core to convert to AAC, so a run to interrupt. */
+function longWav(): Buffer {
+  const sampleRate = 8000;
+  const pcm = Buffer.alloc(sampleRate * 2400 * 2);
+  for (let i = 0; i < pcm.length / 2; i++) pcm.writeInt16LE(Math.round(8000 * Math.sin(i / 9)), i * 2);
+  const header = Buffer.alloc(44);
+  header.write("RIFF", 0);
+  header.writeUInt32LE(36 + pcm.length, 4);
+  header.write("WAVEfmt ", 8);
+  header.writeUInt32LE(16, 16);
+  header.writeUInt16LE(1, 20);
+  header.writeUInt16LE(1, 22);
+  header.writeUInt32LE(sampleRate, 24);
+  header.writeUInt32LE(sampleRate * 2, 28);
+  header.writeUInt16LE(2, 32);
+  header.writeUInt16LE(16, 34);
+  header.write("data", 36);
+  header.writeUInt32LE(pcm.length, 40);
+  return Buffer.concat([header, pcm]);
+}
 
 /** A `media-service pool` process with the stack's configuration; its output kept for failures. */
 class Worker {
@@ -177,6 +198,69 @@ describe("the warm runner pool", () => {
     );
   });
 
+  test("a job's execution_class overrides its type's: recorded, shown, honoured; anything else is a 400", async () => {
+    const body = { source_bucket: stack.bucket, source_key: "in/large.png", execution_class: "pool" };
+    const id = await submit(stack, "image/colors", body);
+    const shown = (await (await stack.request(`/api/v1/jobs/${id}`)).json()) as { execution_class?: string };
+    assert.equal(shown.execution_class, "pool");
+    assert.equal((await finished(stack, id)).status, "completed");
+    assert.match((await claims(id)).at(-1)!, /^pool:/, "the large source went to the pool, as the job asked");
+    const own = await submit(stack, "image/resize", {
+      source_bucket: stack.bucket,
+      source_key: "in/small.jpg",
+      dest_bucket: stack.bucket,
+      dest_key: "out/own.jpg",
+      width: 20,
+      height: 20,
+      execution_class: "job",
+    });
+    assert.equal((await finished(stack, own)).status, "completed");
+    assert.deepEqual(await claims(own), [stack.executor!.owner], "its own run, though its type is pool");
+    const res = await stack.request("/api/v1/jobs/image/colors", {
+      method: "POST",
+      json: { ...body, execution_class: "gpu" },
+    });
+    assert.equal(res.status, 400);
+    assert.match(((await res.json()) as { error: string }).error, /execution_class/);
+  });
+
+  test("a pool job past its deadline fails with the timeout's words; one cancelled while it runs stops", async () => {
+    await startWorker();
+    await put("in/long.wav", longWav());
+    const convert = (dest: string, extra: Record<string, unknown> = {}) =>
+      submit(stack, "audio/convert", {
+        source_bucket: stack.bucket,
+        source_key: "in/long.wav",
+        dest_bucket: stack.bucket,
+        dest_key: dest,
+        format: "aac",
+        ...extra,
+      });
+    const late = await convert("out/late.aac", { timeout_seconds: 2 });
+    const failed = await finished(stack, late, 60_000);
+    assert.equal(failed.status, "failed");
+    assert.equal(failed.error, "job timed out after 2 s (timeout_seconds)");
+    assert.match((await claims(late)).at(-1)!, /^pool:/);
+
+    const cancelled = await convert("out/cancelled.aac");
+    const deadline = Date.now() + 60_000;
+    while ((await stack.services.store.getJob(cancelled))?.status !== "processing") {
+      assert.ok(Date.now() < deadline, "the job never started");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    const res = await stack.request(`/api/v1/jobs/${cancelled}/cancel`, { method: "POST" });
+    assert.equal(res.status, 200);
+    const ended = await finished(stack, cancelled);
+    assert.equal(ended.error, "cancelled by request");
+    // Its worker stopped the runner and let nothing be uploaded: no output appears afterwards.
+    await new Promise((r) => setTimeout(r, 3000));
+    await assert.rejects(
+      stack.services.s3.send(new HeadObjectCommand({ Bucket: stack.bucket, Key: "out/cancelled.aac" })),
+      (err: Error) => err.name === "NotFound",
+    );
+  });
+
   test("a worker SIGKILLed in a 500-job burst: every job ends exactly once, completed", async () => {
     const victim = await startWorker();
     const ids = [
@@ -223,24 +307,7 @@ describe("the warm runner pool", () => {
 
   test("a worker told to stop hands back the job it cannot finish; another worker completes it", async () => {
     const stopping = await startWorker();
-    const sampleRate = 8000;
-    const seconds = 2400;
-    const pcm = Buffer.alloc(sampleRate * seconds * 2);
-    for (let i = 0; i < pcm.length / 2; i++) pcm.writeInt16LE(Math.round(8000 * Math.sin(i / 9)), i * 2);
-    const header = Buffer.alloc(44);
-    header.write("RIFF", 0);
-    header.writeUInt32LE(36 + pcm.length, 4);
-    header.write("WAVEfmt ", 8);
-    header.writeUInt32LE(16, 16);
-    header.writeUInt16LE(1, 20);
-    header.writeUInt16LE(1, 22);
-    header.writeUInt32LE(sampleRate, 24);
-    header.writeUInt32LE(sampleRate * 2, 28);
-    header.writeUInt16LE(2, 32);
-    header.writeUInt16LE(16, 34);
-    header.write("data", 36);
-    header.writeUInt32LE(pcm.length, 40);
-    await put("in/long.wav", Buffer.concat([header, pcm]));
+    await put("in/long.wav", longWav());
     // Only the stopping worker runs while the job starts: every other worker is gone.
     for (const w of workers) if (w !== stopping && w.child.exitCode === null) w.child.kill("SIGKILL");
     const id = await submit(stack, "audio/convert", {

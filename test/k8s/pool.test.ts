@@ -9,7 +9,12 @@ import sharp from "sharp";
 import type { Job } from "../../core/jobs/records.js";
 import { streamEvents } from "../support/store.js";
 import { startTestCluster, type TestCluster } from "./support/cluster.js";
-import { eventually, startClusterStack, type ClusterStack } from "./support/cluster-stack.js";
+import {
+  eventually,
+  startClusterStack,
+  type ClusterStack,
+  type ControllerProcess,
+} from "./support/cluster-stack.js";
 
 let cluster: TestCluster;
 
@@ -24,6 +29,7 @@ after(async () => {
 describe("the warm runner pool on the real node", () => {
   let cs: ClusterStack;
   let pool: Awaited<ReturnType<ClusterStack["startPool"]>>;
+  let controller: ControllerProcess;
 
   before(async () => {
     cs = await startClusterStack({
@@ -38,7 +44,7 @@ describe("the warm runner pool on the real node", () => {
         },
       },
     });
-    await cs.startController("controller");
+    controller = await cs.startController("controller");
     pool = await cs.startPool({ replicas: 1, concurrency: 2 });
     const photo = await sharp({
       create: { width: 1200, height: 800, channels: 3, background: "#336699", noise: { type: "gaussian", mean: 120, sigma: 30 } },

@@ -7,13 +7,21 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { buildJobManifest, kubernetesSettings } from "../../controller/kubernetes/job-manifest.js";
 import { CONTROLLER_RULES } from "../../controller/kubernetes/rbac.js";
-import { loadConfig } from "../../core/config/load.js";
+import { AI_JOB_TYPES } from "../../core/ai/providers.js";
+import { loadConfig, type Config } from "../../core/config/load.js";
+import type { Job } from "../../core/jobs/records.js";
+import { JOB_TYPES } from "../../core/jobs/types.js";
+import { Keys } from "../../core/store/keys.js";
 import { ALL_ON_VALUES, CHART, helm, renderChart, type K8sObject } from "./support/helm.js";
 
 type Container = {
   name: string;
+  image?: string;
   args?: string[];
+  ports?: Array<{ name: string; containerPort: number }>;
+  volumeMounts?: Array<{ name: string; mountPath: string }>;
   env?: Array<{ name: string; value?: string; valueFrom?: unknown }>;
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
   securityContext?: Record<string, unknown>;
@@ -26,7 +34,9 @@ type PodSpec = {
   securityContext?: Record<string, unknown>;
   serviceAccountName?: string;
   automountServiceAccountToken?: boolean;
+  enableServiceLinks?: boolean;
   terminationGracePeriodSeconds?: number;
+  volumes?: Array<{ name: string; emptyDir?: { sizeLimit?: string } }>;
 };
 
 const byKind = (objects: K8sObject[], kind: string) => objects.filter((o) => o.kind === kind);
@@ -149,6 +159,21 @@ describe("values schema", () => {
       ],
       /at '\/ai\/providers\/local\/structuredOutput': value must be one of/,
     ],
+    [
+      "an execution class outside the list",
+      ["--set", "pool.classes.image_resize=warm"],
+      /at '\/pool\/classes\/image_resize': value must be one of 'job', 'pool', 'auto'/,
+    ],
+    [
+      "an execution class of a job type that does not exist",
+      ["--set", "pool.classes.image_resise=pool"],
+      /at '\/pool\/classes': additional properties 'image_resise' not allowed/,
+    ],
+    [
+      "a KEDA address that is not host:port",
+      ["--set", "pool.autoscaling.keda.address=redis://redis.data:6379"],
+      /at '\/pool\/autoscaling\/keda\/address': 'redis:\/\/redis.data:6379' does not match/,
+    ],
   ];
   for (const [name, args, message] of cases) {
     test(`refuses ${name}, naming the value`, async () => {
@@ -267,16 +292,23 @@ describe("every option on", () => {
   });
 
   test("renders the optional objects", () => {
-    for (const kind of [
-      "Ingress",
-      "HorizontalPodAutoscaler",
-      "ServiceMonitor",
-      "PrometheusRule",
-      "StatefulSet",
-    ]) {
+    for (const kind of ["Ingress", "PrometheusRule", "StatefulSet"]) {
       assert.equal(byKind(objects, kind).length, 1, kind);
     }
-    assert.equal(byKind(objects, "PodDisruptionBudget").length, 2);
+    const names = (kind: string) =>
+      byKind(objects, kind)
+        .map((o) => o.metadata.name)
+        .sort();
+    assert.deepEqual(names("HorizontalPodAutoscaler"), [
+      "media-media-service-api",
+      "media-media-service-pool",
+    ]);
+    assert.deepEqual(names("ServiceMonitor"), ["media-media-service", "media-media-service-pool"]);
+    assert.deepEqual(names("PodDisruptionBudget"), [
+      "media-media-service-api",
+      "media-media-service-controller",
+      "media-media-service-pool",
+    ]);
     const alerts = (
       one(objects, "PrometheusRule").spec as { groups: Array<{ rules: Array<{ alert: string }> }> }
     ).groups[0]!.rules.map((r) => r.alert);
@@ -284,6 +316,7 @@ describe("every option on", () => {
       "MediaServiceQueueDepthHigh",
       "MediaServiceFailureRateHigh",
       "MediaServiceControllerNotLeading",
+      "MediaServicePoolQueueFull",
     ]);
     const api = one(objects, "Deployment", "-api");
     assert.equal((api.spec as { replicas?: number }).replicas, undefined, "the HPA owns the replica count");
@@ -581,4 +614,413 @@ describe("AI providers", () => {
       assert.match(result.stderr, message);
     });
   }
+});
+
+describe("warm runner pool", () => {
+  type SecretRef = { name: string; key: string };
+  const refKey = (r: SecretRef) => `${r.name}/${r.key}`;
+  const secretRefs = (env: Container["env"] = []) =>
+    new Set(
+      env.flatMap((e) => {
+        const ref = (e.valueFrom as SecretKeyRef | undefined)?.secretKeyRef;
+        return ref ? [refKey(ref)] : [];
+      }),
+    );
+  const loaded = async (objects: K8sObject[], file: string, suffix: string): Promise<Config> => {
+    const path = join(tmp, file);
+    await writeFile(path, configYaml(objects));
+    return loadConfig({ file: path, env: deploymentEnv(objects, suffix) });
+  };
+  const record = (type: (typeof JOB_TYPES)[number], provider?: string): Job => {
+    const now = new Date().toISOString();
+    return {
+      id: "0b6c0e62-8a53-4b8e-9a8e-3f1d2c4b5a69",
+      type,
+      status: "pending",
+      source_bucket: "in",
+      source_key: "a.jpg",
+      dest_bucket: "out",
+      dest_key: "b.jpg",
+      parameters: provider ? { provider } : {},
+      created_at: now,
+      updated_at: now,
+    };
+  };
+  /** The runner Jobs the controller would create with this config.yaml: one per type (and AI provider). */
+  const runnerJobs = (config: Config) => {
+    const settings = kubernetesSettings(config);
+    return JOB_TYPES.flatMap((type) =>
+      AI_JOB_TYPES.has(type) && Object.keys(config.ai.providers).length > 0
+        ? Object.keys(config.ai.providers).map((name) => buildJobManifest(record(type, name), settings, 60))
+        : [buildJobManifest(record(type), settings, 60)],
+    );
+  };
+  const matches = (labels: Record<string, string>, selector: Record<string, string>) =>
+    Object.entries(selector).every(([k, v]) => labels[k] === v);
+  const renderFails = async (...args: string[]) => {
+    const result = await helm(["template", "media", CHART, "--namespace", "media-ns", ...args]);
+    assert.notEqual(result.code, 0, "the render fails");
+    return result.stderr;
+  };
+
+  describe("disabled (the default)", () => {
+    let objects: K8sObject[];
+    before(async () => {
+      objects = await renderChart([
+        "--set",
+        "networkPolicy.enabled=true",
+        "--set",
+        "metrics.serviceMonitor.enabled=true",
+      ]);
+    });
+
+    test("renders no pool object, and config.yaml keeps the pool off with every class `job`", async () => {
+      const pool = objects.filter(
+        (o) =>
+          o.metadata.name.endsWith("-pool") || o.metadata.labels?.["app.kubernetes.io/component"] === "pool",
+      );
+      assert.deepEqual(
+        pool.map((o) => `${o.kind}/${o.metadata.name}`),
+        [],
+      );
+      for (const kind of ["ScaledObject", "TriggerAuthentication", "HorizontalPodAutoscaler"]) {
+        assert.deepEqual(byKind(objects, kind), [], kind);
+      }
+      const { executor } = await loaded(objects, "pool-off.yaml", "-controller");
+      assert.equal(executor.pool.enabled, false);
+      assert.deepEqual(new Set(Object.values(executor.pool.classes)), new Set(["job"]));
+    });
+
+    test("autoscaling values alone render nothing while the pool is off", async () => {
+      const keda = await renderChart([
+        "--set",
+        "pool.autoscaling.keda.enabled=true",
+        "--api-versions",
+        "keda.sh/v1alpha1",
+      ]);
+      const hpa = await renderChart(["--set", "pool.autoscaling.hpa.enabled=true"]);
+      assert.deepEqual(byKind(keda, "ScaledObject"), []);
+      assert.deepEqual(
+        byKind(hpa, "HorizontalPodAutoscaler").map((o) => o.metadata.name),
+        [],
+      );
+    });
+  });
+
+  describe("enabled (every option on)", () => {
+    let objects: K8sObject[];
+    let config: Config;
+    let deployment: K8sObject;
+    let spec: PodSpec;
+    let container: Container;
+    before(async () => {
+      objects = await renderChart(["--values", ALL_ON_VALUES]);
+      config = await loaded(objects, "pool-on.yaml", "-pool");
+      deployment = one(objects, "Deployment", "-pool");
+      spec = podSpec(deployment);
+      container = spec.containers[0]!;
+    });
+
+    test("config.yaml's executor.pool is the values, loaded with the workers' environment", () => {
+      assert.deepEqual(config.executor.pool, {
+        enabled: true,
+        classes: {
+          image_resize: "pool",
+          image_optimize: "auto",
+          image_watermark: "job",
+          image_colors: "auto",
+          image_ai_keywords: "job",
+          video_thumbnail: "job",
+          audio_convert: "job",
+          analyze: "job",
+        },
+        autoMaxSourceBytes: 8388608,
+        jobResources: { cpu: "500m", memory: "512Mi" },
+        queueLimit: 50,
+        concurrency: 3,
+        runnerMaxJobs: 1,
+      });
+    });
+
+    test("the workers run `media-service pool` in the image of the controller and the runner Jobs", () => {
+      assert.deepEqual(container.args, ["pool"]);
+      assert.equal(container.image, podSpec(one(objects, "Deployment", "-controller")).containers[0]!.image);
+      assert.equal(container.image, config.kubernetes.image);
+      assert.equal(
+        (deployment.spec as { replicas?: number }).replicas,
+        undefined,
+        "the HPA owns the replica count",
+      );
+    });
+
+    test("their pods are hardened as the runner pods the controller creates", () => {
+      const runner = runnerJobs(config)[0]!.spec!.template.spec!;
+      assert.deepEqual(spec.securityContext, runner.securityContext);
+      const hardening = runner.containers[0]!.securityContext!;
+      for (const key of ["allowPrivilegeEscalation", "readOnlyRootFilesystem", "capabilities"] as const) {
+        assert.deepEqual(container.securityContext?.[key], hardening[key], key);
+      }
+      assert.equal(spec.automountServiceAccountToken, false, "no Kubernetes token");
+      assert.equal(spec.enableServiceLinks, false);
+      assert.equal(spec.serviceAccountName, runner.serviceAccountName);
+      assert.equal(
+        (container as { terminationMessagePolicy?: string }).terminationMessagePolicy,
+        "FallbackToLogsOnError",
+      );
+    });
+
+    test("scratch and /tmp are emptyDirs (the root filesystem is read-only), and SCRATCH_DIR and TMPDIR point there", () => {
+      const env = deploymentEnv(objects, "-pool");
+      const mounts = new Map((container.volumeMounts ?? []).map((m) => [m.mountPath, m.name]));
+      const volumes = new Map((spec.volumes ?? []).map((v) => [v.name, v]));
+      const scratch = volumes.get(mounts.get(env.SCRATCH_DIR!)!);
+      assert.equal(scratch?.emptyDir?.sizeLimit, "4Gi", "pool.scratchSize");
+      assert.equal(env.TMPDIR, env.SCRATCH_DIR);
+      assert.ok(volumes.get(mounts.get("/tmp")!)?.emptyDir, "/tmp is writable");
+      assert.equal(config.executor.scratchDir, "/scratch");
+    });
+
+    test("the workers get every Secret a runner Job of any type and AI provider gets, and no value inlined", () => {
+      const pool = secretRefs(container.env);
+      for (const job of runnerJobs(config)) {
+        const runner = job.spec!.template.spec!.containers[0]!;
+        for (const ref of secretRefs(runner.env)) {
+          assert.ok(pool.has(ref), `${job.metadata!.labels!["media-service.io/job-type"]}: ${ref}`);
+        }
+      }
+      // What the runner pods read from them, the workers' runner processes get through config.yaml.
+      assert.equal(config.redis.url, secretData(objects, "media-media-service-redis-url")!["redis-url"]);
+      assert.equal(config.storage.accessKeyId, "AKIAEXAMPLE");
+      for (const provider of Object.values(config.ai.providers)) {
+        if (provider.apiKeySecret) assert.ok(provider.apiKey, `${provider.name} has its key`);
+      }
+      for (const e of container.env ?? []) {
+        assert.ok(!/SECRET|PASSWORD|KEY|REDIS_URL/.test(e.name) || e.valueFrom, `${e.name} is not inlined`);
+      }
+    });
+
+    test("probes on /healthz and /readyz, PORT, the Service and the PodDisruptionBudget agree", () => {
+      const env = deploymentEnv(objects, "-pool");
+      const port = container.ports?.find((p) => p.name === "http")?.containerPort;
+      assert.equal(String(port), env.PORT);
+      assert.equal(container.livenessProbe?.httpGet?.path, "/healthz");
+      assert.equal(container.readinessProbe?.httpGet?.path, "/readyz");
+      const podLabels = (deployment.spec as { template: { metadata: { labels: Record<string, string> } } })
+        .template.metadata.labels;
+      assert.equal(podLabels.pool, "warm", "pool.podLabels");
+      const service = one(objects, "Service", "-pool").spec as {
+        selector: Record<string, string>;
+        ports: Array<{ port: number; targetPort: string }>;
+      };
+      assert.ok(matches(podLabels, service.selector));
+      assert.deepEqual(
+        service.ports.map((p) => [p.port, p.targetPort]),
+        [[port, "http"]],
+      );
+      const pdb = one(objects, "PodDisruptionBudget", "-pool").spec as {
+        selector: { matchLabels: Record<string, string> };
+      };
+      assert.ok(matches(podLabels, pdb.selector.matchLabels));
+      const monitor = one(objects, "ServiceMonitor", "-pool").spec as {
+        selector: { matchLabels: Record<string, string> };
+      };
+      assert.ok(matches(one(objects, "Service", "-pool").metadata.labels!, monitor.selector.matchLabels));
+      const resources = container.resources;
+      assert.deepEqual(resources, {
+        requests: { cpu: "1500m", memory: "1536Mi" },
+        limits: { cpu: "2", memory: "2Gi" },
+      });
+    });
+
+    test("NetworkPolicy: the workers reach what runner pods reach, accept their own port, and Redis admits them", () => {
+      type Policy = {
+        podSelector: { matchLabels: Record<string, string> };
+        policyTypes: string[];
+        ingress: Array<{
+          ports: Array<{ port: number }>;
+          from?: Array<{ podSelector?: { matchLabels: Record<string, string> } }>;
+        }>;
+        egress: unknown[];
+      };
+      const pool = one(objects, "NetworkPolicy", "-pool").spec as Policy;
+      const runner = one(objects, "NetworkPolicy", "-runner").spec as Policy;
+      const podLabels = (deployment.spec as { template: { metadata: { labels: Record<string, string> } } })
+        .template.metadata.labels;
+      assert.ok(matches(podLabels, pool.podSelector.matchLabels));
+      assert.deepEqual(pool.policyTypes, ["Ingress", "Egress"]);
+      assert.deepEqual(pool.egress, runner.egress);
+      assert.deepEqual(
+        pool.ingress.map((rule) => rule.ports.map((p) => p.port)),
+        [[container.ports![0]!.containerPort]],
+      );
+      const redis = one(objects, "NetworkPolicy", "-redis").spec as Policy;
+      assert.ok(
+        redis.ingress[0]!.from!.some(
+          (peer) => peer.podSelector && matches(podLabels, peer.podSelector.matchLabels),
+        ),
+      );
+    });
+
+    test("the HPA scales the Deployment on the External metric media_pool_queue_length", () => {
+      const hpa = one(objects, "HorizontalPodAutoscaler", "-pool").spec as {
+        scaleTargetRef: { kind: string; name: string };
+        minReplicas: number;
+        maxReplicas: number;
+        metrics: unknown[];
+      };
+      assert.deepEqual(hpa.scaleTargetRef, {
+        apiVersion: "apps/v1",
+        kind: "Deployment",
+        name: deployment.metadata.name,
+      });
+      assert.deepEqual([hpa.minReplicas, hpa.maxReplicas], [1, 8]);
+      assert.deepEqual(hpa.metrics, [
+        {
+          type: "External",
+          external: {
+            metric: { name: "media_pool_queue_length", selector: { matchLabels: { namespace: "media" } } },
+            target: { type: "AverageValue", averageValue: "6" },
+          },
+        },
+      ]);
+    });
+  });
+
+  describe("scaled by KEDA", () => {
+    const keda = ["--set", "pool.enabled=true", "--set", "pool.autoscaling.keda.enabled=true"];
+    const withCrd = [...keda, "--api-versions", "keda.sh/v1alpha1"];
+    type Trigger = {
+      type: string;
+      metadata: Record<string, string>;
+      authenticationRef?: { name: string };
+    };
+    const scaledObject = (objects: K8sObject[]) =>
+      one(objects, "ScaledObject", "-pool").spec as {
+        scaleTargetRef: { name: string };
+        minReplicaCount: number;
+        maxReplicaCount: number;
+        pollingInterval: number;
+        cooldownPeriod: number;
+        triggers: Trigger[];
+      };
+
+    test("a ScaledObject with the Redis list scaler on the pool's list of the bundled Redis, authenticated by its Secret", async () => {
+      const objects = await renderChart([...withCrd, "--set", "networkPolicy.enabled=true"]);
+      const so = scaledObject(objects);
+      const deployment = one(objects, "Deployment", "-pool");
+      assert.equal(so.scaleTargetRef.name, deployment.metadata.name);
+      assert.equal((deployment.spec as { replicas?: number }).replicas, undefined, "KEDA owns the count");
+      assert.deepEqual(
+        [so.minReplicaCount, so.maxReplicaCount, so.pollingInterval, so.cooldownPeriod],
+        [1, 10, 15, 300],
+      );
+      assert.equal(so.triggers.length, 1);
+      const [trigger] = so.triggers;
+      assert.equal(trigger!.type, "redis");
+      // The list the dispatcher pushes to (core/store/keys.ts), in the Redis the service uses.
+      assert.equal(trigger!.metadata.listName, new Keys("media").pool());
+      const redis = one(objects, "Service", "-redis");
+      const redisPort = (redis.spec as { ports: Array<{ port: number }> }).ports[0]!.port;
+      assert.equal(trigger!.metadata.address, `${redis.metadata.name}.media-ns.svc:${redisPort}`);
+      const url = new URL(secretData(objects, "media-media-service-redis-url")!["redis-url"]!);
+      assert.equal(`${url.hostname}:${url.port}`, `${redis.metadata.name}:${redisPort}`);
+      assert.equal(trigger!.metadata.listLength, "4");
+      assert.equal(trigger!.metadata.databaseIndex, url.pathname.slice(1));
+      assert.equal(trigger!.metadata.enableTLS, "false");
+      // The password, by reference to the Secret that holds the one in the service's Redis URL.
+      const auth = one(objects, "TriggerAuthentication", "-pool");
+      assert.equal(trigger!.authenticationRef?.name, auth.metadata.name);
+      const [ref, ...more] = (auth.spec as { secretTargetRef: Array<SecretRef & { parameter: string }> })
+        .secretTargetRef;
+      assert.deepEqual(more, []);
+      assert.equal(ref!.parameter, "password");
+      assert.equal(secretData(objects, ref!.name)?.[ref!.key], decodeURIComponent(url.password));
+      // The bundled Redis admits the KEDA operator.
+      const policy = one(objects, "NetworkPolicy", "-redis").spec as {
+        ingress: Array<{ from: Array<{ namespaceSelector?: { matchLabels: Record<string, string> } }> }>;
+      };
+      assert.ok(
+        policy.ingress[0]!.from.some(
+          (peer) => peer.namespaceSelector?.matchLabels["kubernetes.io/metadata.name"] === "keda",
+        ),
+      );
+    });
+
+    test("the list name follows the key prefix (config.keyPrefix, or redis.key_prefix in config.extra)", async () => {
+      for (const [args, prefix] of [
+        [["--set", "config.keyPrefix=tenant-a"], "tenant-a"],
+        [["--set-json", 'config.extra={"redis":{"key_prefix":"tenant_b"}}'], "tenant_b"],
+      ] as const) {
+        const objects = await renderChart([...withCrd, ...args]);
+        const { redis } = await loaded(objects, `pool-prefix-${prefix}.yaml`, "-pool");
+        assert.equal(redis.keyPrefix, prefix);
+        assert.equal(scaledObject(objects).triggers[0]!.metadata.listName, new Keys(prefix).pool());
+      }
+    });
+
+    test("an external Redis: the address given, and a TriggerAuthentication only with a password Secret", async () => {
+      const external = [
+        ...withCrd,
+        "--set",
+        "redis.enabled=false",
+        "--set",
+        "redis.external.url=rediss://redis.data:6380/2",
+        "--set",
+        "pool.autoscaling.keda.address=redis.data:6380",
+        "--set",
+        "pool.autoscaling.keda.databaseIndex=2",
+        "--set",
+        "pool.autoscaling.keda.enableTLS=true",
+      ];
+      const open = await renderChart(external);
+      const [trigger] = scaledObject(open).triggers;
+      assert.deepEqual(
+        [trigger!.metadata.address, trigger!.metadata.databaseIndex, trigger!.metadata.enableTLS],
+        ["redis.data:6380", "2", "true"],
+      );
+      assert.equal(trigger!.authenticationRef, undefined);
+      assert.deepEqual(byKind(open, "TriggerAuthentication"), []);
+      const withPassword = await renderChart([
+        ...external,
+        "--set",
+        "pool.autoscaling.keda.passwordSecret=redis-auth",
+        "--set",
+        "pool.autoscaling.keda.passwordSecretKey=password",
+      ]);
+      const auth = one(withPassword, "TriggerAuthentication", "-pool");
+      assert.equal(scaledObject(withPassword).triggers[0]!.authenticationRef?.name, auth.metadata.name);
+      assert.deepEqual((auth.spec as { secretTargetRef: unknown[] }).secretTargetRef, [
+        { parameter: "password", name: "redis-auth", key: "password" },
+      ]);
+    });
+
+    test("refuses a cluster without KEDA's API, unless told to skip the check", async () => {
+      assert.match(
+        await renderFails(...keda),
+        /pool\.autoscaling\.keda\.enabled: the cluster does not serve keda\.sh\/v1alpha1/,
+      );
+      const skipped = await renderChart([...keda, "--set", "pool.autoscaling.keda.skipCapabilityCheck=true"]);
+      assert.equal(byKind(skipped, "ScaledObject").length, 1);
+    });
+
+    test("refuses an external Redis without pool.autoscaling.keda.address", async () => {
+      assert.match(
+        await renderFails(
+          ...withCrd,
+          "--set",
+          "redis.enabled=false",
+          "--set",
+          "redis.external.url=redis://redis.data:6379",
+        ),
+        /pool\.autoscaling\.keda\.address \(host:port of the external Redis\) is required when redis\.enabled is false/,
+      );
+    });
+
+    test("refuses KEDA and the HPA together", async () => {
+      assert.match(
+        await renderFails(...withCrd, "--set", "pool.autoscaling.hpa.enabled=true"),
+        /pool\.autoscaling: keda\.enabled and hpa\.enabled are mutually exclusive/,
+      );
+    });
+  });
 });

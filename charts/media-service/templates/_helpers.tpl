@@ -158,8 +158,11 @@ A value generated once and kept: the existing Secret's, else a new random one.
 {{- end -}}
 {{- end -}}
 
-{{/* Environment shared by the API and the controller: credentials by Secret reference. */}}
-{{- define "media-service.credentialsEnv" -}}
+{{/*
+Credentials by Secret reference: the Redis URL, the S3 keys and every AI provider's key. The API,
+the controller and the pool workers get them (a pool worker runs jobs of every type and provider).
+*/}}
+{{- define "media-service.secretEnv" -}}
 - name: REDIS_URL
   valueFrom:
     secretKeyRef:
@@ -191,6 +194,11 @@ A value generated once and kept: the existing Secret's, else a new random one.
       name: {{ $ref.secret }}
       key: {{ $ref.key | quote }}
 {{- end }}
+{{- end -}}
+
+{{/* Environment shared by the API and the controller: credentials by Secret reference. */}}
+{{- define "media-service.credentialsEnv" -}}
+{{ include "media-service.secretEnv" . }}
 - name: CONFIG_FILE
   value: /etc/media-service/config.yaml
 - name: TMPDIR
@@ -234,3 +242,38 @@ A value generated once and kept: the existing Secret's, else a new random one.
     {{- toYaml . | nindent 4 }}
     {{- end }}
 {{- end }}
+
+{{/* NetworkPolicy egress rule to the AI providers, when any is configured (runner and pool pods). */}}
+{{- define "media-service.egressAi" -}}
+{{- $np := .Values.networkPolicy }}
+{{- if or .Values.ai.baseUrl .Values.ai.providers }}
+# The AI providers.
+- ports:
+    {{- range $np.aiPorts }}
+    - { protocol: TCP, port: {{ . }} }
+    {{- end }}
+  {{- with $np.aiPeers }}
+  to:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The warm runner pool's Redis list (core/store/keys.ts): "{<redis.key_prefix>}:pool:queue", with
+the key prefix config.extra may set over config.keyPrefix.
+*/}}
+{{- define "media-service.poolListName" -}}
+{{- $prefix := .Values.config.keyPrefix -}}
+{{- with .Values.config.extra -}}{{- $prefix = dig "redis" "key_prefix" $prefix . -}}{{- end -}}
+{{- printf "{%s}:pool:queue" $prefix -}}
+{{- end -}}
+
+{{/* Which autoscaler owns the pool's replica count: "keda", "hpa" or "" (pool.replicas). */}}
+{{- define "media-service.poolAutoscaler" -}}
+{{- $a := .Values.pool.autoscaling -}}
+{{- if and $a.keda.enabled $a.hpa.enabled -}}
+{{- fail "pool.autoscaling: keda.enabled and hpa.enabled are mutually exclusive (KEDA manages an HPA of its own); enable one" -}}
+{{- end -}}
+{{- if $a.keda.enabled }}keda{{ else if $a.hpa.enabled }}hpa{{ end -}}
+{{- end -}}

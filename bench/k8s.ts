@@ -34,10 +34,12 @@
 // Knobs (environment):
 //   pool        Small resizes (a 1-megapixel JPEG → 320x240 JPEG) through the warm runner pool: the
 //               controller with executor.pool on (image_resize: pool) and a Deployment of one
-//               `media-service pool` pod (concurrency: one runner per CPU, its CPU limit the machine's),
+//               `media-service pool` pod (concurrency BENCH_K8S_POOL_CONCURRENCY, requesting 1 CPU, no CPU limit),
 //               beside one Job per task (the same controller without the pool, max_running_jobs
-//               BENCH_K8S_CAP) and the local executor, each draining BENCH_K8S_POOL_JOBS jobs
-//               submitted as batches of 100, in one run.
+//               BENCH_K8S_CAP) and the local executor, in one run: BENCH_K8S_POOL_JOBS jobs through
+//               the pool and the local executor (each after BENCH_K8S_POOL_WARMUP jobs not counted, so
+//               that their runner processes are warm), BENCH_K8S_POOL_TASK_JOBS through one Job per
+//               task (a pod per job: its rate is steady from the first), as batches of 100.
 //
 //   BENCH_K8S_PARTS        parts to run, comma-separated, in this order ("pods,latency,throughput,pool")
 //   BENCH_K8S_PODS         pods measured in part pods (60)
@@ -47,7 +49,10 @@
 //   BENCH_K8S_SEQ_WARMUP   jobs per executor before those, not counted (2)
 //   BENCH_K8S_JOBS         jobs per executor in part throughput (200)
 //   BENCH_K8S_CAP          max_running_jobs of the controller (10)
-//   BENCH_K8S_POOL_JOBS    jobs per target in part pool (200)
+//   BENCH_K8S_POOL_JOBS    jobs through the pool and through the local executor in part pool (600)
+//   BENCH_K8S_POOL_TASK_JOBS  jobs through one Job per task in part pool (150)
+//   BENCH_K8S_POOL_WARMUP  jobs drained before the pool's and the local executor's, not counted (40)
+//   BENCH_K8S_POOL_CONCURRENCY  executor.pool.concurrency of the pool's pod (one per CPU)
 //   BENCH_K8S_DRAIN_LIMIT  seconds allowed to one drain of part throughput (900)
 //   MEDIA_K8S_IMAGE        the project's image to run (e.g. media-service:dev, already built); unset:
 //                          built from the Dockerfile by scripts/build-image.sh (test/k8s/support/cluster.ts)
@@ -68,6 +73,7 @@ import {
   type V1Job,
   type V1Pod,
 } from "@kubernetes/client-node";
+import { RUNNER_ENV } from "../core/config/runner-env.js";
 import type { Job } from "../core/jobs/records.js";
 import { startTestStack, type TestStack } from "../test/support/api.js";
 import { makeImage } from "../test/support/media.js";
@@ -443,11 +449,13 @@ async function startKube(
   cap: number,
   beforeController: (cs: ClusterStack) => Promise<void> = async () => undefined,
   executor?: Record<string, unknown>,
+  controllerLogLevel?: string,
 ): Promise<KubeTarget> {
   const cs = await startClusterStack({
     cluster,
     kubernetes: { max_running_jobs: cap },
     ...(executor ? { executor } : {}),
+    ...(controllerLogLevel ? { controllerLogLevel } : {}),
   });
   const close = async () => {
     step("closing the cluster stack");
@@ -663,6 +671,8 @@ async function drain(
   work: DrainWork = TINY_WORK,
 ): Promise<DrainFigures> {
   const store = t.stack.services.store;
+  // The counters are the store's since it began: a drain counts from where they stand now.
+  const before = { ...(await store.counters()).image_resize };
   const started = performance.now();
   const ids: string[] = [];
   step(`throughput ${t.name}: submitting`);
@@ -686,7 +696,7 @@ async function drain(
   step(`throughput ${t.name}: waiting for ${jobs} jobs to end`);
   const counts = async () => {
     const c = (await store.counters()).image_resize;
-    return { completed: c.completed, failed: c.failed };
+    return { completed: c.completed - before.completed, failed: c.failed - before.failed };
   };
   const allEnded = await waitUntil(
     async () => {
@@ -872,15 +882,18 @@ interface PoolResult {
 }
 
 async function poolPart(cluster: TestCluster): Promise<PoolResult> {
-  const jobs = knob("BENCH_K8S_POOL_JOBS", 200);
+  const jobs = knob("BENCH_K8S_POOL_JOBS", 600);
+  const taskJobs = knob("BENCH_K8S_POOL_TASK_JOBS", 150);
+  const warmup = knob("BENCH_K8S_POOL_WARMUP", 40, 0);
   const cap = knob("BENCH_K8S_CAP", 10);
   const limitMs = knob("BENCH_K8S_DRAIN_LIMIT", 900) * 1000;
-  const concurrency = cpus().length;
+  const concurrency = knob("BENCH_K8S_POOL_CONCURRENCY", cpus().length);
 
   const local = await startLocal();
   let localFigures: DrainFigures;
   try {
     await putPhoto(local.stack);
+    if (warmup > 0) await drain(local, warmup, limitMs, POOL_WORK);
     log(`pool: local executor, ${jobs} jobs (load ${load()})`);
     step("pool: local drain");
     localFigures = await drain(local, jobs, limitMs, POOL_WORK);
@@ -888,9 +901,14 @@ async function poolPart(cluster: TestCluster): Promise<PoolResult> {
     await local.close();
   }
 
-  const pooled = await startKube(cluster, cap, async () => undefined, {
-    pool: { enabled: true, classes: { image_resize: "pool" }, concurrency },
-  });
+  // Both Kubernetes targets log as the local one does: warnings only, not a line per job.
+  const pooled = await startKube(
+    cluster,
+    cap,
+    async () => undefined,
+    { pool: { enabled: true, classes: { image_resize: "pool" }, concurrency } },
+    "warn",
+  );
   let poolFigures: DrainFigures;
   let jobsDuringPool: number;
   try {
@@ -899,11 +917,13 @@ async function poolPart(cluster: TestCluster): Promise<PoolResult> {
     await pooled.cs.startPool({
       replicas: 1,
       concurrency,
-      resources: {
-        requests: { cpu: "1", memory: "512Mi" },
-        limits: { cpu: String(concurrency), memory: "2Gi" },
-      },
+      // As quiet as the local executor's runners here (warnings only): not a log line per job.
+      env: { [RUNNER_ENV.logLevel]: "warn" },
+      // No CPU limit (a CFS quota throttles a burst of sharp's threads mid-job), as the local
+      // executor's runners have none; a request so that it is scheduled with room.
+      resources: { requests: { cpu: "1", memory: "512Mi" }, limits: { memory: "2Gi" } },
     });
+    if (warmup > 0) await drain(pooled, warmup, limitMs, POOL_WORK);
     log(`pool: the pool (one pod, concurrency ${concurrency}), ${jobs} jobs (load ${load()})`);
     step("pool: pool drain");
     poolFigures = await drain(pooled, jobs, limitMs, POOL_WORK);
@@ -913,13 +933,13 @@ async function poolPart(cluster: TestCluster): Promise<PoolResult> {
     await pooled.close();
   }
 
-  const perTask = await startKube(cluster, cap);
+  const perTask = await startKube(cluster, cap, async () => undefined, undefined, "warn");
   let perTaskFigures: DrainFigures;
   try {
     await putPhoto(perTask.stack);
-    log(`pool: one Job per task, max_running_jobs ${cap}, ${jobs} jobs (load ${load()})`);
+    log(`pool: one Job per task, max_running_jobs ${cap}, ${taskJobs} jobs (load ${load()})`);
     step("pool: one-Job-per-task drain");
-    perTaskFigures = await drain(perTask, jobs, limitMs, POOL_WORK);
+    perTaskFigures = await drain(perTask, taskJobs, limitMs, POOL_WORK);
   } finally {
     await perTask.close();
   }
@@ -1196,7 +1216,7 @@ async function runParts(parts: Part[], date: string, loadAtStart: string, cpuMod
     const p = pooled;
     const rate = (f: DrainFigures) => (f.completed + f.failed) / f.seconds;
     console.log(
-      `\nSmall resizes (1-megapixel JPEG → 320x240 JPEG), ${p.jobs} jobs as batches of 100, drained: the warm ` +
+      `\nSmall resizes (1-megapixel JPEG → 320x240 JPEG), ${p.jobs} jobs (${p.perTask.jobs} for one Job per task) as batches of 100, drained: the warm ` +
         `runner pool (one pod, concurrency ${p.concurrency}) vs one Job per task (max_running_jobs ${p.cap}) vs ` +
         `the local executor\n`,
     );
@@ -1228,7 +1248,7 @@ async function runParts(parts: Part[], date: string, loadAtStart: string, cpuMod
         note: `one pod, concurrency ${p.concurrency}; ${p.jobsDuringPool} Kubernetes Jobs created`,
       },
       {
-        figure: `Small resizes, one Job per task (${p.jobs} jobs)`,
+        figure: `Small resizes, one Job per task (${p.perTask.jobs} jobs)`,
         kube: `${rate(p.perTask).toFixed(2)} jobs/s`,
         local: `${rate(p.local).toFixed(2)} jobs/s`,
         ratio: ratio(rate(p.perTask), rate(p.local)),

@@ -50,6 +50,8 @@ export interface ClusterStackOptions {
   executor?: Record<string, unknown>;
   /** The `ai` section of the API and the controller (snake_case, as in config.yaml). */
   ai?: Record<string, unknown>;
+  /** The controller's log level (default debug: every step of every job, for the tests' diagnostics). */
+  controllerLogLevel?: string;
   /** Secrets created in the namespace before anything starts: name → string data. */
   secrets?: Record<string, Record<string, string>>;
 }
@@ -58,6 +60,8 @@ export interface PoolOptions {
   replicas: number;
   /** Jobs each worker runs at once (executor.pool.concurrency). */
   concurrency: number;
+  /** Environment of the workers beyond the runner's (e.g. a quieter LOG_LEVEL). */
+  env?: Record<string, string>;
   /** The container's resources; default: requests 250m / 256Mi, limits 2 CPUs / 2Gi. */
   resources?: { requests: Record<string, string>; limits: Record<string, string> };
 }
@@ -187,7 +191,7 @@ export async function startClusterStack(options: ClusterStackOptions): Promise<C
     },
     ...(options.ai ? { ai: options.ai } : {}),
     data_dir: dir,
-    log_level: "debug",
+    log_level: options.controllerLogLevel ?? "debug",
   };
   const settings = kubernetesSettings(loadConfig({ env: {}, overrides: controllerConfig }));
   const configPath = join(dir, "controller.json");
@@ -284,9 +288,12 @@ export async function startClusterStack(options: ClusterStackOptions): Promise<C
                   name: "pool",
                   command: ["tini", "--", "media-service", "pool"],
                   env: [
-                    ...(container.env ?? []).filter((e) => e.name !== RUNNER_ENV.jobTimeoutSeconds),
+                    ...(container.env ?? []).filter(
+                      (e) => e.name !== RUNNER_ENV.jobTimeoutSeconds && !(e.name in (pool.env ?? {})),
+                    ),
                     { name: "POOL_CONCURRENCY", value: String(pool.concurrency) },
                     { name: "PORT", value: "8080" },
+                    ...Object.entries(pool.env ?? {}).map(([name, value]) => ({ name, value })),
                   ],
                   resources: pool.resources ?? {
                     requests: { cpu: "250m", memory: "256Mi" },

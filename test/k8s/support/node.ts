@@ -21,7 +21,6 @@ import {
   rmSync,
   statSync,
 } from "node:fs";
-import { createServer, connect, type Server } from "node:net";
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -46,6 +45,23 @@ import {
   POD_GATEWAY,
 } from "./network.js";
 import { deathSignalPrefix, isAlive, lookPath, onTestExit } from "./processes.js";
+
+/**
+ * A TCP relay (`node -e RELAY_SOURCE <listen host> <target host> <target port>`): prints the port it
+ * listens on, then pipes every connection to the target until it is killed.
+ */
+const RELAY_SOURCE = `
+const net = require("node:net");
+const [listenHost, host, port] = process.argv.slice(1);
+const server = net.createServer((inbound) => {
+  const outbound = net.connect({ host, port: Number(port) });
+  inbound.pipe(outbound).pipe(inbound);
+  const close = () => { inbound.destroy(); outbound.destroy(); };
+  inbound.on("error", close);
+  outbound.on("error", close);
+});
+server.listen(0, listenHost, () => process.stdout.write(server.address().port + "\\n"));
+`;
 
 const execFileP = promisify(execFile);
 const SCRIPTS = resolve(dirname(fileURLToPath(import.meta.url)), "../../../scripts/k8s");
@@ -581,11 +597,14 @@ export async function startNode(options: NodeOptions): Promise<RealNode> {
     HOME: dir,
   };
   const procs: Proc[] = [];
-  const relays: Server[] = [];
+  const relays: ChildProcess[] = [];
+  onTestExit(() => {
+    for (const relay of relays) relay.kill("SIGKILL");
+  });
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
-      for (const relay of relays) relay.close();
+      for (const relay of relays) relay.kill("SIGKILL");
       for (const p of [...procs].reverse()) await terminate(p);
       await teardown(dir, record);
       liveNodes.delete(dir);
@@ -926,21 +945,31 @@ state = "${join(dir, "containerd/state")}"
       async expose(url) {
         const target = new URL(url);
         const port = Number(target.port) || (target.protocol === "https:" ? 443 : 80);
-        const relay = createServer((inbound) => {
-          const outbound = connect({ host: target.hostname, port });
-          inbound.pipe(outbound).pipe(inbound);
-          const close = () => {
-            inbound.destroy();
-            outbound.destroy();
-          };
-          inbound.on("error", close);
-          outbound.on("error", close);
-        });
+        // A process of its own, not this one's event loop: the relay carries every byte runner pods
+        // send to the stack, and this process also serves the stack's API and S3 store.
+        const [command = process.execPath, ...args] = [
+          ...deathSignalPrefix(),
+          process.execPath,
+          "-e",
+          RELAY_SOURCE,
+          ip,
+          target.hostname,
+          String(port),
+        ];
+        const relay = spawn(command, args, { stdio: ["ignore", "pipe", "inherit"] });
         relays.push(relay);
-        await new Promise<void>((res, rej) => relay.once("error", rej).listen(0, ip, () => res()));
+        const listening = await new Promise<number>((res, rej) => {
+          let out = "";
+          relay.once("error", rej);
+          relay.once("exit", (code) => rej(new Error(`the relay to ${url} exited (${code})`)));
+          relay.stdout.setEncoding("utf8").on("data", (d: string) => {
+            out += d;
+            if (out.includes("\n")) res(Number(out.trim()));
+          });
+        });
         const exposed = new URL(url);
         exposed.hostname = ip;
-        exposed.port = String((relay.address() as { port: number }).port);
+        exposed.port = String(listening);
         return exposed.toString().replace(/\/$/, url.endsWith("/") ? "/" : "");
       },
       logTail: (component, lines) => tail(join(logDir, `${component}.log`), lines),

@@ -46,7 +46,7 @@ async function watchingScratch<T>(work: () => Promise<T>): Promise<{ result: T; 
 
 /** The stack's configuration with another in-memory threshold, for one job. */
 async function withThreshold<T>(bytes: number, work: () => Promise<T>): Promise<T> {
-  const limits = stack.config.limits as Config["limits"];
+  const limits = stack.config.limits;
   const saved = limits.inMemorySourceBytes;
   limits.inMemorySourceBytes = bytes;
   try {

@@ -16,7 +16,7 @@ async function claimed(): Promise<string> {
   const { jobIds } = await store.submit([makeSpec(TYPE)]);
   const id = await store.claim(TYPE, LEASE, "test-owner");
   assert.equal(id, jobIds[0]);
-  return id!;
+  return id;
 }
 
 describe("startAndGet", () => {

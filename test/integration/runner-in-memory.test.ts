@@ -8,7 +8,6 @@ import { mkdir, readdir } from "node:fs/promises";
 import { after, before, describe, test } from "node:test";
 import { GetObjectCommand } from "@aws-sdk/client-s3";
 import sharp from "sharp";
-import type { Config } from "../../core/config/load.js";
 import { startTestStack, type TestStack } from "../support/api.js";
 import { makeImage } from "../support/media.js";
 import { putObject, runClaimed, submitAndClaim } from "../support/runner.js";

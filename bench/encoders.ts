@@ -118,6 +118,15 @@ function planes(pixels: Pixels, channels = 3): PlaneImages {
   return out;
 }
 
+/** SSIM (weighted and luma) of an encoded image against another image's decoded pixels (both files). */
+export async function ssimAgainst(
+  reference: Buffer,
+  encoded: Buffer,
+): Promise<{ ssim: number; ssimY: number }> {
+  const { data, info } = await sharp(reference).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  return similarity(planes({ data, width: info.width, height: info.height }, info.channels), encoded);
+}
+
 async function similarity(reference: PlaneImages, encoded: Buffer): Promise<{ ssim: number; ssimY: number }> {
   const { data, info } = await sharp(encoded).removeAlpha().raw().toBuffer({ resolveWithObject: true });
   const decoded = planes({ data, width: info.width, height: info.height }, info.channels);

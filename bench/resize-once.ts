@@ -46,7 +46,7 @@ if (mode === "processor") {
   });
   try {
     const result = await imageResize(bench.ctx);
-    if (out && result.output) await copyFile(result.output.path, out);
+    if (out && result.output && "path" in result.output) await copyFile(result.output.path, out);
     output = result.result;
   } finally {
     await bench.cleanup();

@@ -4,7 +4,8 @@
 // - stack: jobs submitted over HTTP to the real API, claimed by the local executor, run by its
 //   `media-service runner --serve` processes (S3 GET → sharp → S3 PUT → complete);
 // - bare: a loop in this process doing the same S3 GET → sharp resize → S3 PUT with the same
-//   concurrency, and nothing else.
+//   concurrency, and nothing else;
+// - raw: sharp alone on the source's bytes in memory (resize → JPEG buffer), nothing stored.
 //
 // Both use the same redis-server, the same embedded S3-protocol store (served from this process)
 // and the same source image. This process's stdout goes to /dev/null, and with it the runners'
@@ -31,6 +32,11 @@ export type ServerRequest =
   | { id: number; cmd: "setup"; source: string; concurrency: number }
   | {
       id: number;
+      cmd: "raw";
+      jobs: number;
+    }
+  | {
+      id: number;
       cmd: "bare";
       jobs: number;
       /** JPEG as the runner encodes it (runner/image/encode.ts, standard mode) instead of sharp's default. */
@@ -45,6 +51,11 @@ export type ServerRequest =
       patch?: SharpPatch;
       /** Extra environment of the runner processes (e.g. MALLOC_ARENA_MAX). */
       env?: Record<string, string>;
+      /** The output format and quality, instead of RESIZE's JPEG q85. */
+      format?: "jpeg" | "avif";
+      quality?: number;
+      /** Keep the output of the round's first job (the caller compares it). */
+      keepOutput?: boolean;
     }
   | { id: number; cmd: "stop" };
 
@@ -66,6 +77,8 @@ export interface RoundResult {
   processorSeconds?: number;
   /** Stack only: jobs started more than once (a runner failed them transiently). */
   retried?: number;
+  /** The first job's output, base64, when asked for. */
+  output?: string;
 }
 
 // Run from source (tsx) or compiled (bench/compile.ts): the preload is the same kind of file.
@@ -75,6 +88,7 @@ const PRELOAD = fileURLToPath(
 );
 
 let config: Config;
+let sourceBytes: Buffer;
 let services: CoreServices;
 let logger: Logger;
 let apiUrl = "";
@@ -85,6 +99,7 @@ const cleanups: Array<() => Promise<unknown>> = [];
 
 async function setup(source: string, localConcurrency: number): Promise<RoundResult> {
   concurrency = localConcurrency;
+  sourceBytes = await readFile(source);
   const stack = await startBenchStack("resize", (dataDir) => ({
     executor: { scratch_dir: join(dataDir, "scratch"), local_concurrency: localConcurrency },
   }));
@@ -160,8 +175,10 @@ async function stackRound(request: Extract<ServerRequest, { cmd: "stack" }>): Pr
       source_bucket: BUCKET,
       source_key: SOURCE_KEY,
       dest_bucket: BUCKET,
-      dest_key: `out/stack-${++outputs}-${i}.jpg`,
+      dest_key: `out/stack-${++outputs}-${i}.${request.format ?? "jpeg"}`,
       ...RESIZE,
+      ...(request.format ? { format: request.format } : {}),
+      ...(request.quality ? { quality: request.quality } : {}),
     });
   const submitted = await Promise.all(
     Array.from({ length: request.jobs }, async (_, i) => {
@@ -195,7 +212,35 @@ async function stackRound(request: Extract<ServerRequest, { cmd: "stack" }>): Pr
     ),
     processorSeconds: mean(results.map((r) => r.duration ?? 0)),
     retried: jobs.filter((j) => (j?.attempts ?? 1) > 1).length,
+    ...(request.keepOutput && completed[0]
+      ? { output: await objectBytes(completed[0].dest_key!).then((b) => b.toString("base64")) }
+      : {}),
   };
+}
+
+async function objectBytes(key: string): Promise<Buffer> {
+  const got = await services.s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }));
+  return Buffer.from(await got.Body!.transformToByteArray());
+}
+
+/** sharp alone, nothing stored: the source's bytes (read once) → resize → JPEG in memory. */
+async function rawRound(request: Extract<ServerRequest, { cmd: "raw" }>): Promise<RoundResult> {
+  const { default: sharp } = await import("sharp");
+  let next = 0;
+  let outputBytes = 0;
+  const started = performance.now();
+  const worker = async () => {
+    while (next < request.jobs) {
+      next++;
+      const output = await sharp(sourceBytes)
+        .resize(RESIZE.width, RESIZE.height)
+        .jpeg({ quality: RESIZE.quality })
+        .toBuffer();
+      outputBytes = output.length;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return { jobs: request.jobs, seconds: (performance.now() - started) / 1000, outputBytes };
 }
 
 let bareClient: ReturnType<typeof createS3Client> | undefined;
@@ -281,6 +326,8 @@ process.on("message", (request: ServerRequest) => {
         return setup(resolve(request.source), request.concurrency);
       case "bare":
         return bareRound(request);
+      case "raw":
+        return rawRound(request);
       case "stack":
         return stackRound(request);
       case "stop":

@@ -5,9 +5,12 @@
 //   npm run bench -- submit resize thumbnail rss   the ones named, in this order
 //
 //   submit     the API's submit path vs a bare route (below)
-//   resize     image_resize jobs/s through the local stack vs a bare S3 → sharp → S3 loop (runner.ts)
+//   resize     image_resize jobs/s through the local stack vs a bare S3 → sharp → S3 loop, sharp alone in
+//              memory and imgproxy (IMGPROXY_BIN; runner.ts)
+//   avif       image_resize to AVIF through the local stack vs imgproxy's AVIF: images/s, size, SSIM
 //   thumbnail  a video thumbnail 50 minutes in vs plain ffmpeg (runner.ts)
-//   rss        peak RSS resizing a 50-megapixel JPEG vs vipsthumbnail (runner.ts)
+//   rss        peak RSS resizing a 50-megapixel JPEG vs vipsthumbnail, imgproxy (IMGPROXY_BIN) and the
+//              node + sharp floor (runner.ts)
 //   webhooks   API submit latency alone vs while 500 webhooks go to a slow receiver (webhooks.ts)
 //   s3         small PUTs and GETs: the embedded object store vs versitygw (s3.ts; versitygw built
 //              once by `bash scripts/provision.sh versitygw`)
@@ -21,7 +24,7 @@ import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import autocannon from "autocannon";
 import { Redis } from "ioredis";
-import { resizeBenchmark, rssBenchmark, thumbnailBenchmark } from "./runner.js";
+import { avifBenchmark, resizeBenchmark, rssBenchmark, thumbnailBenchmark } from "./runner.js";
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -175,6 +178,7 @@ async function submitBenchmark(): Promise<void> {
 const BENCHMARKS: Record<string, () => Promise<void>> = {
   submit: submitBenchmark,
   resize: resizeBenchmark,
+  avif: avifBenchmark,
   thumbnail: thumbnailBenchmark,
   rss: rssBenchmark,
   webhooks: async () => (await import("./webhooks.js")).webhooksBenchmark(),

@@ -2,7 +2,9 @@
 // side by side in one run, alternating the two across rounds so drift on a shared machine hits both
 // alike. They print figures and ratios, never pass/fail.
 //
-//   resize     image_resize jobs/s through the whole local stack vs a bare S3 → sharp → S3 loop
+//   resize     image_resize jobs/s through the whole local stack vs a bare S3 → sharp → S3 loop, sharp
+//              alone in memory, and imgproxy serving the file from disk (IMGPROXY_BIN)
+//   avif       image_resize to AVIF through the local stack vs imgproxy's AVIF: images/s, size, SSIM
 //   thumbnail  video_thumbnail 50 minutes into a 60-minute video vs one plain ffmpeg command
 //   rss        peak RSS of the runner's resize of a 50-megapixel JPEG vs vipsthumbnail
 //
@@ -11,7 +13,8 @@
 //   BENCH_RESIZE_MAX_JOBS (executor.local_runner_max_jobs of the measured stack; default: the config's)
 //   BENCH_RESIZE_PATCH   sharp settings for the runner processes, JSON (bench/sharp-patch.ts)
 //   BENCH_RUNNER_ENV     extra environment of the runner processes, JSON (e.g. {"MALLOC_ARENA_MAX":"2"})
-//   BENCH_THUMB_ROUNDS (7), BENCH_RSS_ROUNDS (3)
+//   BENCH_THUMB_ROUNDS (7), BENCH_RSS_ROUNDS (3), BENCH_AVIF_JOBS (30), BENCH_AVIF_ROUNDS (3)
+//   IMGPROXY_BIN         an imgproxy binary (bench/imgproxy.ts): its figures beside ours, else skipped
 //   BENCH_NODE           the node binary of the runner processes (resize) and resize processes (rss)
 //   BENCH_RUNNER_SOURCE=1  runners from source under tsx instead of compiled (bench/compile.ts)
 import { loadConfig } from "../core/config/load.js";
@@ -27,6 +30,8 @@ import { processContext } from "./context.js";
 import { longVideo, photo } from "./fixtures.js";
 import type { RoundResult, ServerReply, ServerRequest } from "./resize-server.js";
 import type { SharpPatch } from "./sharp-patch.js";
+import { imgproxyBinary, imgproxyPath, imgproxyRound, startImgproxy, type Imgproxy } from "./imgproxy.js";
+import { RUNNER_PROCESS_ENV } from "../core/config/runner-env.js";
 
 const run = promisify(execFile);
 // Read before anything here loads sharp (see shellEnv).
@@ -143,6 +148,9 @@ const newRate = (): Rate => ({
 });
 const perSecond = (r: Rate) => r.jobs / r.seconds;
 
+/** image_resize's box in the resize benchmark (bench/resize-server.ts RESIZE, cover). */
+const RESIZE_BOX = { width: 800, height: 600 };
+
 export async function resizeBenchmark(): Promise<void> {
   const jobs = num("BENCH_RESIZE_JOBS", 60);
   const rounds = num("BENCH_RESIZE_ROUNDS", 3);
@@ -159,8 +167,18 @@ export async function resizeBenchmark(): Promise<void> {
   const bare = newRate();
   const bareEnc = newRate();
   const fresh = newRate();
+  const raw = newRate();
+  const proxied = newRate();
+  const imgproxyBin = imgproxyBinary();
+  let proxy: Imgproxy | undefined;
+  const proxyPath = imgproxyPath(source, { ...RESIZE_BOX, type: "fill", format: "jpg", quality: 85 });
   try {
     await server.send({ cmd: "setup", source, concurrency });
+    if (imgproxyBin) {
+      proxy = await startImgproxy(imgproxyBin, source, { workers: concurrency });
+      await imgproxyRound(proxy, proxyPath, 10, concurrency);
+    }
+    await server.send({ cmd: "raw", jobs: 10 });
     const stackRound = (n: number, runnerMaxJobs: number) =>
       server.send({
         cmd: "stack",
@@ -178,10 +196,14 @@ export async function resizeBenchmark(): Promise<void> {
       addRound(bare, await server.send({ cmd: "bare", jobs }));
       addRound(stack, await stackRound(jobs, maxJobs));
       addRound(bareEnc, await server.send({ cmd: "bare", jobs, runnerEncoder: true }));
+      addRound(raw, await server.send({ cmd: "raw", jobs }));
+      if (proxy) addRound(proxied, await imgproxyRound(proxy, proxyPath, jobs, concurrency));
       log(
         `resize round ${round}/${rounds}: stack ${fmt(stack.rounds.at(-1)!, 1)} jobs/s ` +
           `(job ${Math.round(1000 * stack.jobSeconds.at(-1)!)} ms, processor ${Math.round(1000 * stack.processorSeconds.at(-1)!)} ms), ` +
-          `bare ${fmt(bare.rounds.at(-1)!, 1)} jobs/s, bare with the runner's encoder ${fmt(bareEnc.rounds.at(-1)!, 1)} jobs/s`,
+          `bare ${fmt(bare.rounds.at(-1)!, 1)} jobs/s, bare with the runner's encoder ${fmt(bareEnc.rounds.at(-1)!, 1)} jobs/s, ` +
+          `raw sharp ${fmt(raw.rounds.at(-1)!, 1)}/s` +
+          (proxy ? `, imgproxy ${fmt(proxied.rounds.at(-1)!, 1)}/s` : ""),
       );
     }
     if (freshJobs > 0) {
@@ -190,6 +212,7 @@ export async function resizeBenchmark(): Promise<void> {
       log(`resize, a fresh runner process per job: ${fmt(fresh.rounds.at(-1)!, 2)} jobs/s`);
     }
   } finally {
+    await proxy?.stop();
     await server.close();
   }
 
@@ -215,13 +238,28 @@ export async function resizeBenchmark(): Promise<void> {
     [`local stack (API → executor → runner, local_runner_max_jobs ${maxJobs})`]: row(stack),
     "bare loop (S3 GET → sharp → S3 PUT, in memory)": row(bare),
     "bare loop with the runner's JPEG encoder (encode.ts)": row(bareEnc),
+    "raw sharp in memory (file bytes → sharp → buffer)": row(raw),
+    ...(proxy ? { "imgproxy (file on local disk → HTTP answer, fill 800x600)": row(proxied) } : {}),
     ...(fresh.jobs > 0 ? { "local stack, local_runner_max_jobs 1 (a process per job)": row(fresh) } : {}),
   });
   for (const [name, r] of Object.entries({ stack, fresh })) {
     if (r.failed > 0) console.log(`${name}: ${r.failed} job(s) failed, e.g. ${r.error}`);
   }
   console.log(
-    `throughput ratio stack/bare:          ${fmt(perSecond(stack) / perSecond(bare))} (target >= 0.85)`,
+    `throughput ratio stack/bare:          ${fmt(perSecond(stack) / perSecond(bare))} (target >= 0.90)`,
+  );
+  if (proxy) {
+    console.log(
+      `throughput ratio stack/imgproxy:      ${fmt(perSecond(stack) / perSecond(proxied))} (target >= 1.00)`,
+    );
+    console.log(
+      `throughput ratio bare/imgproxy:       ${fmt(perSecond(bare) / perSecond(proxied))} (information)`,
+    );
+  } else {
+    console.log("imgproxy: skipped (set IMGPROXY_BIN to an imgproxy binary; docs/development.md)");
+  }
+  console.log(
+    `throughput ratio stack/raw sharp:     ${fmt(perSecond(stack) / perSecond(raw))} (information)`,
   );
   console.log(
     `throughput ratio stack/bare with the runner's encoder: ${fmt(perSecond(stack) / perSecond(bareEnc))} (information)`,
@@ -229,6 +267,133 @@ export async function resizeBenchmark(): Promise<void> {
   if (fresh.jobs > 0) {
     console.log(
       `a process per job (max_jobs 1)/bare:  ${fmt(perSecond(fresh) / perSecond(bare))} (information)`,
+    );
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// (a2) image_resize to AVIF against imgproxy's AVIF
+
+export async function avifBenchmark(): Promise<void> {
+  const jobs = num("BENCH_AVIF_JOBS", 30);
+  const rounds = num("BENCH_AVIF_ROUNDS", 3);
+  const quality = num("BENCH_AVIF_QUALITY", 65);
+  const concurrency = 2;
+  const source = await photo(3000, 2000);
+  // Loaded here, not at the top: importing sharp sets VIPSHOME in this process (see shellEnv).
+  const { ssimAgainst } = await import("./encoders.js");
+  const { avifSettings, encode } = await import("../runner/image/encode.js");
+  const { sharp } = await import("../runner/image/settings.js");
+  const imgproxyBin = imgproxyBinary();
+  const server = new ResizeServer(
+    process.env.BENCH_RUNNER_SOURCE === "1" ? undefined : await compileProject(),
+  );
+  let proxy: Imgproxy | undefined;
+  const ours = newRate();
+  const theirs = newRate();
+  let ourOutput: Buffer | undefined;
+  let theirOutput: Buffer | undefined;
+  let theirReference: Buffer | undefined;
+  const proxyPath = (q: number, format: "avif" | "png" = "avif") =>
+    imgproxyPath(source, { ...RESIZE_BOX, type: "fill", format, quality: q });
+  // Ours, lossless: what the processor resizes before it encodes (cover, centre), as PNG.
+  const ourReference = await sharp(source)
+    .autoOrient()
+    .resize(RESIZE_BOX.width, RESIZE_BOX.height)
+    .png()
+    .toBuffer();
+  try {
+    await server.send({ cmd: "setup", source, concurrency });
+    const stackRound = (n: number, q: number, keepOutput = false) =>
+      server.send({
+        cmd: "stack",
+        jobs: n,
+        maxJobs: loadConfig({ env: {} }).executor.localRunnerMaxJobs,
+        format: "avif",
+        quality: q,
+        keepOutput,
+      });
+    if (imgproxyBin) {
+      proxy = await startImgproxy(imgproxyBin, source, { workers: concurrency });
+      await imgproxyRound(proxy, proxyPath(quality), 4, concurrency);
+      theirOutput = await proxy.get(proxyPath(quality));
+      theirReference = await proxy.get(proxyPath(100, "png"));
+    }
+    ourOutput = Buffer.from((await stackRound(4, quality, true)).output!, "base64");
+    for (let round = 1; round <= rounds; round++) {
+      addRound(ours, await stackRound(jobs, quality));
+      if (proxy) addRound(theirs, await imgproxyRound(proxy, proxyPath(quality), jobs, concurrency));
+      log(
+        `avif round ${round}/${rounds}: stack ${fmt(ours.rounds.at(-1)!, 1)} jobs/s` +
+          (proxy ? `, imgproxy ${fmt(theirs.rounds.at(-1)!, 1)}/s` : ""),
+      );
+    }
+  } finally {
+    await proxy?.stop();
+    await server.close();
+  }
+  const ourScore = await ssimAgainst(ourReference, ourOutput);
+  console.log(
+    `\nimage_resize to AVIF: 3000x2000 JPEG -> 800x600 AVIF q${quality} (effort and subsampling of ` +
+      `encode.ts avifSettings("standard"): ${JSON.stringify(avifSettings("standard"))}), concurrency ${concurrency}`,
+  );
+  console.log(
+    `(${jobs} jobs per round, ${rounds} alternating rounds; SSIM against each one's own lossless resize)\n`,
+  );
+  const table: Record<string, Record<string, unknown>> = {
+    "local stack (image_resize, avif)": {
+      "images/s": Number(fmt(perSecond(ours))),
+      "per round": ours.rounds.map((x) => fmt(x, 1)).join(" "),
+      bytes: ourOutput.length,
+      SSIM: Number(ourScore.ssim.toFixed(4)),
+      "SSIM-Y": Number(ourScore.ssimY.toFixed(4)),
+    },
+  };
+  if (!proxy) {
+    console.table(table);
+    console.log("imgproxy: skipped (set IMGPROXY_BIN to an imgproxy binary; docs/development.md)");
+    return;
+  }
+  const theirScore = await ssimAgainst(theirReference!, theirOutput!);
+  table[`imgproxy (avif, q${quality})`] = {
+    "images/s": Number(fmt(perSecond(theirs))),
+    "per round": theirs.rounds.map((x) => fmt(x, 1)).join(" "),
+    bytes: theirOutput!.length,
+    SSIM: Number(theirScore.ssim.toFixed(4)),
+    "SSIM-Y": Number(theirScore.ssimY.toFixed(4)),
+  };
+  // Our encoder at other qualities, on the same lossless resize: the size it needs for imgproxy's SSIM.
+  const sweep: Array<{ quality: number; bytes: number; ssim: number }> = [];
+  for (let q = 40; q <= 90; q += 5) {
+    const encoded = await encode(sharp(ourReference), {
+      format: "avif",
+      quality: q,
+      mode: "standard",
+      hasAlpha: false,
+    }).toBuffer();
+    sweep.push({ quality: q, bytes: encoded.length, ...(await ssimAgainst(ourReference, encoded)) });
+  }
+  const atEqual = sweep.find((p) => p.ssim >= theirScore.ssim);
+  if (atEqual) {
+    table[`ours at equal SSIM (q${atEqual.quality}, encode alone)`] = {
+      bytes: atEqual.bytes,
+      SSIM: Number(atEqual.ssim.toFixed(4)),
+    };
+  }
+  console.table(table);
+  console.log(
+    `our quality sweep (size, SSIM): ${sweep.map((p) => `q${p.quality} ${p.bytes} ${p.ssim.toFixed(4)}`).join(", ")}`,
+  );
+  console.log(
+    `throughput ratio ours/imgproxy:       ${fmt(perSecond(ours) / perSecond(theirs))} (target >= 1.00)`,
+  );
+  console.log(
+    `size ratio ours/imgproxy at q${quality}:     ${fmt(ourOutput.length / theirOutput!.length)} ` +
+      `(SSIM ${ourScore.ssim.toFixed(4)} vs ${theirScore.ssim.toFixed(4)})`,
+  );
+  if (atEqual) {
+    console.log(
+      `size ratio at equal SSIM (ours q${atEqual.quality}): ${fmt(atEqual.bytes / theirOutput!.length)} (target <= 1.00)`,
     );
   }
 }
@@ -400,6 +565,48 @@ async function peak(command: string, args: string[], env: NodeJS.ProcessEnv = sh
   return { kb: hwm, anonKb, fileKb, ms };
 }
 
+/**
+ * imgproxy's peak RSS over its whole life: started under GNU time, one request resizing `file` to
+ * 800 px wide (JPEG q85, as the runner's), then stopped. Its idle floor is included, as the
+ * runner's node + sharp is.
+ */
+async function imgproxyPeak(binary: string, file: string): Promise<Peak> {
+  if (!existsSync("/usr/bin/time"))
+    throw new Error("imgproxy's peak RSS needs GNU time (apt-get install time)");
+  const started = performance.now();
+  const wrapper = join(tmpdir(), `media-service-bench-imgproxy-${process.pid}.sh`);
+  const { writeFile } = await import("node:fs/promises");
+  // GNU time around imgproxy, writing its figure to a file (imgproxy's stderr stays its own).
+  const report = `${wrapper}.out`;
+  await writeFile(wrapper, `#!/bin/sh\nexec /usr/bin/time -o "${report}" -f maxrss_kb=%M "$@"\n`, {
+    mode: 0o755,
+  });
+  let anonKb = 0;
+  let fileKb = 0;
+  const proxy = await startImgproxy(wrapper, file, { workers: 2, binaryArgs: [binary] });
+  const poll = setInterval(() => {
+    const pid = proxy.pid ? childOf(proxy.pid) : undefined;
+    const now = pid ? procStatus(pid) : undefined;
+    if (now) {
+      anonKb = Math.max(anonKb, now.anonKb);
+      fileKb = Math.max(fileKb, now.fileKb);
+    }
+  }, 2);
+  try {
+    await proxy.get(imgproxyPath(file, { width: 800, height: 0, type: "fit", format: "jpg", quality: 85 }));
+  } finally {
+    clearInterval(poll);
+    // imgproxy itself, so that GNU time outlives it and reports.
+    await proxy.stop(proxy.pid ? childOf(proxy.pid) : undefined);
+  }
+  const text = readFileSync(report, "utf8");
+  await rm(wrapper, { force: true });
+  await rm(report, { force: true });
+  const kb = Number(/maxrss_kb=(\d+)/.exec(text)?.[1]);
+  if (!kb) throw new Error(`no peak RSS for imgproxy: ${text}`);
+  return { kb, anonKb, fileKb, ms: performance.now() - started };
+}
+
 export async function rssBenchmark(): Promise<void> {
   const rounds = num("BENCH_RSS_ROUNDS", 3);
   const node = process.env.BENCH_NODE ?? process.execPath;
@@ -410,9 +617,13 @@ export async function rssBenchmark(): Promise<void> {
   const out = (name: string) => join(work, name);
   const vips = (source: string, name: string, env?: NodeJS.ProcessEnv) =>
     peak("vipsthumbnail", [source, "--size", "800x", "-o", `${out(name)}[Q=85]`], env);
+  const imgproxyBin = imgproxyBinary();
   const targets: Record<string, () => Promise<Peak>> = {
-    runner: () => peak(node, [script, "processor", large, "800", out("runner.jpg")]),
+    // As every runner process starts: with RUNNER_PROCESS_ENV (core/config/runner-env.ts).
+    runner: () =>
+      peak(node, [script, "processor", large, "800", out("runner.jpg")], shellEnv({ ...RUNNER_PROCESS_ENV })),
     vipsthumbnail: () => vips(large, "vips.jpg"),
+    ...(imgproxyBin ? { imgproxy: () => imgproxyPeak(imgproxyBin, large) } : {}),
   };
   const info: Record<string, () => Promise<Peak>> = {
     "node, nothing loaded": () => peak(node, [script, "node"]),
@@ -425,12 +636,8 @@ export async function rssBenchmark(): Promise<void> {
       peak(node, [script, "sharp", large, "800", out("sharp.jpg")]),
     "plain sharp(path).resize(800).jpeg(), CommonJS build": () =>
       peak(node, [script, "sharp-cjs", large, "800", out("sharp-cjs.jpg")]),
-    "runner processor, MALLOC_ARENA_MAX=2": () =>
-      peak(
-        node,
-        [script, "processor", large, "800", out("runner2.jpg")],
-        shellEnv({ MALLOC_ARENA_MAX: "2" }),
-      ),
+    "runner processor without RUNNER_PROCESS_ENV": () =>
+      peak(node, [script, "processor", large, "800", out("runner2.jpg")]),
     "runner processor under tsx (npm run dev)": () =>
       peak(process.execPath, ["--import", "tsx", here("./resize-once.ts"), "processor", large, "800"]),
   };
@@ -440,7 +647,8 @@ export async function rssBenchmark(): Promise<void> {
       for (const [name, measure] of Object.entries(targets)) (peaks[name] ??= []).push(await measure());
       log(
         `rss round ${round}/${rounds}: runner ${Math.round(peaks.runner!.at(-1)!.kb / 1024)} MiB, ` +
-          `vipsthumbnail ${Math.round(peaks.vipsthumbnail!.at(-1)!.kb / 1024)} MiB`,
+          `vipsthumbnail ${Math.round(peaks.vipsthumbnail!.at(-1)!.kb / 1024)} MiB` +
+          (peaks.imgproxy ? `, imgproxy ${Math.round(peaks.imgproxy.at(-1)!.kb / 1024)} MiB` : ""),
       );
     }
     for (const [name, measure] of Object.entries(info)) {
@@ -476,7 +684,19 @@ export async function rssBenchmark(): Promise<void> {
   const vipsMiB = mib("vipsthumbnail");
   const floor = mib("node + sharp loaded (import: ESM build)");
   const vipsFloor = mib("vipsthumbnail of a 64x64 JPEG (its floor)");
-  console.log(`peak RSS ratio runner/vipsthumbnail: ${fmt(runnerMiB / vipsMiB)} (target <= 1.50)`);
+  console.log(`peak RSS ratio runner/vipsthumbnail: ${fmt(runnerMiB / vipsMiB)} (information)`);
+  console.log(
+    `runner over the node + sharp floor:  +${fmt(runnerMiB - floor, 1)} MiB (${fmt(runnerMiB, 1)} against ` +
+      `${fmt(floor, 1)}; target <= +15)`,
+  );
+  if (peaks.imgproxy) {
+    console.log(
+      `peak RSS ratio runner/imgproxy:      ${fmt(runnerMiB / mib("imgproxy"))} (${fmt(runnerMiB, 1)} against ` +
+        `${fmt(mib("imgproxy"), 1)} MiB; target < 1.00)`,
+    );
+  } else {
+    console.log("imgproxy: skipped (set IMGPROXY_BIN to an imgproxy binary; docs/development.md)");
+  }
   console.log(
     `above each one's floor: runner +${fmt(runnerMiB - floor, 1)} MiB over node + sharp, ` +
       `vipsthumbnail +${fmt(vipsMiB - vipsFloor, 1)} MiB over its own (information)`,

@@ -53,14 +53,29 @@ export interface DownloadResult {
   contentType?: string;
 }
 
-/** Streams an object to a local file, refusing objects over `maxBytes`; never held in memory. */
-export async function downloadObject(
+interface DownloadOptions {
+  maxBytes: number;
+  signal: AbortSignal;
+  role?: "source" | "object";
+}
+
+/**
+ * GETs an object and checks its declared size against `maxBytes`; the caller takes the body. The
+ * body is counted as it arrives, and destroyed past `maxBytes` (a store may send more than it
+ * declared, or declare nothing).
+ */
+async function getObject(
   s3: S3Client,
   bucket: string,
   key: string,
-  path: string,
-  options: { maxBytes: number; signal: AbortSignal; role?: "source" | "object" },
-): Promise<DownloadResult> {
+  options: DownloadOptions,
+): Promise<{
+  /** The body, counted against `maxBytes` from now on: call it right before reading. */
+  body: () => Readable;
+  size: number | undefined;
+  contentType?: string;
+  received: () => number;
+}> {
   const role = options.role ?? "source";
   let response;
   try {
@@ -80,18 +95,77 @@ export async function downloadObject(
   if (size === 0) throw new PermanentError(`${role} ${where(bucket, key)} is empty`);
   const body = response.Body as Readable;
   let bytes = 0;
-  body.on("data", (chunk: Buffer) => {
-    bytes += chunk.length;
-    if (bytes > options.maxBytes) {
-      body.destroy(
-        new PermanentError(
-          `${role} ${where(bucket, key)} is larger than limits.max_source_bytes (${options.maxBytes})`,
-        ),
-      );
-    }
-  });
-  await pipeline(body, createWriteStream(path), { signal: options.signal });
-  return { bytes, ...(response.ContentType ? { contentType: response.ContentType } : {}) };
+  // Counted from when the caller starts reading: a 'data' listener would start the flow at once.
+  const count = () => {
+    body.on("data", (chunk: Buffer) => {
+      bytes += chunk.length;
+      if (bytes > options.maxBytes) {
+        body.destroy(
+          new PermanentError(
+            `${role} ${where(bucket, key)} is larger than limits.max_source_bytes (${options.maxBytes})`,
+          ),
+        );
+      }
+    });
+    return body;
+  };
+  return {
+    body: count,
+    size,
+    ...(response.ContentType ? { contentType: response.ContentType } : {}),
+    received: () => bytes,
+  };
+}
+
+/** Streams an object to a local file, refusing objects over `maxBytes`; never held in memory. */
+export async function downloadObject(
+  s3: S3Client,
+  bucket: string,
+  key: string,
+  path: string,
+  options: DownloadOptions,
+): Promise<DownloadResult> {
+  const got = await getObject(s3, bucket, key, options);
+  await pipeline(got.body(), createWriteStream(path), { signal: options.signal });
+  return { bytes: got.received(), ...(got.contentType ? { contentType: got.contentType } : {}) };
+}
+
+/** Where fetchSource put the object: in memory, or in the file it asked for. */
+export type FetchedSource = DownloadResult & ({ buffer: Buffer } | { path: string });
+
+/**
+ * GETs an object into memory when its declared size is at most `inMemoryBytes`, else streams it to
+ * the file `toFile()` names (called only then, so a job kept in memory makes no scratch directory).
+ * An object without a declared size goes to a file. `maxBytes` holds either way.
+ */
+export async function fetchSource(
+  s3: S3Client,
+  bucket: string,
+  key: string,
+  options: DownloadOptions & { inMemoryBytes: number; toFile: () => Promise<string> },
+): Promise<FetchedSource> {
+  const got = await getObject(s3, bucket, key, options);
+  const type = got.contentType ? { contentType: got.contentType } : {};
+  if (got.size !== undefined && got.size <= options.inMemoryBytes) {
+    const chunks: Buffer[] = [];
+    await pipeline(
+      got.body(),
+      async (source: AsyncIterable<Buffer>) => {
+        for await (const chunk of source) chunks.push(chunk);
+      },
+      { signal: options.signal },
+    );
+    return { bytes: got.received(), ...type, buffer: Buffer.concat(chunks, got.received()) };
+  }
+  let path: string;
+  try {
+    path = await options.toFile();
+  } catch (err) {
+    got.body().destroy();
+    throw err;
+  }
+  await pipeline(got.body(), createWriteStream(path), { signal: options.signal });
+  return { bytes: got.received(), ...type, path };
 }
 
 /**
@@ -107,6 +181,37 @@ export async function uploadFile(
   signal: AbortSignal,
 ): Promise<number> {
   const { size } = await stat(path);
+  const range = (start: number, end: number) => createReadStream(path, { start, end: end - 1 });
+  await upload(s3, bucket, key, size, range, contentType, signal);
+  return size;
+}
+
+/** Uploads bytes held in memory, as uploadFile() uploads a file. */
+export async function uploadBuffer(
+  s3: S3Client,
+  bucket: string,
+  key: string,
+  data: Buffer,
+  contentType: string,
+  signal: AbortSignal,
+): Promise<number> {
+  const range = (start: number, end: number) => data.subarray(start, end);
+  await upload(s3, bucket, key, data.length, range, contentType, signal);
+  return data.length;
+}
+
+/** The bytes [start, end) of what is uploaded, as a request body. */
+type BodyRange = (start: number, end: number) => Readable | Buffer;
+
+async function upload(
+  s3: S3Client,
+  bucket: string,
+  key: string,
+  size: number,
+  range: BodyRange,
+  contentType: string,
+  signal: AbortSignal,
+): Promise<void> {
   signal.throwIfAborted();
   try {
     if (size <= MULTIPART_THRESHOLD) {
@@ -114,19 +219,18 @@ export async function uploadFile(
         new PutObjectCommand({
           Bucket: bucket,
           Key: key,
-          Body: createReadStream(path),
+          Body: range(0, size),
           ContentLength: size,
           ContentType: contentType,
         }),
         { abortSignal: signal },
       );
     } else {
-      await multipartUpload(s3, bucket, key, path, size, contentType, signal);
+      await multipartUpload(s3, bucket, key, range, size, contentType, signal);
     }
   } catch (err) {
     throw await uploadError(s3, err, bucket, key, signal);
   }
-  return size;
 }
 
 /**
@@ -154,7 +258,7 @@ async function uploadError(
 }
 
 /**
- * Parts of PART_SIZE read straight from the file, PART_CONCURRENCY at a time. Written here rather
+ * Parts of PART_SIZE read straight from the file (or memory), PART_CONCURRENCY at a time. Written here rather
  * than with @aws-sdk/lib-storage's Upload: an Upload stopped by its abort() leaves the multipart
  * upload open on the store (measured against our store), and the runner promises no partial
  * upload left behind; here any failure or abort ends in AbortMultipartUpload.
@@ -163,7 +267,7 @@ async function multipartUpload(
   s3: S3Client,
   bucket: string,
   key: string,
-  path: string,
+  range: BodyRange,
   size: number,
   contentType: string,
   signal: AbortSignal,
@@ -189,7 +293,7 @@ async function multipartUpload(
             UploadId: uploadId,
             PartNumber: index + 1,
             ContentLength: length,
-            Body: createReadStream(path, { start, end: start + length - 1 }),
+            Body: range(start, start + length),
           }),
           { abortSignal: signal },
         );

@@ -8,14 +8,25 @@ export interface ProcessLimits {
   maxOutputDimension: number;
 }
 
-/** What a processor gets: the job, its source on local disk, and ways to report and fetch. */
+/** What a processor gets: the job, its source on local disk or in memory, and ways to report and fetch. */
 export interface ProcessContext {
   job: Job;
-  /** The source object, downloaded to local disk. */
+  /**
+   * The source object, downloaded to local disk; where it would be when `sourceBuffer` is set (then
+   * no file is there).
+   */
   sourcePath: string;
+  /**
+   * The source's bytes, when the runner kept a small source in memory (limits.in_memory_source_bytes;
+   * only the types of IN_MEMORY_TYPES, whose processors read the source through openImage).
+   */
+  sourceBuffer?: Buffer;
   /** Content-Type the object store gave the source, when it gave one. */
   sourceContentType?: string;
-  /** A directory of this job's own for intermediate files and the output. */
+  /**
+   * A directory of this job's own for intermediate files and the output. It exists, except for a
+   * source kept in memory: then it is made by fetchObject(), or by whoever writes there first.
+   */
   scratchDir: string;
   limits: ProcessLimits;
   /** Aborted when the job's time is up or the runner is told to stop. */
@@ -28,10 +39,13 @@ export interface ProcessContext {
   config: Config;
 }
 
+/** The output to upload: a file, or bytes in memory. */
+export type OutputData = { path: string; contentType: string } | { buffer: Buffer; contentType: string };
+
 /** What a processor gives back. */
 export interface ProcessOutput {
-  /** The file to upload to dest_bucket/dest_key, for types that write one. */
-  output?: { path: string; contentType: string };
+  /** The file (or bytes) to upload to dest_bucket/dest_key, for types that write one. */
+  output?: OutputData;
   /**
    * The job's result. For types that write a file, output_url and file_size are filled in by the
    * runner after the upload.

@@ -1,23 +1,44 @@
 /**
  * Turns a processor's frequent progress calls into few store writes: a report when the percent
  * has moved by at least `step` or `intervalMs` has passed, never backwards, never twice the same.
+ *
+ * Nothing is sent during the first `quietMs`: a job that ends by then (most image jobs) costs no
+ * progress write at all, its completion says 100 %. Past it, the latest report held back goes out.
  */
 export class ProgressReporter {
   private last = -1;
   private lastAt = 0;
   private pending: Promise<unknown> = Promise.resolve();
+  private readonly quietUntil: number;
+  private held: { percent: number; message: string } | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
+  private quietOver = false;
 
   constructor(
     private readonly send: (percent: number, message: string) => Promise<unknown>,
     private readonly step = 1,
     private readonly intervalMs = 500,
-  ) {}
+    quietMs = 0,
+  ) {
+    this.quietUntil = Date.now() + quietMs;
+  }
 
   report(percent: number, message = ""): void {
-    if (!Number.isFinite(percent)) return;
+    if (this.closed || !Number.isFinite(percent)) return;
     const value = Math.round(Math.min(100, Math.max(0, percent)) * 10) / 10;
     const now = Date.now();
     if (value <= this.last) return;
+    if (!this.quietOver && now < this.quietUntil) {
+      if (value > (this.held?.percent ?? -1)) this.held = { percent: value, message };
+      this.timer ??= setTimeout(() => {
+        this.quietOver = true;
+        const held = this.held;
+        this.held = undefined;
+        if (held) this.report(held.percent, held.message);
+      }, this.quietUntil - now);
+      return;
+    }
     if (value - this.last < this.step && now - this.lastAt < this.intervalMs) return;
     this.last = value;
     this.lastAt = now;
@@ -27,6 +48,14 @@ export class ProgressReporter {
 
   /** Waits for the reports already sent. */
   flush(): Promise<unknown> {
+    return this.pending;
+  }
+
+  /** Sends nothing more (a report still held back is dropped) and waits for those already sent. */
+  close(): Promise<unknown> {
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.held = undefined;
     return this.pending;
   }
 }

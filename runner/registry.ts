@@ -14,6 +14,19 @@ const LOADERS: Record<JobType, () => Promise<Processor>> = {
   analyze: async () => (await import("./processors/analyze.js")).analyze,
 };
 
+/**
+ * The types whose processors read the source only through openImage (a file or its bytes): a small
+ * source of theirs is kept in memory (limits.in_memory_source_bytes). The others hand a file to
+ * ffmpeg and ffprobe.
+ */
+export const IN_MEMORY_TYPES: ReadonlySet<JobType> = new Set<JobType>([
+  "image_resize",
+  "image_optimize",
+  "image_watermark",
+  "image_colors",
+  "image_ai_keywords",
+]);
+
 export function loadProcessor(type: JobType): Promise<Processor> {
   return LOADERS[type]();
 }

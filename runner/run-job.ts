@@ -1,20 +1,25 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, rm } from "node:fs/promises";
-import { extname, join } from "node:path";
+import { basename, extname, join } from "node:path";
 import type { S3Client } from "@aws-sdk/client-s3";
 import type { Config } from "../core/config/load.js";
 import { RUNNER_ENV } from "../core/config/runner-env.js";
 import type { Job } from "../core/jobs/records.js";
 import type { Logger } from "../core/logger.js";
 import { outputUrl } from "../core/storage/s3.js";
-import { IllegalTransitionError, NotFoundError } from "../core/store/errors.js";
 import type { JobStore } from "../core/store/store.js";
 import { EXIT, jobDeadline, timeoutMessage, type Deadline } from "../core/policy.js";
 import { describeError, isPermanent, PermanentError, TimeoutError } from "./errors.js";
-import { downloadObject, uploadFile } from "./object-io.js";
+import { downloadObject, fetchSource, uploadBuffer, uploadFile } from "./object-io.js";
 import type { ProcessContext } from "./processor.js";
 import { ProgressReporter } from "./progress.js";
-import { loadProcessor } from "./registry.js";
+import { IN_MEMORY_TYPES, loadProcessor } from "./registry.js";
+
+/**
+ * Progress writes wait this long into a job: one that ends sooner (most image jobs) writes none, its
+ * completion records 100 %.
+ */
+export const PROGRESS_QUIET_MS = 1000;
 
 export interface RunnerDeps {
   config: Config;
@@ -56,8 +61,9 @@ export function runDeadline(
 }
 
 /**
- * Executes one job end to end: source from S3 to a scratch directory, the type's processor, the
- * output back to S3, and the outcome through the store's transitions. A permanent failure is
+ * Executes one job end to end: source from S3 to a scratch directory (or, for a small image, into
+ * memory: limits.in_memory_source_bytes), the type's processor, the output back to S3, and the
+ * outcome through the store's transitions. A permanent failure is
  * recorded on the job (it will not be retried); a transient one is left to the executor, which
  * retries or fails the job by its policy.
  */
@@ -66,26 +72,23 @@ export async function runJob(jobId: string, deps: RunnerDeps): Promise<RunOutcom
   const log = deps.logger.child({ job_id: jobId });
   let job: Job | undefined;
   try {
-    job = await store.getJob(jobId);
-  } catch (err) {
-    return { code: EXIT.transient, error: `queue store unavailable: ${describeError(err)}` };
-  }
-  if (!job) {
-    log.warn("job does not exist (pruned or never created); nothing to do");
-    return { code: EXIT.permanent, error: `job ${jobId} does not exist` };
-  }
-  if (job.status === "completed" || job.status === "failed") {
-    log.info({ status: job.status }, "job already finished; nothing to do");
-    return { code: EXIT.done };
-  }
-  try {
-    // Idempotent: the executor normally marks the job processing when it starts this runner.
-    await store.start(jobId, config.executor.leaseMs);
-  } catch (err) {
-    if (err instanceof IllegalTransitionError || err instanceof NotFoundError) {
-      log.warn({ err: err.message }, "job cannot start");
-      return { code: EXIT.permanent, error: err.message };
+    // Idempotent: the executor normally marks the job processing when it starts this runner. The
+    // job's record comes back with the start, in the same round trip.
+    const start = await store.startAndGet(jobId, config.executor.leaseMs);
+    job = start.job;
+    if (!job) {
+      log.warn("job does not exist (pruned or never created); nothing to do");
+      return { code: EXIT.permanent, error: `job ${jobId} does not exist` };
     }
+    if (job.status === "completed" || job.status === "failed") {
+      log.info({ status: job.status }, "job already finished; nothing to do");
+      return { code: EXIT.done };
+    }
+    if (start.refused) {
+      log.warn({ err: start.refused.message }, "job cannot start");
+      return { code: EXIT.permanent, error: start.refused.message };
+    }
+  } catch (err) {
     return { code: EXIT.transient, error: `queue store unavailable: ${describeError(err)}` };
   }
 
@@ -93,25 +96,39 @@ export async function runJob(jobId: string, deps: RunnerDeps): Promise<RunOutcom
   const deadline = AbortSignal.timeout(time.ms);
   const signal = deps.shutdown ? AbortSignal.any([deadline, deps.shutdown]) : deadline;
   const scratchDir = join(config.executor.scratchDir, `${jobId}-${randomBytes(4).toString("hex")}`);
-  const progress = new ProgressReporter((percent, message) => store.progress(jobId, percent, message));
+  const progress = new ProgressReporter(
+    (percent, message) => store.progress(jobId, percent, message),
+    1,
+    500,
+    PROGRESS_QUIET_MS,
+  );
   const started = performance.now();
   log.info({ type: job.type, timeout_ms: time.ms }, "job started");
+  let scratchMade: Promise<unknown> | undefined;
+  const scratch = async () => {
+    await (scratchMade ??= mkdir(scratchDir, { recursive: true }));
+    return scratchDir;
+  };
 
   try {
-    await mkdir(scratchDir, { recursive: true });
     const sourcePath = join(scratchDir, `source${safeExtension(job.source_key)}`);
-    const source = await downloadObject(s3, job.source_bucket, job.source_key, sourcePath, {
+    const source = await fetchSource(s3, job.source_bucket, job.source_key, {
       maxBytes: config.limits.maxSourceBytes,
+      inMemoryBytes: IN_MEMORY_TYPES.has(job.type) ? config.limits.inMemorySourceBytes : 0,
+      toFile: async () => join(await scratch(), basename(sourcePath)),
       signal,
     });
+    // Processors that write into the scratch directory themselves (ffmpeg's) expect it to exist.
+    if (!("buffer" in source)) await scratch();
     progress.report(5, "source downloaded");
-    log.debug({ bytes: source.bytes }, "source downloaded");
+    log.debug({ bytes: source.bytes, in_memory: "buffer" in source }, "source downloaded");
 
     const processor = await loadProcessor(job.type);
     let fetched = 0;
     const ctx: ProcessContext = {
       job,
       sourcePath,
+      ...("buffer" in source ? { sourceBuffer: source.buffer } : {}),
       ...(source.contentType ? { sourceContentType: source.contentType } : {}),
       scratchDir,
       limits: {
@@ -121,7 +138,7 @@ export async function runJob(jobId: string, deps: RunnerDeps): Promise<RunOutcom
       signal,
       progress: (percent, message) => progress.report(5 + percent * 0.9, message ?? ""),
       fetchObject: async (bucket, key) => {
-        const path = join(scratchDir, `object-${++fetched}${safeExtension(key)}`);
+        const path = join(await scratch(), `object-${++fetched}${safeExtension(key)}`);
         await downloadObject(s3, bucket, key, path, {
           maxBytes: config.limits.maxSourceBytes,
           signal,
@@ -140,18 +157,15 @@ export async function runJob(jobId: string, deps: RunnerDeps): Promise<RunOutcom
       if (!job.dest_bucket || !job.dest_key)
         throw new PermanentError(`${job.type} needs dest_bucket and dest_key`);
       progress.report(95, "uploading output");
-      const size = await uploadFile(
-        s3,
-        job.dest_bucket,
-        job.dest_key,
-        output.output.path,
-        output.output.contentType,
-        signal,
-      );
+      const out = output.output;
+      const size =
+        "buffer" in out
+          ? await uploadBuffer(s3, job.dest_bucket, job.dest_key, out.buffer, out.contentType, signal)
+          : await uploadFile(s3, job.dest_bucket, job.dest_key, out.path, out.contentType, signal);
       result.output_url = outputUrl(config.storage, job.dest_bucket, job.dest_key);
       result.file_size = size;
     }
-    await progress.flush();
+    await progress.close();
     const recorded = await store.complete(jobId, orderResult(result));
     log.info(
       { duration_ms: Math.round(performance.now() - started), recorded },
@@ -161,7 +175,7 @@ export async function runJob(jobId: string, deps: RunnerDeps): Promise<RunOutcom
   } catch (caught) {
     const err = signal.aborted && !isPermanent(caught) ? abortReason(signal, deadline, time) : caught;
     const message = describeError(err);
-    await progress.flush();
+    await progress.close();
     if (isPermanent(err)) {
       log.info({ error: message }, "job failed");
       try {
@@ -177,7 +191,8 @@ export async function runJob(jobId: string, deps: RunnerDeps): Promise<RunOutcom
     log.warn({ error: message }, "job hit a transient error");
     return { code: EXIT.transient, error: message };
   } finally {
-    await rm(scratchDir, { recursive: true, force: true }).catch(() => undefined);
+    await progress.close();
+    if (scratchMade) await rm(scratchDir, { recursive: true, force: true }).catch(() => undefined);
   }
 }
 

@@ -834,6 +834,13 @@ export const LimitsConfig = Section(
       [ENV]: RUNNER_ENV.maxSourceBytes,
       description: "Larger sources are refused.",
     }),
+    in_memory_source_bytes: Type.Integer({
+      minimum: 0,
+      default: 8 * 1024 ** 2,
+      [ENV]: RUNNER_ENV.inMemorySourceBytes,
+      description:
+        "Image sources up to this size are downloaded into memory and processed without a scratch file (outputs too); larger ones, and video and audio, go through the scratch directory. 0: always a file.",
+    }),
     max_output_dimension: Type.Integer({
       minimum: 1,
       default: 16_384,

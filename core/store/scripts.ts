@@ -85,6 +85,13 @@ export function defineScripts(redis: Redis): void {
   }
 }
 
+/** A script's KEYS, built from `keys`: for a script queued in a pipeline beside other commands. */
+export function scriptKeys(name: ScriptName, keys: Keys): string[] {
+  return loadScripts()
+    .get(name)!
+    .keys.map((family) => keys.families[family]);
+}
+
 export type ScriptRunner = (name: ScriptName, ...args: Array<string | number>) => Promise<unknown>;
 
 /** Runs scripts with the KEYS each declares, built from `keys`; `args` are its ARGV. */

@@ -6,11 +6,11 @@ import type { JobSpec } from "../jobs/spec.js";
 import { JOB_TYPES, type BatchStatus, type JobStatus, type JobType } from "../jobs/types.js";
 import { JOB_DURATION_BUCKETS } from "../jobs/duration-buckets.js";
 import { decodeBatch, decodeJob, decodeSummary, SUMMARY_FIELDS, type Hash } from "./codec.js";
-import { translateScriptError } from "./errors.js";
+import { IllegalTransitionError, NotFoundError, translateScriptError } from "./errors.js";
 import { idempotencyClient, idempotencyKeyId, keyOf, Keys } from "./keys.js";
 import { canSee, EVERYONE, type Submitter, type Viewer } from "./visibility.js";
 import { parseRedisTarget } from "./redis-target.js";
-import { defineScripts, scriptRunner, type ScriptName, type ScriptRunner } from "./scripts.js";
+import { defineScripts, scriptKeys, scriptRunner, type ScriptName, type ScriptRunner } from "./scripts.js";
 
 export interface StoreOptions {
   keyPrefix: string;
@@ -297,6 +297,42 @@ export class JobStore {
   /** pending (claimed) → processing. False for a duplicate report. */
   async start(id: string, leaseMs: number): Promise<boolean> {
     return (await this.script("start", id, leaseMs)) === 1;
+  }
+
+  /**
+   * start() and the job's record as it is afterwards, in one round trip (a pipeline: the transition
+   * is start.lua's, as for start()). The runner's first call. A refused start (the job ended
+   * already, or is not claimed) comes back as `refused`, beside the record when the job exists.
+   */
+  async startAndGet(
+    id: string,
+    leaseMs: number,
+  ): Promise<{ started: boolean; job?: Job; refused?: IllegalTransitionError | NotFoundError }> {
+    const pipeline = this.redis.pipeline() as unknown as Record<string, (...a: unknown[]) => unknown> & {
+      hgetall(key: string): unknown;
+      exec(): Promise<Array<[Error | null, unknown]> | null>;
+    };
+    pipeline.media_start!(
+      ...scriptKeys("start", this.keys),
+      this.options.eventsMaxLen,
+      this.options.retentionMs,
+      id,
+      leaseMs,
+    );
+    pipeline.hgetall(this.keys.job(id));
+    const replies = await pipeline.exec();
+    if (!replies) throw new Error(`start of job ${id}: the pipeline was discarded`);
+    const [[startErr, started], [readErr, hash]] = replies as [[Error | null, unknown], [Error | null, Hash]];
+    if (readErr) throw readErr;
+    const job = decodeJob(hash);
+    if (startErr) {
+      const err = translateScriptError(startErr);
+      if (err instanceof IllegalTransitionError || err instanceof NotFoundError) {
+        return { started: false, ...(job ? { job } : {}), refused: err };
+      }
+      throw err;
+    }
+    return { started: started === 1, ...(job ? { job } : {}) };
   }
 
   /** Ignored (false) unless the job is processing; a percent that is not a number is dropped. */

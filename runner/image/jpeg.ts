@@ -24,47 +24,64 @@ const SOS = 0xda;
 /** Segments read before giving up (a header of thousands of segments is not a photo's). */
 const MAX_SEGMENTS = 1000;
 
-/** The frame header of a JPEG file, or undefined when it has none before its first scan. */
-export async function readJpegFrame(path: string): Promise<JpegFrame | undefined> {
-  const file = await open(path, "r");
+/** The frame header of a JPEG (a file, or its bytes), or undefined when it has none before its first scan. */
+export async function readJpegFrame(input: string | Buffer): Promise<JpegFrame | undefined> {
+  if (Buffer.isBuffer(input)) {
+    return scanFrame(input.length, async (into, position) =>
+      position >= input.length
+        ? 0
+        : input.copy(into, 0, position, Math.min(input.length, position + into.length)),
+    );
+  }
+  const file = await open(input, "r");
   try {
     const { size } = await file.stat();
-    const head = Buffer.alloc(4);
-    let at = 2; // after SOI
-    for (let i = 0; i < MAX_SEGMENTS && at + 4 <= size; i++) {
-      await file.read(head, 0, 4, at);
-      if (head[0] !== 0xff) return undefined;
-      const marker = head[1]!;
-      if (marker === 0xff) {
-        at += 1; // fill byte
-        continue;
-      }
-      if (STANDALONE(marker)) {
-        at += 2;
-        continue;
-      }
-      if (marker === SOS) return undefined;
-      const length = head.readUInt16BE(2);
-      if (SOF(marker)) {
-        const body = Buffer.alloc(Math.max(0, length - 2));
-        const { bytesRead } = await file.read(body, 0, body.length, at + 4);
-        if (bytesRead < 6) return undefined;
-        const height = body.readUInt16BE(1);
-        const width = body.readUInt16BE(3);
-        const count = body[5]!;
-        const components: JpegFrame["components"] = [];
-        for (let c = 0; c < count && 6 + c * 3 + 1 < bytesRead; c++) {
-          const sampling = body[6 + c * 3 + 1]!;
-          components.push({ h: sampling >> 4, v: sampling & 0x0f });
-        }
-        return { marker, width, height, components };
-      }
-      at += 2 + length;
-    }
-    return undefined;
+    return await scanFrame(
+      size,
+      async (into, position) => (await file.read(into, 0, into.length, position)).bytesRead,
+    );
   } finally {
     await file.close();
   }
+}
+
+/** Reads up to `into.length` bytes at `position`; the count read. */
+type ReadAt = (into: Buffer, position: number) => Promise<number>;
+
+async function scanFrame(size: number, read: ReadAt): Promise<JpegFrame | undefined> {
+  const head = Buffer.alloc(4);
+  let at = 2; // after SOI
+  for (let i = 0; i < MAX_SEGMENTS && at + 4 <= size; i++) {
+    await read(head, at);
+    if (head[0] !== 0xff) return undefined;
+    const marker = head[1]!;
+    if (marker === 0xff) {
+      at += 1; // fill byte
+      continue;
+    }
+    if (STANDALONE(marker)) {
+      at += 2;
+      continue;
+    }
+    if (marker === SOS) return undefined;
+    const length = head.readUInt16BE(2);
+    if (SOF(marker)) {
+      const body = Buffer.alloc(Math.max(0, length - 2));
+      const bytesRead = await read(body, at + 4);
+      if (bytesRead < 6) return undefined;
+      const height = body.readUInt16BE(1);
+      const width = body.readUInt16BE(3);
+      const count = body[5]!;
+      const components: JpegFrame["components"] = [];
+      for (let c = 0; c < count && 6 + c * 3 + 1 < bytesRead; c++) {
+        const sampling = body[6 + c * 3 + 1]!;
+        components.push({ h: sampling >> 4, v: sampling & 0x0f });
+      }
+      return { marker, width, height, components };
+    }
+    at += 2 + length;
+  }
+  return undefined;
 }
 
 /**

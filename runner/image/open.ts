@@ -1,5 +1,7 @@
 // Opens an image with sharp the safe way, for every image processor.
 //
+// The source is a file or its bytes in memory (a small source the runner kept in memory).
+//
 // Order: the file must exist (a missing file is the runner's problem, not the input's, so it stays
 // transient) → the header only (sharp's metadata(): cheap, no pixel decoding) → refuse what is not
 // a raster format we process, anything over limits.max_input_pixels, and a JPEG whose declared size
@@ -80,7 +82,8 @@ export class SourceImage {
   private warnings: string[] = [];
 
   constructor(
-    readonly path: string,
+    /** The image's file, or its bytes. */
+    readonly input: string | Buffer,
     readonly bytes: number,
     readonly metadata: Metadata,
     private readonly options: SharpOptions,
@@ -97,7 +100,7 @@ export class SourceImage {
 
   /** A new pipeline on the image, with the safe options. Multi-page sources give their first page. */
   pipeline(): Sharp {
-    const pipeline = sharp(this.path, this.options);
+    const pipeline = sharp(this.input, this.options);
     pipeline.on("warning", (warning: unknown) => this.warnings.push(String(warning).trim()));
     return pipeline;
   }
@@ -130,7 +133,7 @@ export class SourceImage {
       await this.pipeline().stats();
       return lostData(this.warnings);
     } catch (err) {
-      const reason = decodeReason(err, this.path);
+      const reason = decodeReason(err, this.input);
       // libpng's "read error" says nothing; the warning before it says what was wrong.
       const detail = this.warnings.find((w) => !SUMMARY.some((re) => re.test(w)));
       return lostData(this.warnings) ?? (detail ? `${reason} (${shortReason(detail)})` : reason);
@@ -142,11 +145,15 @@ export class SourceImage {
   }
 }
 
-/** Opens and checks an image file. Throws PermanentError for input that can never be processed. */
-export async function openImage(path: string, options: OpenOptions): Promise<SourceImage> {
+/**
+ * Opens and checks an image, a file or its bytes. Throws PermanentError for input that can never be
+ * processed.
+ */
+export async function openImage(input: string | Buffer, options: OpenOptions): Promise<SourceImage> {
   const label = options.label ?? "source";
   const imageLabel = options.imageLabel ?? "source image";
-  const { size } = await stat(path); // ENOENT: not the input's fault, stays transient
+  // ENOENT: not the input's fault, stays transient
+  const size = Buffer.isBuffer(input) ? input.length : (await stat(input)).size;
   if (size === 0) throw new PermanentError(`${label} is not a decodable image: the file is empty`);
 
   const sharpOptions: SharpOptions = {
@@ -158,9 +165,9 @@ export async function openImage(path: string, options: OpenOptions): Promise<Sou
   try {
     // Only the header is read here, so sharp's own pixel limit is lifted for this call: the check
     // below then names the image's size instead of sharp's bare "exceeds pixel limit".
-    metadata = await sharp(path, { ...sharpOptions, limitInputPixels: false }).metadata();
+    metadata = await sharp(input, { ...sharpOptions, limitInputPixels: false }).metadata();
   } catch (err) {
-    throw new PermanentError(`${label} is not a decodable image: ${decodeReason(err, path)}`);
+    throw new PermanentError(`${label} is not a decodable image: ${decodeReason(err, input)}`);
   }
   if (!DECODED_FORMATS.has(metadata.format)) {
     throw new PermanentError(
@@ -176,16 +183,16 @@ export async function openImage(path: string, options: OpenOptions): Promise<Sou
         `more than limits.max_input_pixels (${options.maxInputPixels})`,
     );
   }
-  if (metadata.format === "jpeg") await checkJpegSize(path, size, imageLabel);
-  return new SourceImage(path, size, metadata, sharpOptions, imageLabel, options.signal);
+  if (metadata.format === "jpeg") await checkJpegSize(input, size, imageLabel);
+  return new SourceImage(input, size, metadata, sharpOptions, imageLabel, options.signal);
 }
 
 /**
  * A JPEG whose frame cannot fit in its file is refused before decoding: libjpeg would fill the
  * missing blocks with grey, for as many pixels as the header claims.
  */
-async function checkJpegSize(path: string, size: number, imageLabel: string): Promise<void> {
-  const frame = await readJpegFrame(path);
+async function checkJpegSize(input: string | Buffer, size: number, imageLabel: string): Promise<void> {
+  const frame = await readJpegFrame(input);
   const least = frame && minimumCodedBytes(frame);
   if (least === undefined || size >= least) return;
   throw new PermanentError(
@@ -206,16 +213,17 @@ function lostData(warnings: string[]): string | undefined {
 }
 
 /** sharp's reason, as one readable line, without the file's path. */
-function decodeReason(err: unknown, path: string): string {
+function decodeReason(err: unknown, input: string | Buffer): string {
   const line = describeError(err);
   if (/unsupported image format/i.test(line)) return "not a known image format";
-  return shortReason(line.split(`${path}: `).join("").split(path).join("the file"));
+  if (Buffer.isBuffer(input)) return shortReason(line);
+  return shortReason(line.split(`${input}: `).join("").split(input).join("the file"));
 }
 
 function shortReason(line: string): string {
   return line
-    .replace(/^Input file (?:contains |has )?/i, "")
-    .replace(/^(?:Vips\w*|\w+load): /i, "")
+    .replace(/^Input (?:file|buffer) (?:contains |has )?/i, "")
+    .replace(/^(?:Vips\w*|\w+load(?:_buffer)?): /i, "")
     .replace(/[.:\s]+$/, "");
 }
 

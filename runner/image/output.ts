@@ -1,11 +1,20 @@
-// Writing a job's output image: a path of its own in the scratch directory, the pipeline run to
-// it, nothing half-written left behind when that fails, and the facts the job result reports.
-import { rm } from "node:fs/promises";
+// Writing a job's output image: bytes in memory when the source was kept in memory (and the output
+// is not large), else a path of its own in the scratch directory; the pipeline run to it, nothing
+// half-written left behind when that fails, and the facts the job result reports.
+import { copyFile, mkdir, rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { OutputInfo, Sharp } from "sharp";
-import type { ProcessContext, ProcessOutput } from "../processor.js";
+import type { OutputData, ProcessContext, ProcessOutput } from "../processor.js";
 import { CONTENT_TYPES, EXTENSIONS, resultFormatName, type OutputFormat } from "./encode.js";
 import type { SourceImage } from "./open.js";
+
+/**
+ * Outputs of more pixels than this go to a file even when the source was in memory: a small source
+ * can ask for a large output (an enlarged PNG), whose encoded bytes are better not held.
+ */
+export const IN_MEMORY_OUTPUT_MAX_PIXELS = 16_000_000;
+
+type OutputContext = Pick<ProcessContext, "scratchDir" | "sourcePath" | "sourceBuffer">;
 
 /** Where a job's output goes: `output.<ext>` in its scratch directory, never over the source. */
 export function outputPath(
@@ -16,6 +25,43 @@ export function outputPath(
   return resolve(path) === resolve(ctx.sourcePath)
     ? join(ctx.scratchDir, `output-1${EXTENSIONS[format]}`)
     : path;
+}
+
+/**
+ * Runs the pipeline into the job's output: in memory when the source is (ctx.sourceBuffer) and the
+ * output has at most IN_MEMORY_OUTPUT_MAX_PIXELS (`pixels`, as planned), else into outputPath()
+ * (writeOutput).
+ */
+export async function writeImage(
+  ctx: OutputContext,
+  source: SourceImage,
+  pipeline: Sharp,
+  format: OutputFormat,
+  pixels: number,
+): Promise<{ info: OutputInfo; data: OutputData }> {
+  const contentType = CONTENT_TYPES[format];
+  if (ctx.sourceBuffer && pixels <= IN_MEMORY_OUTPUT_MAX_PIXELS) {
+    const { data, info } = await source.run(() => pipeline.toBuffer({ resolveWithObject: true }));
+    return { info, data: { buffer: data, contentType } };
+  }
+  const path = outputPath(ctx, format);
+  // A job whose source is in memory has no scratch directory until it writes one.
+  if (ctx.sourceBuffer) await mkdir(ctx.scratchDir, { recursive: true });
+  const info = await writeOutput(source, pipeline, path);
+  return { info, data: { path, contentType } };
+}
+
+/** The source's own bytes as the output, where writeImage() would have put it. */
+export async function sourceAsOutput(source: SourceImage, data: OutputData): Promise<OutputData> {
+  if (Buffer.isBuffer(source.input)) {
+    if ("buffer" in data) return { buffer: source.input, contentType: data.contentType };
+    await writeFile(data.path, source.input);
+  } else if ("path" in data) {
+    await copyFile(source.input, data.path);
+  } else {
+    throw new Error("an output in memory needs the source in memory");
+  }
+  return data;
 }
 
 /**
@@ -39,14 +85,9 @@ export interface ImageResultFacts {
 }
 
 /** ProcessOutput of the jobs that write an image: result `{duration, metadata}`. */
-export function imageOutput(
-  path: string,
-  format: OutputFormat,
-  facts: ImageResultFacts,
-  startedAt: number,
-): ProcessOutput {
+export function imageOutput(data: OutputData, facts: ImageResultFacts, startedAt: number): ProcessOutput {
   return {
-    output: { path, contentType: CONTENT_TYPES[format] },
+    output: data,
     result: {
       duration: elapsedSeconds(startedAt),
       metadata: { width: facts.width, height: facts.height, format: resultFormatName(facts.format) },

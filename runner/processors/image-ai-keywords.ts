@@ -25,7 +25,7 @@ export const imageAiKeywords: Processor = async (ctx) => {
   const client = providerClient(ctx);
   const { provider } = client;
 
-  const source = await openImage(ctx.sourcePath, {
+  const source = await openImage(ctx.sourceBuffer ?? ctx.sourcePath, {
     maxInputPixels: ctx.limits.maxInputPixels,
     signal: ctx.signal,
   });

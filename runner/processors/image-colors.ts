@@ -24,7 +24,7 @@ const MIN_ALPHA = 128;
 export const imageColors: Processor = async (ctx) => {
   const { color_count: colorCount, format } = withDefaults("image_colors", ctx.job.parameters);
 
-  const source = await openImage(ctx.sourcePath, {
+  const source = await openImage(ctx.sourceBuffer ?? ctx.sourcePath, {
     maxInputPixels: ctx.limits.maxInputPixels,
     signal: ctx.signal,
   });

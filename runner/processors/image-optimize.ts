@@ -13,11 +13,10 @@
 // the source's bytes are the output, unchanged (the result then reports the source's displayed
 // size). Not when strip_metadata asks for metadata the source carries to go: the request to remove
 // it wins over the size.
-import { copyFile } from "node:fs/promises";
 import { withDefaults } from "../../core/jobs/parameters.js";
 import { defaultOutputFormat, encode, type OutputFormat } from "../image/encode.js";
 import { openImage } from "../image/open.js";
-import { imageOutput, outputPath, writeOutput } from "../image/output.js";
+import { imageOutput, sourceAsOutput, writeImage } from "../image/output.js";
 import type { Processor } from "../processor.js";
 
 export const imageOptimize: Processor = async (ctx) => {
@@ -25,7 +24,7 @@ export const imageOptimize: Processor = async (ctx) => {
   const parameters = withDefaults("image_optimize", ctx.job.parameters);
   const { quality, strip_metadata: strip } = parameters;
 
-  const source = await openImage(ctx.sourcePath, {
+  const source = await openImage(ctx.sourceBuffer ?? ctx.sourcePath, {
     maxInputPixels: ctx.limits.maxInputPixels,
     signal: ctx.signal,
   });
@@ -43,23 +42,22 @@ export const imageOptimize: Processor = async (ctx) => {
     pixels: source.width * source.height,
   });
 
-  const path = outputPath(ctx, format);
   ctx.progress(20, "encoding");
-  const info = await writeOutput(source, pipeline, path);
+  const { info, data } = await writeImage(ctx, source, pipeline, format, source.width * source.height);
   ctx.progress(85, "encoded");
 
   const sourceMayStay = source.format === format && !(strip && source.hasMetadata);
   if (sourceMayStay && info.size >= source.bytes) {
     ctx.signal.throwIfAborted();
-    await copyFile(source.path, path);
+    const kept = await sourceAsOutput(source, data);
     ctx.logger.info(
       { source_bytes: source.bytes, encoded_bytes: info.size },
       "re-encoding would not make the image smaller; the source is the output",
     );
     ctx.progress(90, "source kept");
-    return imageOutput(path, format, { width: source.width, height: source.height, format }, startedAt);
+    return imageOutput(kept, { width: source.width, height: source.height, format }, startedAt);
   }
   ctx.logger.debug({ source_bytes: source.bytes, output_bytes: info.size }, "image optimized");
   ctx.progress(90, "optimized");
-  return imageOutput(path, format, info, startedAt);
+  return imageOutput(data, info, startedAt);
 };

@@ -1,7 +1,7 @@
 // image_resize: the source scaled into a width × height box.
 //
 // Pipeline (one pass, libvips streams it): open and check → EXIF orientation applied → resize with
-// `fit` → encode → write. Resizing from a file lets sharp shrink JPEG and WebP while decoding
+// `fit` → encode → write (to memory when the runner kept the source in memory). Resizing from a file lets sharp shrink JPEG and WebP while decoding
 // (shrink-on-load), so a large photo is never fully decoded to make a thumbnail.
 //
 // fit (sharp's meanings): cover (default) fills the box and crops the overflow, centred;
@@ -19,7 +19,7 @@ import { withDefaults, type FIT_MODES } from "../../core/jobs/parameters.js";
 import { PermanentError } from "../errors.js";
 import { defaultOutputFormat, encode, type OutputFormat } from "../image/encode.js";
 import { openImage } from "../image/open.js";
-import { imageOutput, outputPath, writeOutput } from "../image/output.js";
+import { imageOutput, writeImage } from "../image/output.js";
 import type { Processor } from "../processor.js";
 
 type Fit = (typeof FIT_MODES)[number];
@@ -29,7 +29,7 @@ export const imageResize: Processor = async (ctx) => {
   const parameters = withDefaults("image_resize", ctx.job.parameters);
   const { fit, enlarge, quality } = parameters;
 
-  const source = await openImage(ctx.sourcePath, {
+  const source = await openImage(ctx.sourceBuffer ?? ctx.sourcePath, {
     maxInputPixels: ctx.limits.maxInputPixels,
     signal: ctx.signal,
   });
@@ -68,11 +68,10 @@ export const imageResize: Processor = async (ctx) => {
     palette: source.isPalette,
   });
 
-  const path = outputPath(ctx, format);
   ctx.progress(30, "resizing");
-  const info = await writeOutput(source, encoded, path);
+  const { info, data } = await writeImage(ctx, source, encoded, format, planned.width * planned.height);
   ctx.progress(90, "resized");
-  return imageOutput(path, format, info, startedAt);
+  return imageOutput(data, info, startedAt);
 };
 
 interface Size {

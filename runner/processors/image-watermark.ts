@@ -23,7 +23,7 @@ import {
 import { PermanentError } from "../errors.js";
 import { defaultOutputFormat, encode, type OutputFormat } from "../image/encode.js";
 import { openImage, type SourceImage } from "../image/open.js";
-import { imageOutput, outputPath, writeOutput } from "../image/output.js";
+import { imageOutput, writeImage } from "../image/output.js";
 import { sharp } from "../image/settings.js";
 import { renderText, type RgbaImage } from "../image/text.js";
 import type { ProcessContext, Processor } from "../processor.js";
@@ -46,7 +46,7 @@ export const imageWatermark: Processor = async (ctx) => {
     throw new PermanentError("give exactly one of watermark_text and watermark_image");
   }
 
-  const source = await openImage(ctx.sourcePath, {
+  const source = await openImage(ctx.sourceBuffer ?? ctx.sourcePath, {
     maxInputPixels: ctx.limits.maxInputPixels,
     signal: ctx.signal,
   });
@@ -88,11 +88,10 @@ export const imageWatermark: Processor = async (ctx) => {
     hasAlpha: source.hasAlpha,
     palette: source.isPalette,
   });
-  const path = outputPath(ctx, format);
   ctx.progress(50, "compositing");
-  const info = await writeOutput(source, pipeline, path);
+  const { info, data } = await writeImage(ctx, source, pipeline, format, width * height);
   ctx.progress(90, "watermarked");
-  return imageOutput(path, format, info, startedAt);
+  return imageOutput(data, info, startedAt);
 };
 
 interface Size {

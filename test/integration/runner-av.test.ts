@@ -67,7 +67,7 @@ async function failsPermanently(
 }
 
 function outputPath(out: ProcessOutput): string {
-  assert.ok(out.output, "the processor names an output file");
+  assert.ok(out.output && "path" in out.output, "the processor names an output file");
   return out.output.path;
 }
 

@@ -141,9 +141,14 @@ async function expectPermanent(promise: Promise<unknown>, message: RegExp, what:
   });
 }
 
+/** The output file a processor wrote (a context with the source on disk gets one). */
+function outputFile(out: ProcessOutput): string {
+  assert.ok(out.output && "path" in out.output, "the processor names an output file");
+  return out.output.path;
+}
+
 async function outputMeta(out: ProcessOutput) {
-  assert.ok(out.output, "the processor names an output file");
-  return sharp(out.output.path).metadata();
+  return sharp(outputFile(out)).metadata();
 }
 
 function outputMetadata(out: ProcessOutput): { width: number; height: number; format: string } {
@@ -184,7 +189,7 @@ describe("image_resize", () => {
       { width: 200, height: 100, fit: "contain", format: "png" },
       photo,
     );
-    const pixels = await readPixels(out.output!.path, { rgba: true });
+    const pixels = await readPixels(outputFile(out), { rgba: true });
     assert.deepEqual([pixels.width, pixels.height], [200, 100]);
     assert.equal(pixelAt(pixels, 3, 50)[3], 0, "left padding is transparent");
     assert.equal(pixelAt(pixels, 100, 50)[3], 255, "the picture is opaque");
@@ -233,7 +238,7 @@ describe("image_resize", () => {
       if (format === "avif") assert.equal(meta.compression, "av1");
       assert.deepEqual([meta.width, meta.height], [120, 90]);
       assert.equal(out.output!.contentType, contentType);
-      assert.ok(out.output!.path.endsWith(extension), out.output!.path);
+      assert.ok(outputFile(out).endsWith(extension), outputFile(out));
       assert.deepEqual(outputMetadata(out), { width: 120, height: 90, format });
       assert.equal(typeof out.result.duration, "number");
     });
@@ -286,8 +291,8 @@ describe("image_resize", () => {
         photo,
       );
       const [lowSize, highSize] = [
-        (await stat(low.out.output!.path)).size,
-        (await stat(high.out.output!.path)).size,
+        (await stat(outputFile(low.out))).size,
+        (await stat(outputFile(high.out))).size,
       ];
       assert.ok(lowSize < highSize, `${format}: q30 ${lowSize} bytes < q90 ${highSize} bytes`);
     }
@@ -313,7 +318,7 @@ describe("image_resize", () => {
     const meta = await outputMeta(out);
     assert.deepEqual([meta.width, meta.height], [200, 300]);
     assert.ok((meta.orientation ?? 1) === 1, "no orientation left to apply");
-    const pixels = await readPixels(out.output!.path);
+    const pixels = await readPixels(outputFile(out));
     const [r, g, b] = pixelAt(pixels, 190, 10);
     assert.ok(r! > 200 && g! < 60 && b! < 60, `top-right is red: ${[r, g, b].join(",")}`);
     const [r2, g2, b2] = pixelAt(pixels, 10, 10);
@@ -361,7 +366,7 @@ describe("image_optimize", () => {
     const { out } = await run(imageOptimize, "image_optimize", {}, source);
     const meta = await outputMeta(out);
     assert.deepEqual([meta.format, meta.width, meta.height], ["jpeg", 400, 300]);
-    assert.ok((await stat(out.output!.path)).size < source.length);
+    assert.ok((await stat(outputFile(out))).size < source.length);
     assert.deepEqual(outputMetadata(out), { width: 400, height: 300, format: "jpeg" });
   });
 
@@ -371,7 +376,7 @@ describe("image_optimize", () => {
     const meta = await outputMeta(out);
     assert.equal(meta.format, "png");
     assert.equal(meta.isPalette, true);
-    assert.ok((await stat(out.output!.path)).size < source.length * 0.7);
+    assert.ok((await stat(outputFile(out))).size < source.length * 0.7);
   });
 
   test("format converts", async () => {
@@ -412,7 +417,7 @@ describe("image_optimize", () => {
   test("never makes a file bigger: an already small JPEG stays byte for byte", async () => {
     const source = await makeImage({ ...PHOTO, quality: 40 });
     const { out } = await run(imageOptimize, "image_optimize", { quality: 95 }, source);
-    assert.ok((await readFile(out.output!.path)).equals(source), "the output is the source");
+    assert.ok((await readFile(outputFile(out))).equals(source), "the output is the source");
     assert.deepEqual(outputMetadata(out), { width: 400, height: 300, format: "jpeg" });
   });
 });
@@ -461,7 +466,7 @@ describe("image_watermark", () => {
     const { out } = await run(imageWatermark, "image_watermark", parameters, source);
     const meta = await outputMeta(out);
     assert.deepEqual([meta.width, meta.height, meta.format], [400, 300, "png"], "same size and format");
-    return { out, pixels: await readPixels(out.output!.path) };
+    return { out, pixels: await readPixels(outputFile(out)) };
   }
 
   const W = BASE.width;

@@ -2,6 +2,7 @@ import { hostname } from "node:os";
 import { resolve } from "node:path";
 import type { Redis } from "ioredis";
 import { RESOLVED_CONFIG_ENV, type Config } from "../core/config/load.js";
+import { RUNNER_PROCESS_ENV } from "../core/config/runner-env.js";
 import type { Job } from "../core/jobs/records.js";
 import { JOB_TYPES } from "../core/jobs/types.js";
 import type { Logger } from "../core/logger.js";
@@ -76,7 +77,11 @@ export class LocalExecutor implements Executor, DispatchTarget {
       this.mode === "pool"
         ? `${POOL_OWNER_PREFIX}${hostname()}:${process.pid}`
         : `local:${hostname()}:${resolve(this.config.dataDir)}`;
-    this.runnerEnv = { ...process.env, [RESOLVED_CONFIG_ENV]: JSON.stringify(this.config) };
+    this.runnerEnv = {
+      ...RUNNER_PROCESS_ENV,
+      ...process.env,
+      [RESOLVED_CONFIG_ENV]: JSON.stringify(this.config),
+    };
     this.dispatcher = new Dispatcher({
       store: this.store,
       target: this,
@@ -228,12 +233,13 @@ export class LocalExecutor implements Executor, DispatchTarget {
     let killTimer: NodeJS.Timeout | undefined;
     let timedOut: Deadline | undefined;
     try {
-      const job = await this.store.getJob(id);
-      if (!job || job.status !== "pending") {
+      // Started here, charging its attempt, so that a runner that dies before it starts the job
+      // still counts against the job's budget; the record comes in the same round trip.
+      const { started, job } = await this.store.startAndGet(id, leaseMs);
+      if (!job || !started) {
         log.info({ status: job?.status }, "claimed job is no longer pending; skipped");
         return;
       }
-      await this.store.start(id, leaseMs);
       const deadline = jobDeadline(job, this.config.executor.timeoutsMs);
       killTimer = setTimeout(() => {
         timedOut = deadline;

@@ -5,7 +5,7 @@ import type { V1EnvVar, V1Job, V1ResourceRequirements } from "@kubernetes/client
 import { AI_JOB_TYPES, chooseProvider } from "../../core/ai/providers.js";
 import type { AiProvider, Config } from "../../core/config/load.js";
 import type { Job } from "../../core/jobs/records.js";
-import { RUNNER_ENV } from "../../core/config/runner-env.js";
+import { RUNNER_ENV, RUNNER_PROCESS_ENV } from "../../core/config/runner-env.js";
 import { EXIT, podRetries } from "../../core/policy.js";
 import { jobName, labelValue } from "./names.js";
 
@@ -46,6 +46,7 @@ export interface RunnerEnvSettings {
   ai: Omit<Config["ai"], "providers"> & { providers: Record<string, Omit<AiProvider, "apiKey">> };
   logLevel: string;
   maxSourceBytes: number;
+  inMemorySourceBytes: number;
   maxInputPixels: number;
   maxOutputDimension: number;
 }
@@ -88,6 +89,7 @@ export function kubernetesSettings(config: Config): KubernetesSettings {
       },
       logLevel: config.logLevel,
       maxSourceBytes: config.limits.maxSourceBytes,
+      inMemorySourceBytes: config.limits.inMemorySourceBytes,
       maxInputPixels: config.limits.maxInputPixels,
       maxOutputDimension: config.limits.maxOutputDimension,
     },
@@ -165,12 +167,14 @@ function runnerEnv(job: Job, settings: KubernetesSettings, timeoutSeconds: numbe
   }
   inline(RUNNER_ENV.logLevel, r.logLevel);
   inline(RUNNER_ENV.maxSourceBytes, String(r.maxSourceBytes));
+  inline(RUNNER_ENV.inMemorySourceBytes, String(r.inMemorySourceBytes));
   inline(RUNNER_ENV.maxInputPixels, String(r.maxInputPixels));
   inline(RUNNER_ENV.maxOutputDimension, String(r.maxOutputDimension));
   inline(RUNNER_ENV.jobTimeoutSeconds, String(timeoutSeconds));
   inline(RUNNER_ENV.scratchDir, SCRATCH_MOUNT);
   inline(RUNNER_ENV.tmpdir, SCRATCH_MOUNT);
   inline(RUNNER_ENV.terminationMessagePath, TERMINATION_MESSAGE_PATH);
+  for (const [name, value] of Object.entries(RUNNER_PROCESS_ENV)) inline(name, value);
   return env;
 }
 

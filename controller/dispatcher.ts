@@ -33,6 +33,8 @@ export interface DispatcherOptions {
    * pool worker: the controller's dispatcher has ordered them already). Default: the type queues.
    */
   source?: "queues" | "pool";
+  /** With the pool's queue as the source: its limit (executor.pool.queue_limit). */
+  poolQueueLimit?: number;
   /** With the type queues: hand the jobs whose class says so to the pool instead of the target. */
   pool?: PoolRoute;
 }
@@ -58,9 +60,17 @@ export class Dispatcher {
 
   constructor(private readonly options: DispatcherOptions) {}
 
-  /** Subscribes `subscriber` to the store's queues channel; every message wakes the dispatchers. */
-  static async listen(store: JobStore, subscriber: Redis, onWork: () => void): Promise<void> {
-    const channel = store.keys.queuesChannel();
+  /**
+   * Subscribes `subscriber` to the store's queues channel (a dispatcher of the type queues), or to the
+   * pool's channel (a pool worker's); every message wakes the dispatchers.
+   */
+  static async listen(
+    store: JobStore,
+    subscriber: Redis,
+    onWork: () => void,
+    source: "queues" | "pool" = "queues",
+  ): Promise<void> {
+    const channel = source === "pool" ? store.keys.poolChannel() : store.keys.queuesChannel();
     subscriber.on("message", (ch: string) => {
       if (ch === channel) onWork();
     });
@@ -212,7 +222,9 @@ export class Dispatcher {
     poolRoom: boolean,
   ): Promise<{ id: string; type: JobType } | null> {
     const { store, owner, leaseMs, pool } = this.options;
-    if (this.options.source === "pool") return jobRoom ? store.claimPooled(leaseMs, owner) : null;
+    if (this.options.source === "pool") {
+      return jobRoom ? store.claimPooled(leaseMs, owner, this.options.poolQueueLimit ?? 1) : null;
+    }
     for (let i = 0; i < JOB_TYPES.length; i++) {
       const index = (this.cursor + i) % JOB_TYPES.length;
       const type = JOB_TYPES[index]!;

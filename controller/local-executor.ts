@@ -88,7 +88,9 @@ export class LocalExecutor implements Executor, DispatchTarget {
       owner: this.owner,
       leaseMs: this.config.executor.leaseMs,
       logger: this.log,
-      ...(this.mode === "pool" ? { source: "pool" as const } : {}),
+      ...(this.mode === "pool"
+        ? { source: "pool" as const, poolQueueLimit: this.config.executor.pool.queueLimit }
+        : {}),
       ...(options.pool ? { pool: options.pool } : {}),
     });
   }
@@ -111,7 +113,12 @@ export class LocalExecutor implements Executor, DispatchTarget {
 
   async start(): Promise<void> {
     if (this.mode === "local") await this.recover();
-    await Dispatcher.listen(this.store, this.options.subscriber, () => this.dispatcher.notify());
+    await Dispatcher.listen(
+      this.store,
+      this.options.subscriber,
+      () => this.dispatcher.notify(),
+      this.mode === "pool" ? "pool" : "queues",
+    );
     this.stopCancellations = followCancellations(
       this.store,
       this.options.redis,

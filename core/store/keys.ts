@@ -42,6 +42,8 @@ const LAYOUT = {
    * autoscaler reads).
    */
   pool: "pool:queue",
+  /** Pub/sub channel that tells pool workers the pool's queue has work. */
+  pool_channel: "pool:channel",
   /** A queue's claimed and processing job ids by lease deadline (a sorted set), by job type. */
   active: "queue:*:active",
   /** A queue's counters, by job type. */
@@ -157,6 +159,10 @@ export class Keys {
   /** The warm runner pool's queue (a list). */
   pool() {
     return this.families.pool;
+  }
+  /** Pub/sub channel that tells pool workers the pool's queue has work. */
+  poolChannel() {
+    return this.families.pool_channel;
   }
   /** Pub/sub channel that tells executors a queue has new work. */
   queuesChannel() {

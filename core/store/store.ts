@@ -283,9 +283,16 @@ export class JobStore {
     return (await this.script("pool", id, owner, why, limit)) as number;
   }
 
-  /** A pool worker takes the oldest job of the pool's queue under a lease (lua/pool_claim.lua). */
-  async claimPooled(leaseMs: number, owner: string): Promise<{ id: string; type: JobType } | null> {
-    const claimed = (await this.script("pool_claim", leaseMs, owner)) as [string, JobType] | null;
+  /**
+   * A pool worker takes the oldest job of the pool's queue under a lease (lua/pool_claim.lua);
+   * `queueLimit` is executor.pool.queue_limit (a claim from a full queue wakes the dispatchers).
+   */
+  async claimPooled(
+    leaseMs: number,
+    owner: string,
+    queueLimit: number,
+  ): Promise<{ id: string; type: JobType } | null> {
+    const claimed = (await this.script("pool_claim", leaseMs, owner, queueLimit)) as [string, JobType] | null;
     return claimed ? { id: claimed[0], type: claimed[1] } : null;
   }
 

@@ -230,7 +230,7 @@ describe("dispatcher", () => {
         assert.deepEqual(await poolQueue(), ids.slice(0, 2));
         assert.equal(target.launched.length, 0, "a pool job never goes to the target");
         assert.deepEqual(await store.redis.zrange(store.keys.pending("image_colors"), 0, -1), ids.slice(2));
-        assert.equal((await store.claimPooled(30_000, "pool:w"))?.id, ids[0]);
+        assert.equal((await store.claimPooled(30_000, "pool:w", 2))?.id, ids[0]);
         dispatcher.notify();
         await until(
           async () => (await poolQueue()).length === 2 && (await poolQueue())[1] === ids[2],

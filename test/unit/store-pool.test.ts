@@ -37,7 +37,7 @@ describe("the pool's queue", () => {
     assert.equal(waiting.claimed_by, undefined);
     assert.equal(await store.poolLength(), 1);
 
-    assert.deepEqual(await store.claimPooled(LEASE, WORKER), { id, type: "image_resize" });
+    assert.deepEqual(await store.claimPooled(LEASE, WORKER, 100), { id, type: "image_resize" });
     assert.equal(await store.poolLength(), 0);
     assert.ok(Number(await store.redis.zscore(store.keys.active("image_resize"), id!)) > Date.now());
     assert.equal((await rawJob(store, id!)).claimed_by, WORKER);
@@ -55,9 +55,9 @@ describe("the pool's queue", () => {
     await dispatch("image_colors");
     await dispatch("image_resize");
     const taken = [];
-    for (let i = 0; i < 3; i++) taken.push((await store.claimPooled(LEASE, WORKER))?.id);
+    for (let i = 0; i < 3; i++) taken.push((await store.claimPooled(LEASE, WORKER, 100))?.id);
     assert.deepEqual(taken, [resize[0], colors[0], resize[1]]);
-    assert.equal(await store.claimPooled(LEASE, WORKER), null, "empty");
+    assert.equal(await store.claimPooled(LEASE, WORKER, 100), null, "empty");
   });
 
   test("a full queue leaves the job claimed by its dispatcher, to give back in its place", async () => {
@@ -79,6 +79,30 @@ describe("the pool's queue", () => {
     );
   });
 
+  test("workers hear of work on the pool's channel; dispatchers of room only when the queue was full", async () => {
+    const heard: Array<[string, string]> = [];
+    const sub = store.redis.duplicate();
+    sub.on("message", (channel: string, message: string) => heard.push([channel, message]));
+    await sub.subscribe(store.keys.poolChannel(), store.keys.queuesChannel());
+    try {
+      await submit(3);
+      await dispatch("image_resize", 2);
+      await dispatch("image_resize", 2);
+      await store.claimPooled(LEASE, WORKER, 2);
+      await store.claimPooled(LEASE, WORKER, 2);
+      await sleep(100);
+      const on = (channel: string) => heard.filter(([c]) => c === channel).map(([, m]) => m);
+      assert.deepEqual(on(store.keys.poolChannel()), ["work", "work"], "one message per job handed over");
+      assert.deepEqual(
+        on(store.keys.queuesChannel()).filter((m) => m === "pool_room"),
+        ["pool_room"],
+        "only the claim from the full queue tells the dispatchers",
+      );
+    } finally {
+      await sub.quit();
+    }
+  });
+
   test("only the dispatcher's own pending claim is handed over", async () => {
     const [id] = await submit(1);
     assert.equal(await store.toPool(id!, DISPATCHER, "not claimed", 10), -1, "unclaimed");
@@ -93,14 +117,14 @@ describe("the pool's queue", () => {
     await dispatch("image_resize");
     await dispatch("image_resize");
     assert.equal(await store.cancel("job", first!, "cancelled by request"), "cancelled");
-    assert.deepEqual(await store.claimPooled(LEASE, WORKER), { id: second, type: "image_resize" });
+    assert.deepEqual(await store.claimPooled(LEASE, WORKER, 100), { id: second, type: "image_resize" });
     assert.equal(await store.poolLength(), 0);
   });
 
   test("a worker's expired lease is reaped by the pool's prefix; another executor's is not", async () => {
     const [pooled, own] = await submit(2);
     await dispatch("image_resize");
-    assert.equal((await store.claimPooled(50, WORKER))?.id, pooled);
+    assert.equal((await store.claimPooled(50, WORKER, 100))?.id, pooled);
     await store.start(pooled!, 50);
     assert.equal(await store.claim("image_resize", 50, DISPATCHER), own);
     await sleep(120);

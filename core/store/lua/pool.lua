@@ -6,7 +6,7 @@
   give back (requeue.lua's hand-back), and the answer says so.
 
   Input:
-    KEYS  job active pool queues job_events
+    KEYS  job active pool pool_channel job_events
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] job id
@@ -34,5 +34,5 @@ redis.call('ZREM', active, id)
 redis.call('HDEL', j, 'claimed_by', 'lease_until')
 local length = redis.call('LPUSH', K.pool, id)
 timeline(id, 'pooled', { message = ARGV[5] })
-redis.call('PUBLISH', K.queues, 'pool')
+redis.call('PUBLISH', K.pool_channel, 'work')
 return length

@@ -10,6 +10,8 @@
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] lease, in ms
     ARGV[4] owner (the worker: recorded as claimed_by)
+    ARGV[5] the pool queue's limit: a claim that leaves the queue one below it tells the dispatchers
+            (the queues channel) that they may hand it jobs again
 
   Output:
     { job id, job type }, or nil when the pool's queue has no pending job
@@ -29,8 +31,8 @@ while true do
     redis.call('ZADD', at(K.active, h[2]), NOW + lease_ms, id)
     redis.call('HSET', j, 'claimed_by', owner, 'lease_until', NOW + lease_ms)
     timeline(id, 'claimed', { message = owner })
-    -- The dispatcher holds jobs back while the pool's queue is full: there is room now.
-    redis.call('PUBLISH', K.queues, 'pool_room')
+    -- A dispatcher holds jobs back while the pool's queue is full: there is room now.
+    if redis.call('LLEN', K.pool) == tonumber(ARGV[5]) - 1 then redis.call('PUBLISH', K.queues, 'pool_room') end
     return { id, h[2] }
   end
 end

@@ -356,7 +356,8 @@ export const ExecutorConfig = Section(
         }),
         runner_max_jobs: Type.Integer({
           minimum: 1,
-          default: 100,
+          default: 500,
+          [ENV]: "POOL_RUNNER_MAX_JOBS",
           description:
             "Jobs one pool runner process serves before it is replaced (1: a fresh process per job, the strictest isolation, at the cost of a process start per job).",
         }),

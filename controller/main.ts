@@ -67,24 +67,35 @@ export async function startController(
   );
   stops.push(async () => retention.stop());
   if (registry) {
-    const { startProbeServer } = await import("./probe-server.js");
-    const probes = await startProbeServer({
-      host: listenHost(config, "controller"),
-      port: config.server.port,
-      registry,
-      logger,
-      notReady: async () => {
-        try {
-          await withTimeout(services.redis.ping(), config.limits.healthCheckTimeoutMs);
-        } catch (err) {
-          return `queue store unreachable: ${(err as Error).message}`;
-        }
-        return executor.ready();
-      },
-    });
+    const probes = await serveProbes(config, services, logger, registry, executor);
     stops.unshift(() => probes.close());
   }
   return stops;
+}
+
+/** /healthz, /readyz (Redis answers and `executor` is ready) and /metrics on server.port. */
+async function serveProbes(
+  config: Config,
+  services: CoreServices,
+  logger: Logger,
+  registry: Registry,
+  executor: Pick<Executor, "ready">,
+): Promise<{ close(): Promise<void> }> {
+  const { startProbeServer } = await import("./probe-server.js");
+  return startProbeServer({
+    host: listenHost(config, "controller"),
+    port: config.server.port,
+    registry,
+    logger,
+    notReady: async () => {
+      try {
+        await withTimeout(services.redis.ping(), config.limits.healthCheckTimeoutMs);
+      } catch (err) {
+        return `queue store unreachable: ${(err as Error).message}`;
+      }
+      return executor.ready();
+    },
+  });
 }
 
 /**
@@ -98,10 +109,9 @@ export async function startPoolWorker(
   services: CoreServices,
   logger: Logger,
 ): Promise<Stop[]> {
-  const [{ createMetricsRegistry }, { LocalExecutor }, { startProbeServer }, { Gauge }] = await Promise.all([
+  const [{ createMetricsRegistry }, { LocalExecutor }, { Gauge }] = await Promise.all([
     import("../core/metrics.js"),
     import("./local-executor.js"),
-    import("./probe-server.js"),
     import("prom-client"),
   ]);
   const registry = createMetricsRegistry(undefined);
@@ -130,20 +140,7 @@ export async function startPoolWorker(
     },
   });
   await worker.start();
-  const probes = await startProbeServer({
-    host: listenHost(config, "controller"),
-    port: config.server.port,
-    registry,
-    logger,
-    notReady: async () => {
-      try {
-        await withTimeout(services.redis.ping(), config.limits.healthCheckTimeoutMs);
-      } catch (err) {
-        return `queue store unreachable: ${(err as Error).message}`;
-      }
-      return worker.ready();
-    },
-  });
+  const probes = await serveProbes(config, services, logger, registry, worker);
   return [
     () => probes.close(),
     () => worker.stop(Math.max(0, config.server.shutdownTimeoutMs - SHUTDOWN_RESERVE_MS)),

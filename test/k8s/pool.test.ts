@@ -110,6 +110,12 @@ describe("the warm runner pool on the real node", () => {
       (e) => e.event === "pooled",
     );
     assert.equal(pooled, false);
+    // The controller counts both classes.
+    const dispatched = (cls: string) =>
+      controller.metric(`media_jobs_dispatched_total{type="image_resize",class="${cls}"}`);
+    assert.ok(((await dispatched("pool")) ?? 0) >= 20, "pool jobs counted");
+    assert.equal(await dispatched("job"), 1, "the large one counted as its own run");
+    assert.equal(await controller.metric("media_pool_queue_length"), 0);
   });
 
   test("a pool pod killed outright in a 200-job burst: every job ends exactly once, completed", async () => {

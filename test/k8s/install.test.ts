@@ -380,4 +380,41 @@ describe("the chart installed with its defaults", () => {
     const counts = await runnerJobsById();
     for (const id of ids) assert.equal(counts.get(id), 1, `job ${id}: one runner Job`);
   });
+
+  test("the warm runner pool switched on by helm upgrade: its workers run image jobs, no runner Job", async () => {
+    const upgraded = await helmIn([
+      "upgrade", RELEASE, CHART, "--reuse-values", "--set", "pool.enabled=true",
+      "--set", "pool.classes.image_colors=pool", "--wait", "--timeout", "5m",
+    ]); // prettier-ignore
+    assert.equal(upgraded.code, 0, `${upgraded.stdout}\n${upgraded.stderr}`);
+    const deployment = await apps.readNamespacedDeployment({ name: `${FULLNAME}-pool`, namespace });
+    assert.equal(deployment.status!.availableReplicas, deployment.spec!.replicas, "workers ready (/readyz)");
+    const workers = (
+      await core.listNamespacedPod({ namespace, labelSelector: "app.kubernetes.io/component=pool" })
+    ).items.filter((p) => p.status?.phase === "Running" && !p.metadata?.deletionTimestamp);
+    assert.ok(workers.length >= 1);
+    const container = workers[0]!.spec!.containers[0]!;
+    assert.equal(container.image, target.image);
+    assert.equal(container.securityContext?.readOnlyRootFilesystem, true);
+    assert.equal(container.securityContext?.allowPrivilegeEscalation, false);
+    assert.equal(workers[0]!.spec!.automountServiceAccountToken, false);
+
+    const ids = await submitColors(20);
+    const jobs = await Promise.all(ids.map((id) => finished(id)));
+    for (const job of jobs) assert.equal(job.status, "completed", `${job.id}: ${job.error}`);
+    const counts = await runnerJobsById();
+    for (const id of ids) assert.equal(counts.get(id), undefined, `job ${id}: no runner Job`);
+    const names = workers.map((p) => p.metadata!.name!);
+    for (const id of ids.slice(0, 5)) {
+      const { body } = await api(`/api/v1/jobs/${id}/events`);
+      const claims = (body as { events: Array<{ event: string; message?: string }> }).events.filter(
+        (e) => e.event === "claimed",
+      );
+      const last = claims.at(-1)?.message ?? "";
+      assert.ok(
+        names.some((name) => last.startsWith(`pool:${name}:`)),
+        `job ${id} ran in a pool pod (${last})`,
+      );
+    }
+  });
 });

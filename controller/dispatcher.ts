@@ -57,6 +57,8 @@ export class Dispatcher {
   private poolLength = 0;
   /** Types whose first job waits for room of one kind: skipped until there is some. */
   private readonly waiting = new Map<JobType, "job" | "pool">();
+  /** The pool's queue as last looked at: jobs taken from it ever, and since when none were. */
+  private poolWatch = { at: 0, taken: -1, since: 0, warned: false };
 
   constructor(private readonly options: DispatcherOptions) {}
 
@@ -99,6 +101,7 @@ export class Dispatcher {
   private async claimLoop(): Promise<void> {
     const { store, logger } = this.options;
     while (this.running) {
+      await this.watchPool();
       const room = Date.now() < this.pausedUntil ? undefined : this.options.target.room();
       const jobRoom = room !== undefined && room.total > 0;
       const poolRoom = await this.poolHasRoom();
@@ -199,6 +202,32 @@ export class Dispatcher {
       .requeueJob(id, `waiting for room in the ${needs === "pool" ? "pool" : "executor"}`, { handback: true })
       .catch(() => undefined);
     return "pool";
+  }
+
+  /**
+   * Once a lease: jobs waiting in the pool's queue while no worker took one for two leases is what
+   * an operator must hear of (no `media-service pool` running, or none reaching Redis); said once
+   * per stall, and again when workers take jobs again.
+   */
+  private async watchPool(): Promise<void> {
+    const { pool, store, leaseMs, logger } = this.options;
+    const now = Date.now();
+    if (!pool?.policy.enabled || now - this.poolWatch.at < leaseMs) return;
+    this.poolWatch.at = now;
+    const { waiting, taken } = await store.poolProgress().catch(() => ({ waiting: 0, taken: -1 }));
+    const w = this.poolWatch;
+    if (taken !== w.taken || waiting === 0) {
+      if (w.warned && taken !== w.taken) logger.info({ waiting }, "pool workers are taking jobs again");
+      Object.assign(w, { taken, since: now, warned: false });
+      return;
+    }
+    if (!w.warned && now - w.since >= 2 * leaseMs) {
+      w.warned = true;
+      logger.warn(
+        { waiting, stalled_s: Math.round((now - w.since) / 1000) },
+        "jobs wait in the pool's queue and no pool worker has taken one for two leases: is `media-service pool` running and reaching Redis? (executor.pool.enabled sends jobs there)",
+      );
+    }
   }
 
   /** Whether the pool's queue can take a job (read again from the store when it last looked full). */

@@ -44,6 +44,8 @@ const LAYOUT = {
   pool: "pool:queue",
   /** Pub/sub channel that tells pool workers the pool's queue has work. */
   pool_channel: "pool:channel",
+  /** Jobs pool workers have taken from the pool's queue since the store began (a counter). */
+  pool_taken: "pool:taken",
   /** A queue's claimed and processing job ids by lease deadline (a sorted set), by job type. */
   active: "queue:*:active",
   /** A queue's counters, by job type. */
@@ -159,6 +161,10 @@ export class Keys {
   /** The warm runner pool's queue (a list). */
   pool() {
     return this.families.pool;
+  }
+  /** Jobs pool workers have taken from the pool's queue since the store began. */
+  poolTaken() {
+    return this.families.pool_taken;
   }
   /** Pub/sub channel that tells pool workers the pool's queue has work. */
   poolChannel() {

@@ -301,6 +301,16 @@ export class JobStore {
     return this.redis.llen(this.keys.pool());
   }
 
+  /** The pool queue's length and how many jobs workers have taken from it, ever; one round trip. */
+  async poolProgress(): Promise<{ waiting: number; taken: number }> {
+    const [[, waiting], [, taken]] = (await this.redis
+      .pipeline()
+      .llen(this.keys.pool())
+      .get(this.keys.poolTaken())
+      .exec()) as [[Error | null, number], [Error | null, string | null]];
+    return { waiting: Number(waiting), taken: Number(taken ?? 0) };
+  }
+
   /** pending (claimed) → processing. False for a duplicate report. */
   async start(id: string, leaseMs: number): Promise<boolean> {
     return (await this.script("start", id, leaseMs)) === 1;

@@ -2,6 +2,7 @@
 // room, visits the queues round-robin (a long queue never starves another), skips the types at their
 // cap, wakes on the store's queues channel, and hands back what it claimed when launching fails.
 import assert from "node:assert/strict";
+import { Writable } from "node:stream";
 import { describe, test } from "node:test";
 import pino from "pino";
 import { Dispatcher, type PoolRoute } from "../../controller/dispatcher.js";
@@ -268,6 +269,43 @@ describe("dispatcher", () => {
       assert.equal(target.launched[1]!.id, second);
       await new Promise((r) => setTimeout(r, 200));
       assert.equal(target.launched.length, 2, "never from a type's queue");
+    } finally {
+      await dispatcher.stop();
+    }
+  });
+
+  test("jobs waiting in the pool's queue with no worker taking them: one warning, then word when it moves", async () => {
+    await submit("image_colors", 3);
+    const lines: Array<{ level: number; msg: string; waiting?: number }> = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        for (const line of String(chunk).split("\n"))
+          if (line) lines.push(JSON.parse(line) as (typeof lines)[number]);
+        done();
+      },
+    });
+    const heard = pino({ level: "info" }, sink) as unknown as Logger;
+    const dispatcher = new Dispatcher({
+      store,
+      target: recordingTarget(10),
+      owner: "test",
+      leaseMs: 100,
+      logger: heard,
+      pool: poolRoute({ image_colors: "pool" }),
+    });
+    dispatcher.start();
+    try {
+      await until(() => lines.some((l) => l.level === 40), "the warning");
+      const warnings = lines.filter((l) => l.level === 40);
+      assert.match(
+        warnings[0]!.msg,
+        /no pool worker has taken one for two leases: is `media-service pool` running/,
+      );
+      assert.equal(warnings[0]!.waiting, 3);
+      await new Promise((r) => setTimeout(r, 400));
+      assert.equal(lines.filter((l) => l.level === 40).length, 1, "said once per stall");
+      assert.ok(await store.claimPooled(30_000, "pool:w", 100));
+      await until(() => lines.some((l) => l.msg === "pool workers are taking jobs again"), "the word");
     } finally {
       await dispatcher.stop();
     }

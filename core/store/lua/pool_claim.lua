@@ -2,10 +2,11 @@
   pool_claim: a pool worker takes the oldest job of the pool's queue (pool.lua put it there) under a
   lease, as claim.lua takes one from a type's queue: from here on it is claimed, renewed, started,
   given back and reaped like any claimed job. Entries whose job is gone or no longer pending
-  (cancelled while it waited, pruned) are dropped on the way.
+  (cancelled while it waited, pruned) are dropped on the way. Each job taken is counted
+  (pool_taken), so that a controller can tell a queue nobody takes from.
 
   Input:
-    KEYS  job active pool queues job_events
+    KEYS  job active pool pool_taken queues job_events
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] lease, in ms
@@ -30,6 +31,7 @@ while true do
   if h[1] == 'pending' then
     redis.call('ZADD', at(K.active, h[2]), NOW + lease_ms, id)
     redis.call('HSET', j, 'claimed_by', owner, 'lease_until', NOW + lease_ms)
+    redis.call('INCR', K.pool_taken)
     timeline(id, 'claimed', { message = owner })
     -- A dispatcher holds jobs back while the pool's queue is full: there is room now.
     if redis.call('LLEN', K.pool) == tonumber(ARGV[5]) - 1 then redis.call('PUBLISH', K.queues, 'pool_room') end

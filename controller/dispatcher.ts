@@ -10,11 +10,12 @@ import { Wakeup } from "./wakeup.js";
 /** How often an idle dispatcher looks for work when no notification came. */
 const IDLE_POLL_MS = 1000;
 
+/** A claimed job routed: to the target, with its record if it was read, or seen to ("pool"). */
+type Routed = { job: Job | undefined } | "pool";
+
 /** The warm runner pool, as the dispatcher that hands it jobs sees it. */
 export interface PoolRoute {
   policy: PoolPolicy;
-  /** Jobs the pool's queue holds at most (executor.pool.queue_limit). */
-  queueLimit: number;
   /** The size of a job's source in bytes (a HEAD), or null when it cannot be told. */
   sourceBytes(job: Job): Promise<number | null>;
   /** Called for each job dispatched, with the class it got. */
@@ -33,8 +34,11 @@ export interface DispatcherOptions {
    * pool worker: the controller's dispatcher has ordered them already). Default: the type queues.
    */
   source?: "queues" | "pool";
-  /** With the pool's queue as the source: its limit (executor.pool.queue_limit). */
-  poolQueueLimit?: number;
+  /**
+   * Jobs the pool's queue holds at most (executor.pool.queue_limit): what the jobs handed to the pool
+   * fill it up to, with `pool`; what a claim from it is told, with the pool's queue as the source.
+   */
+  poolQueueLimit: number;
   /** With the type queues: hand the jobs whose class says so to the pool instead of the target. */
   pool?: PoolRoute;
 }
@@ -126,9 +130,9 @@ export class Dispatcher {
           .catch(() => undefined);
         return;
       }
-      let cls: "job" | "pool" = "job";
+      let routed: Routed;
       try {
-        cls = await this.route(id, type, jobRoom, poolRoom);
+        routed = await this.route(id, type, jobRoom, poolRoom);
       } catch (err) {
         logger.warn({ job_id: id, err: (err as Error).message }, "routing a claimed job failed; re-queued");
         await store
@@ -136,15 +140,15 @@ export class Dispatcher {
           .catch(() => undefined);
         continue;
       }
-      if (cls === "pool") continue;
-      this.launch(id, type);
+      if (routed === "pool") continue;
+      this.launch(id, type, routed.job);
     }
   }
 
-  private launch(id: string, type: JobType): void {
+  private launch(id: string, type: JobType, job: Job | undefined): void {
     const { store, target, logger } = this.options;
     const launch: Promise<void> = target
-      .launch(id, type)
+      .launch(id, type, job)
       .catch(async (err: Error) => {
         this.pausedUntil = Date.now() + IDLE_POLL_MS;
         logger.error({ job_id: id, err: err.message }, "handing over a claimed job failed; re-queued");
@@ -160,20 +164,16 @@ export class Dispatcher {
   }
 
   /**
-   * Where a job just claimed goes: the target (returns "job", the caller launches it), the pool's
-   * queue ("pool", done here), or back to its queue when the room it needs is gone (also "pool":
-   * nothing for the caller to do), its type then waiting for that room.
+   * Where a job just claimed goes: the target (returns the job's record as read here, if it was, for
+   * the caller to launch it with), the pool's queue ("pool", done here), or back to its queue when
+   * the room it needs is gone (also "pool": nothing for the caller to do), its type then waiting for
+   * that room.
    */
-  private async route(
-    id: string,
-    type: JobType,
-    jobRoom: boolean,
-    poolRoom: boolean,
-  ): Promise<"job" | "pool"> {
-    const { pool, store, owner, logger } = this.options;
-    if (!pool?.policy.enabled) return "job";
+  private async route(id: string, type: JobType, jobRoom: boolean, poolRoom: boolean): Promise<Routed> {
+    const { pool, store, owner, logger, poolQueueLimit } = this.options;
+    if (!pool?.policy.enabled) return { job: undefined };
     const job = await store.getJob(id);
-    if (!job || job.status !== "pending") return "job"; // the target skips it, as it always has
+    if (!job || job.status !== "pending") return { job }; // the target skips it, as it always has
     let decision = executionClass(job, pool.policy);
     if (decision.class === "auto") decision = executionClass(job, pool.policy, await pool.sourceBytes(job));
     const cls = decision.class as Exclude<ExecutionClass, "auto">;
@@ -181,11 +181,11 @@ export class Dispatcher {
     if (!has) return this.handBack(id, type, cls);
     if (cls === "job") {
       pool.dispatched?.(type, "job");
-      return "job";
+      return { job };
     }
-    const length = await store.toPool(id, owner, decision.why, pool.queueLimit);
+    const length = await store.toPool(id, owner, decision.why, poolQueueLimit);
     if (length === 0) {
-      this.poolLength = pool.queueLimit;
+      this.poolLength = poolQueueLimit;
       return this.handBack(id, type, "pool");
     }
     if (length > 0) {
@@ -232,12 +232,12 @@ export class Dispatcher {
 
   /** Whether the pool's queue can take a job (read again from the store when it last looked full). */
   private async poolHasRoom(): Promise<boolean> {
-    const pool = this.options.pool;
+    const { pool, store, poolQueueLimit } = this.options;
     if (!pool?.policy.enabled) return false;
-    if (this.poolLength >= pool.queueLimit) {
-      this.poolLength = await this.options.store.poolLength().catch(() => pool.queueLimit);
+    if (this.poolLength >= poolQueueLimit) {
+      this.poolLength = await store.poolLength().catch(() => poolQueueLimit);
     }
-    return this.poolLength < pool.queueLimit;
+    return this.poolLength < poolQueueLimit;
   }
 
   /**
@@ -252,7 +252,7 @@ export class Dispatcher {
   ): Promise<{ id: string; type: JobType } | null> {
     const { store, owner, leaseMs, pool } = this.options;
     if (this.options.source === "pool") {
-      return jobRoom ? store.claimPooled(leaseMs, owner, this.options.poolQueueLimit ?? 1) : null;
+      return jobRoom ? store.claimPooled(leaseMs, owner, this.options.poolQueueLimit) : null;
     }
     for (let i = 0; i < JOB_TYPES.length; i++) {
       const index = (this.cursor + i) % JOB_TYPES.length;

@@ -1,3 +1,4 @@
+import type { Job } from "../core/jobs/records.js";
 import type { JobType } from "../core/jobs/types.js";
 
 /**
@@ -36,7 +37,9 @@ export interface DispatchTarget {
   room(): Room;
   /**
    * Takes a claimed job; from this call on it counts against `room()`. Resolves once the job is
-   * handed over (not when it ends); a rejection hands the job back to its queue.
+   * handed over (not when it ends); a rejection hands the job back to its queue. `job`: its record,
+   * when the dispatcher read it after the claim (to route it), so the target need not read it again;
+   * without it, a target that wants the record reads it itself.
    */
-  launch(id: string, type: JobType): Promise<void>;
+  launch(id: string, type: JobType, job?: Job): Promise<void>;
 }

@@ -6,7 +6,13 @@ import { RUNNER_PROCESS_ENV } from "../core/config/runner-env.js";
 import type { Job } from "../core/jobs/records.js";
 import { JOB_TYPES } from "../core/jobs/types.js";
 import type { Logger } from "../core/logger.js";
-import { jobDeadline, runVerdict, timeoutMessage, type Deadline } from "../core/policy.js";
+import {
+  jobDeadline,
+  runVerdict,
+  STOPPED_BEFORE_END,
+  timeoutMessage,
+  type Deadline,
+} from "../core/policy.js";
 import type { JobStore } from "../core/store/store.js";
 import { followCancellations } from "./cancellations.js";
 import { Dispatcher, type PoolRoute } from "./dispatcher.js";
@@ -36,6 +42,50 @@ export interface LocalExecutorOptions {
   pool?: PoolRoute;
 }
 
+/** What tells the controller's local executor from a pool worker, settled once at construction. */
+interface Profile {
+  /** The claim owner recorded on jobs. */
+  owner: string;
+  /** Jobs run at once, and runner processes kept started. */
+  concurrency: number;
+  /** Jobs a runner process runs before it is replaced. */
+  runnerMaxJobs: number;
+  /** Where jobs are claimed from (the dispatcher's source, and the channel that announces them). */
+  source: "queues" | "pool";
+  /** At start, re-queue the jobs a previous run of this executor left behind. */
+  recovers: boolean;
+  /** The claim owners whose expired leases this executor gives back ("": any). */
+  reapPrefix: string;
+  startedMessage: string;
+}
+
+function profileOf(mode: "local" | "pool", config: Config): Profile {
+  // A local executor's owner is stable across its restarts, so it takes back what it left behind.
+  // A pool worker's is its own (several run on one host, or in one pod after a restart): what a
+  // lost worker held comes back when its lease runs out. A pool worker gives back the pool's jobs
+  // only: a Kubernetes Job's lease is its controller's.
+  if (mode === "pool") {
+    return {
+      owner: `${POOL_OWNER_PREFIX}${hostname()}:${process.pid}`,
+      concurrency: config.executor.pool.concurrency,
+      runnerMaxJobs: config.executor.pool.runnerMaxJobs,
+      source: "pool",
+      recovers: false,
+      reapPrefix: POOL_OWNER_PREFIX,
+      startedMessage: "pool worker started",
+    };
+  }
+  return {
+    owner: `local:${hostname()}:${resolve(config.dataDir)}`,
+    concurrency: config.executor.localConcurrency,
+    runnerMaxJobs: config.executor.localRunnerMaxJobs,
+    source: "queues",
+    recovers: true,
+    reapPrefix: "",
+    startedMessage: "local executor started",
+  };
+}
+
 /**
  * Runs jobs on this machine, `executor.local_concurrency` at a time, each in a runner process
  * (`media-service runner --serve`) with the lifecycle the Kubernetes executor has: claimed under a
@@ -46,6 +96,7 @@ export interface LocalExecutorOptions {
 export class LocalExecutor implements Executor, DispatchTarget {
   readonly owner: string;
   readonly mode: "local" | "pool";
+  private readonly profile: Profile;
   private readonly config: Config;
   private readonly store: JobStore;
   private readonly log: Logger;
@@ -70,13 +121,8 @@ export class LocalExecutor implements Executor, DispatchTarget {
     this.store = options.store;
     this.log = options.logger;
     this.mode = options.mode ?? "local";
-    // A local executor's owner is stable across its restarts, so it takes back what it left behind.
-    // A pool worker's is its own (several run on one host, or in one pod after a restart): what a
-    // lost worker held comes back when its lease runs out.
-    this.owner =
-      this.mode === "pool"
-        ? `${POOL_OWNER_PREFIX}${hostname()}:${process.pid}`
-        : `local:${hostname()}:${resolve(this.config.dataDir)}`;
+    this.profile = profileOf(this.mode, this.config);
+    this.owner = this.profile.owner;
     this.runnerEnv = {
       ...RUNNER_PROCESS_ENV,
       ...process.env,
@@ -88,17 +134,14 @@ export class LocalExecutor implements Executor, DispatchTarget {
       owner: this.owner,
       leaseMs: this.config.executor.leaseMs,
       logger: this.log,
-      ...(this.mode === "pool"
-        ? { source: "pool" as const, poolQueueLimit: this.config.executor.pool.queueLimit }
-        : {}),
+      source: this.profile.source,
+      poolQueueLimit: this.config.executor.pool.queueLimit,
       ...(options.pool ? { pool: options.pool } : {}),
     });
   }
 
   get concurrency(): number {
-    return this.mode === "pool"
-      ? this.config.executor.pool.concurrency
-      : this.config.executor.localConcurrency;
+    return this.profile.concurrency;
   }
 
   /** Jobs running now. */
@@ -112,12 +155,12 @@ export class LocalExecutor implements Executor, DispatchTarget {
   }
 
   async start(): Promise<void> {
-    if (this.mode === "local") await this.recover();
+    if (this.profile.recovers) await this.recover();
     await Dispatcher.listen(
       this.store,
       this.options.subscriber,
       () => this.dispatcher.notify(),
-      this.mode === "pool" ? "pool" : "queues",
+      this.profile.source,
     );
     this.stopCancellations = followCancellations(
       this.store,
@@ -134,7 +177,7 @@ export class LocalExecutor implements Executor, DispatchTarget {
     this.dispatcher.start();
     this.log.info(
       { concurrency: this.concurrency, owner: this.owner, pool: Boolean(this.options.pool) },
-      this.mode === "pool" ? "pool worker started" : "local executor started",
+      this.profile.startedMessage,
     );
   }
 
@@ -154,9 +197,7 @@ export class LocalExecutor implements Executor, DispatchTarget {
     this.handingBack = true;
     await Promise.all([...this.processes].map((r) => r.stop()));
     for (const id of left) {
-      await this.store
-        .requeueJob(id, "the executor stopped before the job ended", { handback: true })
-        .catch(() => undefined);
+      await this.store.requeueJob(id, STOPPED_BEFORE_END, { handback: true }).catch(() => undefined);
     }
     await Promise.allSettled([...this.executions]);
     await this.stopCancellations?.();
@@ -196,10 +237,7 @@ export class LocalExecutor implements Executor, DispatchTarget {
     if (this.stopping) return;
     this.spawning++;
     const runner = new RunnerProcess({
-      maxJobs:
-        this.mode === "pool"
-          ? this.config.executor.pool.runnerMaxJobs
-          : this.config.executor.localRunnerMaxJobs,
+      maxJobs: this.profile.runnerMaxJobs,
       env: this.runnerEnv,
       logger: this.log,
     });
@@ -256,7 +294,7 @@ export class LocalExecutor implements Executor, DispatchTarget {
       const outcome = await runner.run(id);
       clearTimeout(killTimer);
       if (this.handingBack && outcome.code !== 0) {
-        await this.store.requeueJob(id, "the executor stopped before the job ended", { handback: true });
+        await this.store.requeueJob(id, STOPPED_BEFORE_END, { handback: true });
         return;
       }
       await this.settle(job, outcome, timedOut, log);
@@ -320,8 +358,7 @@ export class LocalExecutor implements Executor, DispatchTarget {
    */
   private async reapExpiredLeases(): Promise<void> {
     try {
-      // A pool worker gives back the pool's jobs only: a Kubernetes Job's lease is its controller's.
-      for (const { id, outcome } of await this.store.reap(this.mode === "pool" ? POOL_OWNER_PREFIX : "")) {
+      for (const { id, outcome } of await this.store.reap(this.profile.reapPrefix)) {
         this.log.warn(
           { job_id: id, outcome },
           outcome === "failed"

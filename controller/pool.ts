@@ -50,7 +50,6 @@ export function poolRoute(
   for (const type of JOB_TYPES) for (const cls of ["job", "pool"]) dispatched?.inc({ type, class: cls }, 0);
   return {
     policy: pool,
-    queueLimit: pool.queueLimit,
     async sourceBytes(job) {
       s3 ??= createS3Client(config.storage);
       try {

@@ -11,6 +11,12 @@ import { parseQuantity } from "./quantity.js";
 /** The error of a job a client cancelled (POST /jobs/{id}/cancel, or its batch's cancel). */
 export const CANCELLED_BY_REQUEST = "cancelled by request";
 
+/**
+ * The reason of a job handed back to its queue because the executor running it stopped first (its
+ * attempt refunded: the run was interrupted, not failed).
+ */
+export const STOPPED_BEFORE_END = "the executor stopped before the job ended";
+
 /** The runner's exit codes, a contract between the runner and both executors. */
 export const EXIT = {
   /** The job is done: the runner recorded its result (or found it already ended). */

@@ -292,6 +292,7 @@ export class KubernetesExecutor implements Executor {
       owner: this.owner,
       leaseMs,
       logger: this.log,
+      poolQueueLimit: this.config.executor.pool.queueLimit,
       ...(this.options.pool ? { pool: this.options.pool } : {}),
     });
     term.dispatcher.start();
@@ -399,13 +400,13 @@ export class KubernetesExecutor implements Executor {
         }
         return { total: this.config.kubernetes.maxRunningJobs - running, full };
       },
-      launch: async (id, type) => {
+      launch: async (id, type, job) => {
         if (!this.current(term)) throw new Error("the controller lost leadership");
         // Creates run concurrently (the API server takes several at once far faster than one by one);
         // the claim counts against the caps from here on (in flight at once).
         term.creates++;
         try {
-          await this.launch(term, id, type);
+          await this.launch(term, id, type, job);
         } finally {
           term.creates--;
         }
@@ -422,12 +423,13 @@ export class KubernetesExecutor implements Executor {
     );
   }
 
-  private async launch(term: Term, id: string, type: JobType): Promise<void> {
+  /** Creates the Job of a claimed job; `read`: its record, when the dispatcher read it already. */
+  private async launch(term: Term, id: string, type: JobType, read?: Job): Promise<void> {
     const name = jobName(id);
     const log = this.log.child({ job_id: id, kubernetes_job: name });
     term.inflight.set(name, { id, type });
     try {
-      const job = await this.store.getJob(id);
+      const job = read ?? (await this.store.getJob(id));
       if (!job || job.status !== "pending") {
         term.inflight.delete(name);
         log.info({ status: job?.status }, "claimed job is no longer pending; skipped");

@@ -50,20 +50,27 @@ async function until(check: () => boolean | Promise<boolean>, what: string): Pro
   }
 }
 
-/** Runs `check` with a started dispatcher over `target`, then stops it. */
-async function withDispatcher(
-  target: DispatchTarget,
-  check: (d: Dispatcher) => Promise<void>,
-  pool?: PoolRoute,
-): Promise<void> {
-  const dispatcher = new Dispatcher({
+/** A dispatcher of the type queues over `target` (handing the pool's jobs to `pool`), not started. */
+function dispatcherOver(target: DispatchTarget, pool?: PoolRoute, poolQueueLimit = 100): Dispatcher {
+  return new Dispatcher({
     store,
     target,
     owner: "test",
     leaseMs: 30_000,
     logger,
+    poolQueueLimit,
     ...(pool ? { pool } : {}),
   });
+}
+
+/** Runs `check` with a started dispatcher over `target`, then stops it. */
+async function withDispatcher(
+  target: DispatchTarget,
+  check: (d: Dispatcher) => Promise<void>,
+  pool?: PoolRoute,
+  poolQueueLimit?: number,
+): Promise<void> {
+  const dispatcher = dispatcherOver(target, pool, poolQueueLimit);
   dispatcher.start();
   try {
     await check(dispatcher);
@@ -88,10 +95,10 @@ async function submit(
 }
 
 /**
- * A pool route with these classes, a queue limit, and source sizes read from the source key's last
- * path segment before the extension (`in/<uuid>/<bytes>.jpg`, where the test names them).
+ * A pool route with these classes, and source sizes read from the source key's last path segment
+ * before the extension (`in/<uuid>/<bytes>.jpg`, where the test names them).
  */
-function poolRoute(classes: Partial<Record<JobType, ExecutionClass>>, queueLimit = 100) {
+function poolRoute(classes: Partial<Record<JobType, ExecutionClass>>) {
   const dispatched: Array<{ type: JobType; cls: "job" | "pool" }> = [];
   const sized: string[] = [];
   const route: PoolRoute & { log: typeof dispatched; sized: string[] } = {
@@ -106,7 +113,6 @@ function poolRoute(classes: Partial<Record<JobType, ExecutionClass>>, queueLimit
       autoMaxSourceBytes: 1000,
       jobResources: { cpu: "1", memory: "1Gi" },
     },
-    queueLimit,
     sourceBytes: async (job) => {
       sized.push(job.id);
       return Number(/(\d+)\.jpg$/.exec(job.source_key)?.[1] ?? NaN);
@@ -159,7 +165,7 @@ describe("dispatcher", () => {
   test("a submit wakes an idle dispatcher through the queues channel", async () => {
     const subscriber = connect(suite.url);
     const target = recordingTarget(1);
-    const dispatcher = new Dispatcher({ store, target, owner: "test", leaseMs: 30_000, logger });
+    const dispatcher = dispatcherOver(target);
     let woken = 0;
     await Dispatcher.listen(store, subscriber, () => {
       woken++;
@@ -238,7 +244,8 @@ describe("dispatcher", () => {
           "the next",
         );
       },
-      poolRoute({ image_colors: "pool" }, 2),
+      poolRoute({ image_colors: "pool" }),
+      2,
     );
   });
 
@@ -257,6 +264,7 @@ describe("dispatcher", () => {
       leaseMs: 30_000,
       logger,
       source: "pool",
+      poolQueueLimit: 10,
     });
     dispatcher.start();
     try {
@@ -291,6 +299,7 @@ describe("dispatcher", () => {
       owner: "test",
       leaseMs: 100,
       logger: heard,
+      poolQueueLimit: 100,
       pool: poolRoute({ image_colors: "pool" }),
     });
     dispatcher.start();

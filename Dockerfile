@@ -70,6 +70,8 @@ COPY --from=native /out/ /
 # libraries the ffmpeg above links, the watermark font, redis-server (for `start`), tini and CA
 # certificates. Then out goes what the runtime never uses: npm (with corepack and yarn where the base
 # has them), Node's headers, APT's lists, logs, and what the base carried of manuals and translations.
+# The `media-service` command puts MEDIA_SERVICE_NODE_FLAGS (unset: nothing) before the script: Node
+# refuses V8 flags in NODE_OPTIONS, and a runner Job's pod sets the runner's there.
 COPY scripts/provision.sh build-ca.pe[m] /tmp/system/
 RUN set -eu \
  && if [ -s /tmp/system/build-ca.pem ]; then \
@@ -91,7 +93,7 @@ RUN set -eu \
  && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin media \
  && mkdir -p /data \
  && chown 10001:10001 /data \
- && printf '#!/bin/sh\nexec node /app/dist/cli.js "$@"\n' >/usr/local/bin/media-service \
+ && printf '#!/bin/sh\nexec node $MEDIA_SERVICE_NODE_FLAGS /app/dist/cli.js "$@"\n' >/usr/local/bin/media-service \
  && chmod 755 /usr/local/bin/media-service
 
 # ---- runtime ----

@@ -31,7 +31,7 @@ import { longVideo, photo } from "./fixtures.js";
 import type { RoundResult, ServerReply, ServerRequest } from "./resize-server.js";
 import type { SharpPatch } from "./sharp-patch.js";
 import { imgproxyBinary, imgproxyPath, imgproxyRound, startImgproxy, type Imgproxy } from "./imgproxy.js";
-import { RUNNER_PROCESS_ENV } from "../core/config/runner-env.js";
+import { RUNNER_NODE_FLAGS, RUNNER_PROCESS_ENV } from "../core/config/runner-env.js";
 
 const run = promisify(execFile);
 // Read before anything here loads sharp (see shellEnv).
@@ -74,7 +74,8 @@ class ResizeServer {
       compiledDir ? join(compiledDir, "bench", "resize-server.js") : here("./resize-server.ts"),
       [],
       {
-        execArgv: compiledDir ? [] : ["--import", "tsx"],
+        // With the runner's V8 flags: the bare loop there does a runner's work, as a runner would.
+        execArgv: [...RUNNER_NODE_FLAGS, ...(compiledDir ? [] : ["--import", "tsx"])],
         ...(process.env.BENCH_NODE ? { execPath: process.env.BENCH_NODE } : {}),
         stdio: ["ignore", "ignore", "inherit", "ipc"],
         serialization: "json",
@@ -619,9 +620,13 @@ export async function rssBenchmark(): Promise<void> {
     peak("vipsthumbnail", [source, "--size", "800x", "-o", `${out(name)}[Q=85]`], env);
   const imgproxyBin = imgproxyBinary();
   const targets: Record<string, () => Promise<Peak>> = {
-    // As every runner process starts: with RUNNER_PROCESS_ENV (core/config/runner-env.ts).
+    // As every runner process starts: with RUNNER_PROCESS_ENV and RUNNER_NODE_FLAGS (core/config/runner-env.ts).
     runner: () =>
-      peak(node, [script, "processor", large, "800", out("runner.jpg")], shellEnv({ ...RUNNER_PROCESS_ENV })),
+      peak(
+        node,
+        [...RUNNER_NODE_FLAGS, script, "processor", large, "800", out("runner.jpg")],
+        shellEnv({ ...RUNNER_PROCESS_ENV }),
+      ),
     vipsthumbnail: () => vips(large, "vips.jpg"),
     ...(imgproxyBin ? { imgproxy: () => imgproxyPeak(imgproxyBin, large) } : {}),
   };
@@ -637,7 +642,13 @@ export async function rssBenchmark(): Promise<void> {
     "plain sharp(path).resize(800).jpeg(), CommonJS build": () =>
       peak(node, [script, "sharp-cjs", large, "800", out("sharp-cjs.jpg")]),
     "runner processor without RUNNER_PROCESS_ENV": () =>
-      peak(node, [script, "processor", large, "800", out("runner2.jpg")]),
+      peak(node, [...RUNNER_NODE_FLAGS, script, "processor", large, "800", out("runner2.jpg")]),
+    "runner processor without RUNNER_NODE_FLAGS": () =>
+      peak(
+        node,
+        [script, "processor", large, "800", out("runner3.jpg")],
+        shellEnv({ ...RUNNER_PROCESS_ENV }),
+      ),
     "runner processor under tsx (npm run dev)": () =>
       peak(process.execPath, ["--import", "tsx", here("./resize-once.ts"), "processor", large, "800"]),
   };

@@ -254,21 +254,24 @@ export class Dispatcher {
     if (this.options.source === "pool") {
       return jobRoom ? store.claimPooled(leaseMs, owner, this.options.poolQueueLimit) : null;
     }
+    // The types there is room for, from the cursor on (round robin between types), tried in one call.
+    const eligible: JobType[] = [];
     for (let i = 0; i < JOB_TYPES.length; i++) {
-      const index = (this.cursor + i) % JOB_TYPES.length;
-      const type = JOB_TYPES[index]!;
+      const type = JOB_TYPES[(this.cursor + i) % JOB_TYPES.length]!;
       const pooled = pool?.policy.enabled === true && pool.policy.classes[type] !== "job";
       const canJob = jobRoom && !full?.has(type);
       const waits = this.waiting.get(type);
       if (waits === "job" ? !canJob : waits === "pool" ? !poolRoom : !(canJob || (pooled && poolRoom)))
         continue;
-      this.waiting.delete(type);
-      const id = await store.claim(type, leaseMs, owner);
-      if (id) {
-        this.cursor = index + 1;
-        return { id, type };
-      }
+      eligible.push(type);
     }
-    return null;
+    const claimed = await store.claimFirst(eligible, leaseMs, owner);
+    // A type tried is no longer waiting for room (those after the claimed one were not tried).
+    for (const type of eligible) {
+      this.waiting.delete(type);
+      if (type === claimed?.type) break;
+    }
+    if (claimed) this.cursor = JOB_TYPES.indexOf(claimed.type) + 1;
+    return claimed;
   }
 }

@@ -1,6 +1,7 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { RUNNER_NODE_FLAGS } from "../core/config/runner-env.js";
 import type { Logger } from "../core/logger.js";
 
 /** What a runner reported for one job, or how its process ended while running it. */
@@ -11,12 +12,15 @@ export interface RunnerOutcome {
 
 /**
  * The CLI entry a runner process starts from: dist/cli.js when running compiled, cli.ts (through
- * tsx) when running from source.
+ * tsx) when running from source; with the runner's V8 flags either way.
  */
 export function runnerEntry(): { path: string; execArgv: string[] } {
   const compiled = fileURLToPath(new URL("../cli.js", import.meta.url));
-  if (existsSync(compiled)) return { path: compiled, execArgv: [] };
-  return { path: fileURLToPath(new URL("../cli.ts", import.meta.url)), execArgv: ["--import", "tsx"] };
+  if (existsSync(compiled)) return { path: compiled, execArgv: [...RUNNER_NODE_FLAGS] };
+  return {
+    path: fileURLToPath(new URL("../cli.ts", import.meta.url)),
+    execArgv: [...RUNNER_NODE_FLAGS, "--import", "tsx"],
+  };
 }
 
 type Message =

@@ -5,7 +5,7 @@ import type { V1EnvVar, V1Job, V1ResourceRequirements } from "@kubernetes/client
 import { AI_JOB_TYPES, chooseProvider } from "../../core/ai/providers.js";
 import type { AiProvider, Config } from "../../core/config/load.js";
 import type { Job } from "../../core/jobs/records.js";
-import { RUNNER_ENV, RUNNER_PROCESS_ENV } from "../../core/config/runner-env.js";
+import { RUNNER_ENV, RUNNER_NODE_FLAGS, RUNNER_PROCESS_ENV } from "../../core/config/runner-env.js";
 import { EXIT, podRetries } from "../../core/policy.js";
 import { jobName, labelValue } from "./names.js";
 
@@ -175,6 +175,7 @@ function runnerEnv(job: Job, settings: KubernetesSettings, timeoutSeconds: numbe
   inline(RUNNER_ENV.tmpdir, SCRATCH_MOUNT);
   inline(RUNNER_ENV.terminationMessagePath, TERMINATION_MESSAGE_PATH);
   for (const [name, value] of Object.entries(RUNNER_PROCESS_ENV)) inline(name, value);
+  inline(RUNNER_ENV.nodeFlags, RUNNER_NODE_FLAGS.join(" "));
   return env;
 }
 

@@ -271,7 +271,21 @@ export class JobStore {
 
   /** Takes the next job of a queue under a lease; it stays pending until start(). */
   async claim(type: JobType, leaseMs: number, owner: string): Promise<string | null> {
-    return (await this.script("claim", type, leaseMs, owner)) as string | null;
+    return (await this.claimFirst([type], leaseMs, owner))?.id ?? null;
+  }
+
+  /**
+   * Claims the first job of the first non-empty queue of `types`, tried in their order, in one
+   * round trip (lua/claim.lua); null when all are empty.
+   */
+  async claimFirst(
+    types: readonly JobType[],
+    leaseMs: number,
+    owner: string,
+  ): Promise<{ id: string; type: JobType } | null> {
+    if (types.length === 0) return null;
+    const claimed = (await this.script("claim", types.join(","), leaseMs, owner)) as [string, JobType] | null;
+    return claimed ? { id: claimed[0], type: claimed[1] } : null;
   }
 
   /**

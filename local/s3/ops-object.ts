@@ -1,7 +1,6 @@
 // Object operations: PutObject, GetObject / HeadObject, DeleteObject and CopyObject.
 
 import type { OutgoingHttpHeaders } from "node:http";
-import { pipeline } from "node:stream/promises";
 import { MAX_OBJECT_SIZE, sendEmpty, sendXml, type RequestContext } from "./context.js";
 import {
   S3Error,
@@ -23,6 +22,7 @@ import {
   type ByteRange,
 } from "./http.js";
 import { receivePayload, requireBodyLength } from "./payload.js";
+import { sendFileRange } from "./send-file.js";
 import { decodePathComponent } from "./sigv4.js";
 import { isValidBucketName, type ObjectMeta, type StoredChecksum, type WriteConditions } from "./storage.js";
 import { renderCopyObjectResult, renderObjectAttributes } from "./xml.js";
@@ -175,13 +175,7 @@ export async function getObject(ctx: RequestContext): Promise<void> {
       ctx.res.end();
       return;
     }
-    const stream = handle.createReadStream({
-      start: range?.start ?? 0,
-      end: range?.end ?? meta.size - 1,
-      autoClose: false,
-      highWaterMark: 256 * 1024,
-    });
-    await pipeline(stream, ctx.res);
+    await sendFileRange(handle, range?.start ?? 0, range?.end ?? meta.size - 1, ctx.res);
   } finally {
     await handle?.close();
   }

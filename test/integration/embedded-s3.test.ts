@@ -516,6 +516,52 @@ describe("embedded S3 server", () => {
       assert.equal(await full.Body!.transformToString(), body.toString());
     });
 
+    test("GETs of large objects and ranges across read chunks, many at once, each get their own bytes", async () => {
+      await client.send(new CreateBucketCommand({ Bucket: "large-reads" }));
+      // Several objects of a few read chunks each (the store reads 256 KiB at a time through
+      // reused buffers): a buffer handed to one response too early would show up in another's bytes.
+      const objects = Array.from({ length: 6 }, (_, i) => randomBytes(700 * 1024 + i * 4099));
+      await Promise.all(
+        objects.map((body, i) =>
+          client.send(new PutObjectCommand({ Bucket: "large-reads", Key: `o${i}`, Body: body })),
+        ),
+      );
+      const whole = await Promise.all(
+        [...objects, ...objects].map(async (_, n) => {
+          const i = n % objects.length;
+          const got = await client.send(new GetObjectCommand({ Bucket: "large-reads", Key: `o${i}` }));
+          return { i, body: Buffer.from(await got.Body!.transformToByteArray()) };
+        }),
+      );
+      for (const { i, body } of whole) assert.ok(body.equals(objects[i]!), `object ${i}, whole`);
+      // A range from inside the first chunk to inside the third.
+      const got = await client.send(
+        new GetObjectCommand({ Bucket: "large-reads", Key: "o2", Range: "bytes=100000-600000" }),
+      );
+      assert.equal(got.$metadata.httpStatusCode, 206);
+      const part = Buffer.from(await got.Body!.transformToByteArray());
+      assert.ok(part.equals(objects[2]!.subarray(100000, 600001)), "the range's bytes");
+    });
+
+    test("a client that leaves in the middle of a GET does not disturb the next ones", async () => {
+      await client.send(new CreateBucketCommand({ Bucket: "left-reads" }));
+      const body = randomBytes(8 * 1024 * 1024);
+      await client.send(new PutObjectCommand({ Bucket: "left-reads", Key: "big", Body: body }));
+      for (let i = 0; i < 3; i++) {
+        const controller = new AbortController();
+        const got = await client.send(new GetObjectCommand({ Bucket: "left-reads", Key: "big" }), {
+          abortSignal: controller.signal,
+        });
+        const stream = got.Body as Readable;
+        // One chunk read, then the connection is cut while the store is still sending.
+        await new Promise<void>((resolve) => stream.once("data", () => resolve()));
+        stream.destroy();
+        controller.abort();
+      }
+      const again = await client.send(new GetObjectCommand({ Bucket: "left-reads", Key: "big" }));
+      assert.ok(Buffer.from(await again.Body!.transformToByteArray()).equals(body));
+    });
+
     test("conditional requests", async () => {
       const put = await client.send(
         new PutObjectCommand({ Bucket: "objects", Key: "cond.txt", Body: "conditional" }),

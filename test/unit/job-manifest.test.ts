@@ -2,7 +2,9 @@ import { EXIT } from "../../core/policy.js";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { describe, test } from "node:test";
+import { readFileSync } from "node:fs";
 import { loadConfig, type Config } from "../../core/config/load.js";
+import { RUNNER_ENV, RUNNER_NODE_FLAGS, RUNNER_PROCESS_ENV } from "../../core/config/runner-env.js";
 import type { Job } from "../../core/jobs/records.js";
 import { JOB_TYPES, type JobType } from "../../core/jobs/types.js";
 import {
@@ -273,6 +275,12 @@ describe("buildJobManifest", () => {
     assert.equal(env.TMPDIR, "/scratch");
     assert.equal(env.SCRATCH_DIR, "/scratch");
     assert.equal(env.TERMINATION_MESSAGE_PATH, "/dev/termination-log");
+    // How every runner process starts: the image's media-service command puts these flags before
+    // its script (Dockerfile), and glibc reads MALLOC_ARENA_MAX itself.
+    assert.equal(env[RUNNER_ENV.nodeFlags], RUNNER_NODE_FLAGS.join(" "));
+    assert.equal(env.MALLOC_ARENA_MAX, RUNNER_PROCESS_ENV.MALLOC_ARENA_MAX);
+    const dockerfile = readFileSync(new URL("../../Dockerfile", import.meta.url), "utf8");
+    assert.match(dockerfile, new RegExp(`exec node \\$${RUNNER_ENV.nodeFlags} /app/dist/cli.js`));
     const sized = buildJobManifest(job(), settings({ scratch_size: "10Gi" }), 60);
     assert.equal(sized.spec!.template.spec!.volumes![0]!.emptyDir!.sizeLimit, "10Gi");
   });

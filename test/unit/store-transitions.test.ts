@@ -226,6 +226,19 @@ describe("claim", () => {
     assert.equal(await store.claim(B, LEASE, "w"), null);
   });
 
+  test("claimFirst tries the types in the order given, in one call, and names the type it took from", async () => {
+    const [b1, b2] = (await store.submit([makeSpec(B), makeSpec(B)])).jobIds;
+    const [a1] = (await store.submit([makeSpec(A)])).jobIds;
+    // "analyze" is empty; A comes before B in this order, so A's job goes first, then B's in turn.
+    assert.deepEqual(await store.claimFirst(["analyze", A, B], LEASE, "w"), { id: a1, type: A });
+    assert.deepEqual(await store.claimFirst(["analyze", A, B], LEASE, "w"), { id: b1, type: B });
+    assert.deepEqual(await store.claimFirst([B, A], LEASE, "w"), { id: b2, type: B });
+    assert.equal(await store.claimFirst([A, B, "analyze"], LEASE, "w"), null);
+    assert.equal(await store.claimFirst([], LEASE, "w"), null);
+    assert.equal((await rawJob(store, b1!)).claimed_by, "w");
+    assert.equal(await store.redis.zcard(store.keys.active(B)), 2);
+  });
+
   test("skips jobs failed while pending and entries whose job is gone", async () => {
     const [a1, a2, a3] = (await store.submit([makeSpec(A), makeSpec(A), makeSpec(A)])).jobIds;
     assert.equal(await store.fail(a1!, "cancelled by user", { cancelled: true }), true);

@@ -14,6 +14,8 @@
 //   webhooks   API submit latency alone vs while 500 webhooks go to a slow receiver (webhooks.ts)
 //   s3         small PUTs and GETs: the embedded object store vs versitygw (s3.ts; versitygw built
 //              once by `bash scripts/provision.sh versitygw`)
+//   get        a runner's GET of a 2 MB source: the client's and the store's CPU, without and with the
+//              runner's V8 flags (get.ts)
 //   encoders   AVIF and WebP settings (effort, chroma subsampling, quality): encode time, size and
 //              SSIM, the Pareto-efficient ones; JPEG and PNG as the runner encodes them (encoders.ts,
 //              runnable alone: npx tsx bench/encoders.ts [avif] [webp] [jpeg] [png])
@@ -183,6 +185,7 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
   rss: rssBenchmark,
   webhooks: async () => (await import("./webhooks.js")).webhooksBenchmark(),
   s3: async () => (await import("./s3.js")).s3Benchmark(),
+  get: async () => (await import("./get.js")).getBenchmark(),
   encoders: async () => void (await (await import("./encoders.js")).encodersBenchmark()),
   // Loaded only when run: @kubernetes/client-node needs Node 24.
   k8s: async () => (await import("./k8s.js")).k8sBenchmark(),

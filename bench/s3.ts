@@ -14,7 +14,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const CONCURRENCY = Number(process.env.BENCH_S3_CONCURRENCY ?? 8);
 const SIZE = Number(process.env.BENCH_S3_OBJECT_BYTES ?? 16 * 1024);
 
-interface Endpoint {
+export interface Endpoint {
   url: string;
   region: string;
   accessKeyId: string;
@@ -64,7 +64,7 @@ async function drive(op: (worker: number, n: number) => Promise<unknown>): Promi
   return { ops: latencies.length / elapsed, p50: at(0.5), p99: at(0.99), errors };
 }
 
-async function startEmbedded(): Promise<{ endpoint: Endpoint; stop(): void }> {
+export async function startEmbedded(): Promise<{ endpoint: Endpoint; pid: number; stop(): void }> {
   const child = spawn(process.execPath, ["--import", "tsx", "bench/s3-server.ts"], {
     stdio: ["ignore", "pipe", "inherit"],
   });
@@ -73,7 +73,7 @@ async function startEmbedded(): Promise<{ endpoint: Endpoint; stop(): void }> {
     lines.once("line", (line) => resolve(JSON.parse(line) as Endpoint));
     child.once("exit", (code) => reject(new Error(`embedded store exited with ${code}`)));
   });
-  return { endpoint, stop: () => child.kill("SIGTERM") };
+  return { endpoint, pid: child.pid!, stop: () => child.kill("SIGTERM") };
 }
 
 export async function s3Benchmark(): Promise<void> {

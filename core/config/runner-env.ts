@@ -55,7 +55,7 @@ export const RUNNER_ENV = {
  * The environment every runner process starts with, whoever starts it (the local executor's
  * `runner --serve` processes, a Kubernetes Job's container), over what it inherits unless the
  * operator set the variable: glibc's malloc with 2 arenas instead of 8 per core, which lowered the
- * peak RSS of a 50-megapixel resize by ~3 MiB (docs/performance.md, "Peak memory").
+ * peak RSS of a 50-megapixel resize by ~3 MiB (docs/performance.md, "The runner against imgproxy").
  */
 export const RUNNER_PROCESS_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: "2" };
 
@@ -69,8 +69,8 @@ export const RUNNER_PROCESS_ENV: Readonly<Record<string, string>> = { MALLOC_ARE
  * garbage collections: one every few jobs of a 2 MB source, each longer than the job's own
  * JavaScript. With external memory counted in the heap's global limit and an initial old space of
  * 96 MB, those buffers are freed by the cheap young-generation collections instead, and a 2 MB GET
- * through the AWS SDK costs the runner 3.2 ms of CPU instead of 7.4 (docs/performance.md, "Garbage
- * collection in the runner").
+ * through the AWS SDK costs the runner 3.2 ms of CPU instead of 7.4 (`npm run bench -- get`;
+ * docs/performance.md, "The runner against imgproxy").
  */
 export const RUNNER_NODE_FLAGS: readonly string[] = [
   "--external-memory-accounted-in-global-limit",

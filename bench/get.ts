@@ -1,0 +1,113 @@
+// What one GET of a runner's source costs in CPU: a 2 MB object from the embedded store, read into
+// memory as the runner reads a small source (runner/object-io.ts fetchSource, the AWS SDK client of
+// core/storage/s3.ts), `concurrency` 2. The client runs in a process of its own, started without and
+// with the runner's V8 flags (RUNNER_NODE_FLAGS, core/config/runner-env.ts), in alternating rounds;
+// the store runs in its own process too (bench/s3-server.ts), and its CPU per GET is read from /proc.
+//
+//   npm run bench -- get
+//
+// Knobs: BENCH_GET_BYTES (2,100,000), BENCH_GET_COUNT (300 GETs a round), BENCH_ROUNDS (2).
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { promisify } from "node:util";
+import { CreateBucketCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { RUNNER_NODE_FLAGS } from "../core/config/runner-env.js";
+import { startEmbedded } from "./s3.js";
+
+const BYTES = Number(process.env.BENCH_GET_BYTES ?? 2_100_000);
+const GETS = Number(process.env.BENCH_GET_COUNT ?? 300);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const CONCURRENCY = 2;
+const BUCKET = "bench";
+const KEY = "source.bin";
+
+/** User + system CPU of a process so far, in ms (/proc/<pid>/stat, clock ticks of 10 ms). */
+function processCpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+interface Round {
+  clientMs: number;
+  storeMs: number;
+  perSecond: number;
+  fullGcs: number;
+}
+
+export async function getBenchmark(): Promise<void> {
+  const store = await startEmbedded();
+  const { endpoint } = store;
+  const setup = new S3Client({
+    endpoint: endpoint.url,
+    region: endpoint.region,
+    forcePathStyle: true,
+    credentials: { accessKeyId: endpoint.accessKeyId, secretAccessKey: endpoint.secretAccessKey },
+  });
+  const variants: Record<string, readonly string[]> = {
+    "no flags": [],
+    "the runner's flags": RUNNER_NODE_FLAGS,
+  };
+  const rounds: Record<string, Round[]> = {};
+  try {
+    await setup.send(new CreateBucketCommand({ Bucket: BUCKET }));
+    await setup.send(new PutObjectCommand({ Bucket: BUCKET, Key: KEY, Body: randomBytes(BYTES) }));
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const [name, flags] of Object.entries(variants)) {
+        const storeBefore = processCpuMs(store.pid);
+        const { stdout } = await promisify(execFile)(
+          process.execPath,
+          [
+            ...flags,
+            "--import",
+            "tsx",
+            "bench/get-client.ts",
+            JSON.stringify(endpoint),
+            BUCKET,
+            KEY,
+            String(GETS),
+            String(CONCURRENCY),
+          ],
+          { maxBuffer: 1 << 20 },
+        );
+        const client = JSON.parse(stdout.trim().split("\n").at(-1)!) as {
+          cpuMs: number;
+          seconds: number;
+          fullGcs: number;
+        };
+        // The store's CPU over the whole client process (its warm-up too): per GET of all it served.
+        const storeMs = (processCpuMs(store.pid) - storeBefore) / (GETS + 20);
+        (rounds[name] ??= []).push({
+          clientMs: client.cpuMs / GETS,
+          storeMs,
+          perSecond: GETS / client.seconds,
+          fullGcs: client.fullGcs,
+        });
+        console.error(
+          `get round ${round}/${ROUNDS} ${name}: client ${(client.cpuMs / GETS).toFixed(2)} ms CPU a GET, ` +
+            `${client.fullGcs} full GCs`,
+        );
+      }
+    }
+  } finally {
+    setup.destroy();
+    store.stop();
+  }
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  console.log(
+    `\nGET of a ${(BYTES / 1e6).toFixed(1)} MB object from the embedded store into memory (the runner's ` +
+      `S3 client and read), concurrency ${CONCURRENCY}, ${GETS} GETs a round, ${ROUNDS} alternating rounds\n`,
+  );
+  const table: Record<string, Record<string, number>> = {};
+  for (const [name, rs] of Object.entries(rounds)) {
+    table[`client, ${name}`] = {
+      "client CPU ms/GET": Number(mean(rs.map((r) => r.clientMs)).toFixed(2)),
+      "full GCs/round": Number(mean(rs.map((r) => r.fullGcs)).toFixed(1)),
+      "store CPU ms/GET": Number(mean(rs.map((r) => r.storeMs)).toFixed(2)),
+      "GETs/s": Math.round(mean(rs.map((r) => r.perSecond))),
+    };
+  }
+  console.table(table);
+  const [without, withFlags] = Object.values(rounds).map((rs) => mean(rs.map((r) => r.clientMs)));
+  console.log(`client CPU a GET, the runner's flags / none: ${(withFlags! / without!).toFixed(2)}`);
+}

@@ -28,13 +28,31 @@
 // qualities; the mean over the baseline's qualities the setting's range covers), and the Pareto-efficient
 // points (no other point is smaller, closer and cheaper at once).
 //
-// Knobs (environment): BENCH_ENC_CASES (resize,optimize), BENCH_ENC_SECONDS (0.8),
-// BENCH_ENC_AVIF_Q (50,65,80), BENCH_ENC_WEBP_Q (60,75,85), BENCH_ENC_AVIF_MAX_EFFORT (6),
-// BENCH_ENC_JSON (a file to write every point to, as JSON), BENCH_ENC_REPORT (such a file: its tables
-// printed again, nothing measured).
-import { readFile, writeFile } from "node:fs/promises";
-import { loadavg } from "node:os";
+// Knobs (environment): BENCH_ENC_CASES (resize,optimize; empty for the photos alone),
+// BENCH_ENC_SECONDS (0.8), BENCH_ENC_AVIF_Q (50,65,80), BENCH_ENC_WEBP_Q (60,75,85),
+// BENCH_ENC_AVIF_MAX_EFFORT (6), BENCH_ENC_JSON (a file to write every point to, as JSON),
+// BENCH_ENC_REPORT (such a file: its tables printed again, nothing measured).
+//
+// Two optional inputs, each off unless its variable is set:
+//   BENCH_ENC_PHOTOS=<directory>  every .png, .jpg, .jpeg and .webp file in it is one more case, named
+//          after the file, encoded at its own size (decoded once to RGB pixels as above, alpha
+//          removed). With more than one photo, a summary per format follows: per setting, the size at
+//          equal score against the baseline, the geometric mean over the photos of each photo's mean
+//          (with how many photos had one), and CPU ms per image against the baseline's (geometric
+//          mean of the ratios at each quality, then over the photos).
+//   SSIMULACRA2_BIN=<program>     a SSIMULACRA 2 scorer, run as `<program> reference.png distorted.png`,
+//          that prints the score as the last number on stdout (the ssimulacra2 Python package's
+//          command, libjxl's ssimulacra2 tool). Every point gets its score, s2 (100 = identical,
+//          higher is closer), and the size columns a third variant at equal SSIMULACRA 2 (log size
+//          interpolated linearly over the score). The scorer runs two at a time after a case's and
+//          format's encodes are timed, never beside them, on PNGs written to a temporary directory
+//          and removed.
+import { execFile } from "node:child_process";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { loadavg, tmpdir } from "node:os";
+import { extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import type { Sharp } from "sharp";
 import { ssim } from "ssim.js";
 import { encode, type EncodeMode, type OutputFormat } from "../runner/image/encode.js";
@@ -50,6 +68,8 @@ const list = (name: string, fallback: string) =>
 const AVIF_Q = list("BENCH_ENC_AVIF_Q", "50,65,80").map(Number);
 const WEBP_Q = list("BENCH_ENC_WEBP_Q", "60,75,85").map(Number);
 const AVIF_MAX_EFFORT = Number(process.env.BENCH_ENC_AVIF_MAX_EFFORT ?? 6);
+const PHOTOS = process.env.BENCH_ENC_PHOTOS || undefined;
+const SCORER = process.env.SSIMULACRA2_BIN || undefined;
 const log = (line: string) => console.error(line);
 
 interface Pixels {
@@ -64,6 +84,8 @@ interface Case {
   pixels: Pixels;
   /** Y, Cb and Cr of the pixels, as ssim.js images (grey: R = G = B). */
   planes: PlaneImages;
+  /** A file of BENCH_ENC_PHOTOS. */
+  photo?: boolean;
 }
 
 type PlaneImages = [ImagePlane, ImagePlane, ImagePlane];
@@ -88,9 +110,13 @@ export interface Point {
   bytes: number;
   ssim: number;
   ssimY: number;
+  /** SSIMULACRA 2 (SSIMULACRA2_BIN). */
+  s2?: number;
   cpuMs: number;
   perSecond: number;
   images: number;
+  /** The case is a file of BENCH_ENC_PHOTOS. */
+  photo?: true;
 }
 
 /** Y, Cb, Cr (BT.601 full range, as JPEG defines them) of RGB pixels, each as a grey RGBA image. */
@@ -128,11 +154,49 @@ export async function ssimAgainst(
 }
 
 async function similarity(reference: PlaneImages, encoded: Buffer): Promise<{ ssim: number; ssimY: number }> {
-  const { data, info } = await sharp(encoded).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  const { data, info } = await decode(encoded);
   const decoded = planes({ data, width: info.width, height: info.height }, info.channels);
   const scores = reference.map((plane, p) => ssim(plane, decoded[p]!, { downsample: false }).mssim);
   const [y, cb, cr] = scores as [number, number, number];
   return { ssim: (6 * y + cb + cr) / 8, ssimY: y };
+}
+
+const decode = (encoded: Buffer) => sharp(encoded).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+
+const run = promisify(execFile);
+
+/** SSIMULACRA 2 of a distorted PNG against a reference PNG: SSIMULACRA2_BIN's last number on stdout. */
+async function ssimulacra2(scorer: string, reference: string, distorted: string): Promise<number> {
+  let stdout: string;
+  try {
+    ({ stdout } = await run(scorer, [reference, distorted], { maxBuffer: 1 << 20 }));
+  } catch (err) {
+    throw new Error(`SSIMULACRA2_BIN=${scorer}: ${(err as Error).message}`);
+  }
+  const last = stdout.match(/[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?/gi)?.at(-1);
+  if (last === undefined)
+    throw new Error(`SSIMULACRA2_BIN=${scorer} printed no score: ${stdout.trim() || "nothing"}`);
+  return Number(last);
+}
+
+/** Writes the decoded pixels of an encoded image (alpha removed) as a PNG. */
+async function writePng(encoded: Buffer, path: string): Promise<void> {
+  const { data, info } = await decode(encoded);
+  await sharp(data, { raw: { width: info.width, height: info.height, channels: info.channels } })
+    .png({ compressionLevel: 1 })
+    .toFile(path);
+}
+
+/** Runs `fn` over the items, at most `limit` at once. */
+async function inParallel<T>(items: T[], limit: number, fn: (item: T, index: number) => Promise<void>) {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      await fn(items[i]!, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
 /** Encodes the pixels with the setting, two at a time, until SECONDS have passed. */
@@ -203,17 +267,31 @@ function runnerSettings(format: OutputFormat): Setting[] {
 const kib = (bytes: number) => (bytes / 1024).toFixed(1);
 const dB = (s: number) => -10 * Math.log10(Math.max(1 - s, 1e-9));
 
-type Score = "ssim" | "ssimY";
+type Score = "ssim" | "ssimY" | "s2";
+
+/** The size columns: each score, its column's name, and the scale log size is interpolated over. */
+const SCORES: [Score, string, (s: number) => number][] = [
+  ["ssim", "SSIM", dB],
+  ["ssimY", "SSIM-Y", dB],
+  ["s2", "SSIMULACRA 2", (s) => s],
+];
+
+const geomean = (values: number[]) => Math.exp(values.reduce((s, v) => s + Math.log(v), 0) / values.length);
+const percent = (ratio: number) => {
+  const pct = Math.round((ratio - 1) * 1000) / 10; // rounded first: no "-0.0 %"
+  return `${pct >= 0 ? "+" : ""}${pct.toFixed(1)} %`;
+};
 
 /** Size of `points` (one setting, several qualities) at `target` of `score`, or undefined outside their range. */
 function bytesAt(points: Point[], score: Score, target: number): number | undefined {
-  const sorted = [...points].sort((a, b) => a[score] - b[score]);
+  const scale = SCORES.find(([s]) => s === score)![2];
+  const sorted = points.filter((p) => p[score] !== undefined).sort((a, b) => a[score]! - b[score]!);
   for (let i = 0; i + 1 < sorted.length; i++) {
     const a = sorted[i]!;
     const b = sorted[i + 1]!;
-    if (target >= a[score] && target <= b[score]) {
-      const span = dB(b[score]) - dB(a[score]);
-      const t = span === 0 ? 0 : (dB(target) - dB(a[score])) / span;
+    if (target >= a[score]! && target <= b[score]!) {
+      const span = scale(b[score]!) - scale(a[score]!);
+      const t = span === 0 ? 0 : (scale(target) - scale(a[score]!)) / span;
       return Math.exp(Math.log(a.bytes) + t * (Math.log(b.bytes) - Math.log(a.bytes)));
     }
   }
@@ -221,21 +299,31 @@ function bytesAt(points: Point[], score: Score, target: number): number | undefi
 }
 
 /**
- * Mean size ratio of `points` to `baseline` at the baseline's scores that `points` covers, as a
- * signed percentage with how many of the baseline's qualities it covered.
+ * Mean size ratio (geometric) of `points` to `baseline` at the baseline's scores that `points`
+ * covers, with how many of the baseline's qualities it covered; undefined when it covers none.
  */
-function sizeAtEqual(points: Point[], baseline: Point[], score: Score): string {
+function sizeRatio(
+  points: Point[],
+  baseline: Point[],
+  score: Score,
+): { ratio: number; covered: number } | undefined {
   const ratios = baseline
     .map((b) => {
-      const at = bytesAt(points, score, b[score]);
+      const at = b[score] === undefined ? undefined : bytesAt(points, score, b[score]);
       return at === undefined ? undefined : at / b.bytes;
     })
     .filter((r): r is number => r !== undefined);
-  if (ratios.length === 0) return "n/a";
-  const mean = Math.exp(ratios.reduce((s, r) => s + Math.log(r), 0) / ratios.length);
-  const pct = (mean - 1) * 100;
-  return `${pct >= 0 ? "+" : ""}${pct.toFixed(1)} % (${ratios.length}/${baseline.length})`;
+  return ratios.length === 0 ? undefined : { ratio: geomean(ratios), covered: ratios.length };
 }
+
+/** sizeRatio as a signed percentage with how many of the baseline's qualities it covered. */
+function sizeAtEqual(points: Point[], baseline: Point[], score: Score): string {
+  const r = sizeRatio(points, baseline, score);
+  return r ? `${percent(r.ratio)} (${r.covered}/${baseline.length})` : "n/a";
+}
+
+/** The scores the points have (s2 only with SSIMULACRA2_BIN). */
+const scoresOf = (points: Point[]) => SCORES.filter(([score]) => points.some((p) => p[score] !== undefined));
 
 function pareto(points: Point[]): Point[] {
   return points
@@ -270,6 +358,31 @@ const CASES = [
   ["full6", "image_optimize: 3000x2000 scene, full size"],
 ] as const;
 
+const PHOTO_TYPES = [".png", ".jpg", ".jpeg", ".webp"];
+
+/** One case per image file in `dir` (BENCH_ENC_PHOTOS), at its own size. */
+async function photoCases(dir: string): Promise<Case[]> {
+  const files = (await readdir(dir, { withFileTypes: true }))
+    .filter((e) => !e.isDirectory() && PHOTO_TYPES.includes(extname(e.name).toLowerCase()))
+    .map((e) => e.name)
+    .sort();
+  if (files.length === 0) throw new Error(`BENCH_ENC_PHOTOS=${dir} holds no ${PHOTO_TYPES.join(", ")} file`);
+  const cases: Case[] = [];
+  for (const file of files) {
+    const { data, info } = await sharp(join(dir, file))
+      .removeAlpha()
+      .toColourspace("srgb")
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    if (info.channels !== 3)
+      throw new Error(`BENCH_ENC_PHOTOS: ${file} decodes to ${info.channels} channels, not RGB`);
+    const pixels = { data, width: info.width, height: info.height };
+    const title = `photo ${file}: ${info.width}x${info.height}, full size`;
+    cases.push({ name: file, title, pixels, planes: planes(pixels), photo: true });
+  }
+  return cases;
+}
+
 async function makeCases(names: string[]): Promise<Case[]> {
   const cases: Case[] = [];
   for (const name of names) {
@@ -292,7 +405,32 @@ export async function encodersBenchmark(formats: string[] = []): Promise<Point[]
   const chosen = (wanted.length > 0 ? wanted : all) as OutputFormat[];
   const runnerOnly = formats.includes("runner");
   const cases = await makeCases(list("BENCH_ENC_CASES", "resize,optimize"));
+  if (PHOTOS) cases.push(...(await photoCases(PHOTOS)));
   const points: Point[] = [];
+  const scratch = SCORER ? await mkdtemp(join(tmpdir(), "bench-encoders-")) : undefined;
+  try {
+    await measureCases(cases, chosen, runnerOnly, points, scratch);
+  } finally {
+    if (scratch) await rm(scratch, { recursive: true, force: true });
+  }
+  photoSummary(points);
+  console.log(
+    `load average at the end: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")}`,
+  );
+  if (process.env.BENCH_ENC_JSON)
+    await writeFile(process.env.BENCH_ENC_JSON, JSON.stringify(points, null, 1));
+  return points;
+}
+
+async function measureCases(
+  cases: Case[],
+  chosen: OutputFormat[],
+  runnerOnly: boolean,
+  points: Point[],
+  scratch: string | undefined,
+): Promise<void> {
   const versions = sharp.versions as Record<string, string>;
   console.log(
     `\nEncoder settings (sharp ${versions.sharp}, libvips ${versions.vips}, libaom ${versions.aom}, ` +
@@ -302,7 +440,19 @@ export async function encodersBenchmark(formats: string[] = []): Promise<Point[]
         .join(" ")})`,
   );
 
-  for (const c of cases) {
+  for (const [index, c] of cases.entries()) {
+    // SSIMULACRA 2's reference: the case's pixels as a PNG; the first one also scored against itself,
+    // a check of the scorer before anything is measured.
+    const reference = scratch ? join(scratch, `${index}-reference.png`) : undefined;
+    if (reference) {
+      await sharp(c.pixels.data, { raw: { ...sizeOf(c), channels: 3 } })
+        .png({ compressionLevel: 1 })
+        .toFile(reference);
+      if (index === 0)
+        log(
+          `SSIMULACRA 2 of ${c.name} against itself: ${(await ssimulacra2(SCORER!, reference, reference)).toFixed(2)}`,
+        );
+    }
     for (const format of chosen) {
       const grid =
         runnerOnly || format === "jpeg" || format === "png"
@@ -315,6 +465,7 @@ export async function encodersBenchmark(formats: string[] = []): Promise<Point[]
       // One encode first, not counted: the encoder's own start-up (libaom's tables, for one).
       await settings[0]!.apply(sharp(c.pixels.data, { raw: { ...sizeOf(c), channels: 3 } }), 50).toBuffer();
       const ours: Point[] = [];
+      const outputs: Buffer[] = [];
       for (const setting of settings) {
         for (const quality of qualities) {
           const m = await measure(c, setting, quality);
@@ -330,13 +481,28 @@ export async function encodersBenchmark(formats: string[] = []): Promise<Point[]
             cpuMs: m.cpuMs,
             perSecond: m.perSecond,
             images: m.images,
+            ...(c.photo ? { photo: true as const } : {}),
           };
           ours.push(point);
+          outputs.push(m.output);
           log(
             `${c.name} ${format} ${setting.label} q${quality}: ${kib(point.bytes)} KiB, SSIM ${point.ssim.toFixed(4)}, ` +
               `${point.cpuMs.toFixed(0)} ms CPU, ${point.perSecond.toFixed(2)} img/s (${point.images} images)`,
           );
         }
+      }
+      if (reference) {
+        // After the timed encodes, not beside them: the scorer takes CPU time of its own.
+        const started = performance.now();
+        await inParallel(ours, 2, async (point, i) => {
+          const distorted = join(scratch!, `${index}-${format}-${i}.png`);
+          await writePng(outputs[i]!, distorted);
+          point.s2 = await ssimulacra2(SCORER!, reference, distorted);
+          await rm(distorted, { force: true });
+        });
+        log(
+          `${c.name} ${format}: SSIMULACRA 2 of ${ours.length} points in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+        );
       }
       points.push(...ours);
       report(
@@ -348,15 +514,8 @@ export async function encodersBenchmark(formats: string[] = []): Promise<Point[]
         ours,
       );
     }
+    if (reference) await rm(reference, { force: true });
   }
-  console.log(
-    `load average at the end: ${loadavg()
-      .map((l) => l.toFixed(2))
-      .join(" ")}`,
-  );
-  if (process.env.BENCH_ENC_JSON)
-    await writeFile(process.env.BENCH_ENC_JSON, JSON.stringify(points, null, 1));
-  return points;
 }
 
 const sizeOf = (c: Case) => ({ width: c.pixels.width, height: c.pixels.height });
@@ -371,8 +530,11 @@ function report(
 ) {
   const baselineLabel = BASELINES[format];
   const baseline = points.filter((p) => p.setting === baselineLabel);
+  const scores = scoresOf(points);
+  const s2 = scores.some(([score]) => score === "s2");
   console.log(
-    `\n${format.toUpperCase()}, ${title}; per quality: KiB, SSIM (Y:Cb:Cr 6:1:1), SSIM-Y, CPU ms/image, images/s at concurrency 2`,
+    `\n${format.toUpperCase()}, ${title}; per quality: KiB, SSIM (Y:Cb:Cr 6:1:1), SSIM-Y, ` +
+      `${s2 ? "SSIMULACRA 2, " : ""}CPU ms/image, images/s at concurrency 2`,
   );
   const rows = labels.map((label) => {
     const mine = points.filter((p) => p.setting === label);
@@ -381,12 +543,16 @@ function report(
       const p = mine.find((x) => x.quality === q);
       if (p)
         row[`q${q}`] =
-          `${kib(p.bytes)} ${p.ssim.toFixed(4)} ${p.ssimY.toFixed(4)} ${p.cpuMs.toFixed(0)}ms ${p.perSecond.toFixed(1)}/s`;
+          `${kib(p.bytes)} ${p.ssim.toFixed(4)} ${p.ssimY.toFixed(4)}${p.s2 === undefined ? "" : ` ${p.s2.toFixed(2)}`} ` +
+          `${p.cpuMs.toFixed(0)}ms ${p.perSecond.toFixed(1)}/s`;
     }
-    if (baseline.length > 1 && mine.length > 1) {
-      row[`size at equal SSIM vs ${baselineLabel}`] = sizeAtEqual(mine, baseline, "ssim");
-      row["at equal SSIM-Y"] = sizeAtEqual(mine, baseline, "ssimY");
-    }
+    if (baseline.length > 1 && mine.length > 1)
+      for (const [i, [score, name]] of scores.entries())
+        row[i === 0 ? `size at equal ${name} vs ${baselineLabel}` : `at equal ${name}`] = sizeAtEqual(
+          mine,
+          baseline,
+          score,
+        );
     return [label, row] as const;
   });
   console.table(Object.fromEntries(rows));
@@ -398,8 +564,52 @@ function report(
     for (const p of pareto(grid))
       console.log(
         `  ${p.setting.padEnd(9)} q${String(p.quality).padEnd(3)} ${kib(p.bytes).padStart(7)} KiB  SSIM ${p.ssim.toFixed(4)}  ` +
-          `${p.cpuMs.toFixed(0).padStart(5)} ms  ${p.perSecond.toFixed(1)}/s`,
+          `${p.s2 === undefined ? "" : `s2 ${p.s2.toFixed(2)}  `}${p.cpuMs.toFixed(0).padStart(5)} ms  ${p.perSecond.toFixed(1)}/s`,
       );
+  }
+}
+
+/**
+ * With more than one photo (BENCH_ENC_PHOTOS), per format: each setting's size at equal score
+ * against the baseline, the geometric mean over the photos of each photo's mean ratio (sizeRatio;
+ * with how many photos had one), and its CPU time against the baseline's.
+ */
+function photoSummary(points: Point[]) {
+  const photos = points.filter((p) => p.photo);
+  for (const format of new Set(photos.map((p) => p.format))) {
+    const ours = photos.filter((p) => p.format === format);
+    const names = [...new Set(ours.map((p) => p.case))];
+    const baselineLabel = BASELINES[format];
+    if (names.length < 2 || !ours.some((p) => p.setting === baselineLabel)) continue;
+    const of = (name: string, label: string) => ours.filter((p) => p.case === name && p.setting === label);
+    const scores = scoresOf(ours);
+    console.log(
+      `\n${format.toUpperCase()}, ${names.length} photos: size at equal score vs ${baselineLabel} (geometric mean ` +
+        `over the photos of each photo's mean; photos with one), CPU ms/image vs ${baselineLabel}`,
+    );
+    const rows = [...new Set(ours.map((p) => p.setting))].map((label) => {
+      const row: Record<string, string> = {};
+      for (const [i, [score, name]] of scores.entries()) {
+        const ratios = names
+          .map((n) => sizeRatio(of(n, label), of(n, baselineLabel!), score)?.ratio)
+          .filter((r): r is number => r !== undefined);
+        row[i === 0 ? `size at equal ${name}` : `at equal ${name}`] =
+          ratios.length === 0 ? "n/a" : `${percent(geomean(ratios))} (${ratios.length}/${names.length})`;
+      }
+      const cpu = names
+        .map((n) => {
+          const base = of(n, baselineLabel!);
+          const ratios = of(n, label)
+            .map((p) => [p, base.find((b) => b.quality === p.quality)] as const)
+            .filter(([, b]) => b !== undefined)
+            .map(([p, b]) => p.cpuMs / b!.cpuMs);
+          return ratios.length === 0 ? undefined : geomean(ratios);
+        })
+        .filter((r): r is number => r !== undefined);
+      row["CPU"] = cpu.length === 0 ? "n/a" : `${geomean(cpu).toFixed(2)}x`;
+      return [label, row] as const;
+    });
+    console.table(Object.fromEntries(rows));
   }
 }
 
@@ -412,9 +622,11 @@ async function reprint(path: string): Promise<void> {
       const ours = points.filter((p) => p.case === name && p.format === format);
       const labels = [...new Set(ours.map((p) => p.setting))];
       const qualities = [...new Set(ours.map((p) => p.quality))];
-      report(name, titles[name] ?? name, format, labels, qualities, ours);
+      const title = titles[name] ?? (ours[0]!.photo ? `photo ${name}, full size` : name);
+      report(name, title, format, labels, qualities, ours);
     }
   }
+  photoSummary(points);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

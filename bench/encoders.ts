@@ -283,7 +283,11 @@ const percent = (ratio: number) => {
 };
 
 /** Size of `points` (one setting, several qualities) at `target` of `score`, or undefined outside their range. */
-function bytesAt(points: Point[], score: Score, target: number): number | undefined {
+export function bytesAt(
+  points: Array<Pick<Point, "bytes" | Score>>,
+  score: Score,
+  target: number,
+): number | undefined {
   const scale = SCORES.find(([s]) => s === score)![2];
   const sorted = points.filter((p) => p[score] !== undefined).sort((a, b) => a[score]! - b[score]!);
   for (let i = 0; i + 1 < sorted.length; i++) {

@@ -282,7 +282,7 @@ export async function avifBenchmark(): Promise<void> {
   const concurrency = 2;
   const source = await photo(3000, 2000);
   // Loaded here, not at the top: importing sharp sets VIPSHOME in this process (see shellEnv).
-  const { ssimAgainst } = await import("./encoders.js");
+  const { bytesAt, ssimAgainst } = await import("./encoders.js");
   const { avifSettings, encode } = await import("../runner/image/encode.js");
   const { sharp } = await import("../runner/image/settings.js");
   const imgproxyBin = imgproxyBinary();
@@ -397,6 +397,43 @@ export async function avifBenchmark(): Promise<void> {
       `size ratio at equal SSIM (ours q${atEqual.quality}): ${fmt(atEqual.bytes / theirOutput!.length)} (target <= 1.00)`,
     );
   }
+  // Other settings of our encoder on the same lossless resize: the size each needs for imgproxy's
+  // SSIM and SSIM-Y (interpolated between its qualities), and its encode CPU at the benchmark's quality.
+  const settings: Record<string, { effort: number; chromaSubsampling: "4:2:0" | "4:4:4" }> = {
+    [`effort ${avifSettings("standard").effort}, ${avifSettings("standard").chromaSubsampling} (ours)`]:
+      avifSettings("standard"),
+    "effort 0, 4:2:0": { effort: 0, chromaSubsampling: "4:2:0" },
+    "effort 0, 4:4:4": { effort: 0, chromaSubsampling: "4:4:4" },
+    "effort 1, 4:4:4": { effort: 1, chromaSubsampling: "4:4:4" },
+  };
+  const others: Record<string, Record<string, number | string>> = {};
+  for (const [name, setting] of Object.entries(settings)) {
+    const points: Array<{ bytes: number; ssim: number; ssimY: number }> = [];
+    for (let q = 40; q <= 95; q += 5) {
+      const encoded = await sharp(ourReference)
+        .avif({ quality: q, ...setting })
+        .toBuffer();
+      points.push({ bytes: encoded.length, ...(await ssimAgainst(ourReference, encoded)) });
+    }
+    const cpu = process.cpuUsage();
+    for (let i = 0; i < 4; i++)
+      await sharp(ourReference)
+        .avif({ quality, ...setting })
+        .toBuffer();
+    const used = process.cpuUsage(cpu);
+    const ratio = (score: "ssim" | "ssimY") => {
+      const at = bytesAt(points, score, theirScore[score]);
+      return at === undefined ? "n/a" : Number(fmt(at / theirOutput!.length));
+    };
+    others[name] = {
+      "size at imgproxy's SSIM": ratio("ssim"),
+      "at its SSIM-Y": ratio("ssimY"),
+      [`encode CPU ms (q${quality})`]: Math.round((used.user + used.system) / 1000 / 4),
+    };
+  }
+  console.log(`
+our encoder's settings against imgproxy's q${quality} (size ratios at equal score):`);
+  console.table(others);
 }
 
 async function fileSize(path: string): Promise<number> {

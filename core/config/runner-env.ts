@@ -69,7 +69,7 @@ export const RUNNER_PROCESS_ENV: Readonly<Record<string, string>> = { MALLOC_ARE
  * garbage collections: one every few jobs of a 2 MB source, each longer than the job's own
  * JavaScript. With external memory counted in the heap's global limit and an initial old space of
  * 96 MB, those buffers are freed by the cheap young-generation collections instead, and a 2 MB GET
- * through the AWS SDK costs the runner 3.2 ms of CPU instead of 7.4 (`npm run bench -- get`;
+ * through the AWS SDK costs the runner 3.1 ms of CPU instead of 5.9 (`npm run bench -- get`;
  * docs/performance.md, "The runner against imgproxy").
  */
 export const RUNNER_NODE_FLAGS: readonly string[] = [

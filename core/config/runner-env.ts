@@ -70,7 +70,8 @@ export const RUNNER_PROCESS_ENV: Readonly<Record<string, string>> = { MALLOC_ARE
  * JavaScript. With external memory counted in the heap's global limit and an initial old space of
  * 96 MB, those buffers are freed by the cheap young-generation collections instead, and a 2 MB GET
  * through the AWS SDK costs the runner 3.1 ms of CPU instead of 5.9 (`npm run bench -- get`;
- * docs/performance.md, "The runner against imgproxy").
+ * docs/performance.md, "The runner against imgproxy"). The price: a warm runner process holds its
+ * garbage longer, ~100 MiB more after a few hundred jobs.
  */
 export const RUNNER_NODE_FLAGS: readonly string[] = [
   "--external-memory-accounted-in-global-limit",

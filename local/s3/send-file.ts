@@ -34,6 +34,13 @@ export async function sendFileRange(
 ): Promise<void> {
   let position = start;
   let inFlight: Promise<void> | undefined;
+  // A response closed before it ends (the client went away) stops the wait for a write's callback.
+  let onClose!: () => void;
+  const closed = new Promise<never>((_, reject) => {
+    onClose = () => reject(new Error("aborted"));
+    res.once("close", onClose);
+  });
+  closed.catch(() => undefined);
   try {
     while (position <= end) {
       const buffer = take();
@@ -42,7 +49,7 @@ export async function sendFileRange(
       if (bytesRead === 0) throw new Error(`object file ended at byte ${position}, before ${end + 1}`);
       position += bytesRead;
       // At most one write in flight: the previous one completes before this one starts.
-      await inFlight;
+      await Promise.race([inFlight, closed]);
       if (res.destroyed) throw new Error("aborted");
       inFlight = new Promise<void>((resolve, reject) => {
         res.write(buffer.subarray(0, bytesRead), (err) => {
@@ -54,12 +61,15 @@ export async function sendFileRange(
       // Awaited above or below; a read failing meanwhile must not leave it unhandled.
       inFlight.catch(() => undefined);
     }
-    await inFlight;
+    await Promise.race([inFlight, closed]);
+    res.off("close", onClose);
     res.end();
     await finished(res);
   } catch (err) {
     // As stream.pipeline does: a response cut short is destroyed, so the client sees it end early.
     res.destroy();
     throw err;
+  } finally {
+    res.off("close", onClose);
   }
 }

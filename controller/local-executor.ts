@@ -95,7 +95,6 @@ function profileOf(mode: "local" | "pool", config: Config): Profile {
  */
 export class LocalExecutor implements Executor, DispatchTarget {
   readonly owner: string;
-  readonly mode: "local" | "pool";
   private readonly profile: Profile;
   private readonly config: Config;
   private readonly store: JobStore;
@@ -120,8 +119,7 @@ export class LocalExecutor implements Executor, DispatchTarget {
     this.config = options.config;
     this.store = options.store;
     this.log = options.logger;
-    this.mode = options.mode ?? "local";
-    this.profile = profileOf(this.mode, this.config);
+    this.profile = profileOf(options.mode ?? "local", this.config);
     this.owner = this.profile.owner;
     this.runnerEnv = {
       ...RUNNER_PROCESS_ENV,

@@ -16,10 +16,10 @@ export interface RunnerOutcome {
  */
 export function runnerEntry(): { path: string; execArgv: string[] } {
   const compiled = fileURLToPath(new URL("../cli.js", import.meta.url));
-  if (existsSync(compiled)) return { path: compiled, execArgv: [...RUNNER_NODE_FLAGS] };
+  const fromSource = !existsSync(compiled);
   return {
-    path: fileURLToPath(new URL("../cli.ts", import.meta.url)),
-    execArgv: [...RUNNER_NODE_FLAGS, "--import", "tsx"],
+    path: fromSource ? fileURLToPath(new URL("../cli.ts", import.meta.url)) : compiled,
+    execArgv: [...RUNNER_NODE_FLAGS, ...(fromSource ? ["--import", "tsx"] : [])],
   };
 }
 

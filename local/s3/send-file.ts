@@ -62,7 +62,6 @@ export async function sendFileRange(
       inFlight.catch(() => undefined);
     }
     await Promise.race([inFlight, closed]);
-    res.off("close", onClose);
     res.end();
     await finished(res);
   } catch (err) {

@@ -6,7 +6,7 @@
 // store through the node's relays (node.expose).
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { closeSync, openSync, readFileSync } from "node:fs";
+import { closeSync, openSync, readFileSync, statSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -102,6 +102,13 @@ export interface ClusterStack {
 }
 
 const liveChildren = new Set<ChildProcess>();
+/** Attempts at starting a controller when another process takes its port first. */
+const PORT_ATTEMPTS = 3;
+class PortTaken extends Error {
+  constructor(port: number) {
+    super(`port ${port} was taken before the controller listened on it`);
+  }
+}
 const killControllers = () => {
   for (const c of liveChildren) c.kill("SIGKILL");
 };
@@ -198,9 +205,22 @@ export async function startClusterStack(options: ClusterStackOptions): Promise<C
   await writeFile(configPath, JSON.stringify(controllerConfig, null, 2));
   const controllers: ControllerProcess[] = [];
 
+  // A controller on a free port; on another one when a process took the port between freePort() and
+  // the controller's listen (its log then says EADDRINUSE and it exits), as the control plane's
+  // components and versitygw are started.
   const startController = async (name: string): Promise<ControllerProcess> => {
-    const port = await freePort();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await launchController(name, await freePort());
+      } catch (err) {
+        if (!(err instanceof PortTaken) || attempt >= PORT_ATTEMPTS) throw err;
+      }
+    }
+  };
+
+  const launchController = async (name: string, port: number): Promise<ControllerProcess> => {
     const logPath = join(dir, `${name}.log`);
+    const logged = statSync(logPath, { throwIfNoEntry: false })?.size ?? 0;
     const fd = openSync(logPath, "a");
     const env: NodeJS.ProcessEnv = {};
     for (const k of ["PATH", "HOME", "LANG", "TMPDIR"]) if (process.env[k]) env[k] = process.env[k];
@@ -250,13 +270,22 @@ export async function startClusterStack(options: ClusterStackOptions): Promise<C
         await exited;
       },
     };
+    const portTaken = () =>
+      child.exitCode !== null && readFileSync(logPath).subarray(logged).toString().includes("EADDRINUSE");
     controllers.push(controller);
-    await eventually(
+    const state = await eventually(
       `controller ${name} to serve /healthz`,
-      async () => ((await get("/healthz").catch(() => undefined))?.status === 200 ? true : undefined),
+      async () => {
+        if (portTaken()) return "port taken";
+        return (await get("/healthz").catch(() => undefined))?.status === 200 ? "up" : undefined;
+      },
       30_000,
       async () => readFileSync(logPath, "utf8").split("\n").slice(-30).join("\n"),
     );
+    if (state === "port taken") {
+      controllers.splice(controllers.indexOf(controller), 1);
+      throw new PortTaken(port);
+    }
     return controller;
   };
 

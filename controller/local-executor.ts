@@ -274,10 +274,24 @@ export class LocalExecutor implements Executor, DispatchTarget {
       );
     }, leaseMs / 3);
     let killTimer: NodeJS.Timeout | undefined;
+    let released = false;
+    // The runner is free for the next job as soon as it has reported: what is left (mirroring its
+    // outcome into the job) does not keep it waiting.
+    const release = () => {
+      if (released) return;
+      released = true;
+      clearTimeout(killTimer);
+      clearInterval(renew);
+      this.running.delete(id);
+      this.cancelled.delete(id);
+      if (runner.alive && !this.stopping) this.idle.push(runner);
+      this.dispatcher.notify();
+    };
     let timedOut: Deadline | undefined;
     try {
       // Started here, charging its attempt, so that a runner that dies before it starts the job
-      // still counts against the job's budget; the record comes in the same round trip.
+      // still counts against the job's budget; the record comes in the same round trip, and goes to
+      // the runner with the job (it does not start it again).
       const { started, job } = await this.store.startAndGet(id, leaseMs);
       if (!job || !started) {
         log.info({ status: job?.status }, "claimed job is no longer pending; skipped");
@@ -289,9 +303,10 @@ export class LocalExecutor implements Executor, DispatchTarget {
         log.warn({ timeout_ms: deadline.ms }, "job overran its time; killing its runner");
         runner.kill();
       }, deadline.ms + KILL_GRACE_MS);
-      const outcome = await runner.run(id);
-      clearTimeout(killTimer);
-      if (this.handingBack && outcome.code !== 0) {
+      const outcome = await runner.run(id, job);
+      const handingBack = this.handingBack;
+      release();
+      if (handingBack && outcome.code !== 0) {
         await this.store.requeueJob(id, STOPPED_BEFORE_END, { handback: true });
         return;
       }
@@ -300,12 +315,7 @@ export class LocalExecutor implements Executor, DispatchTarget {
       log.error({ err: (err as Error).message }, "running the job failed; re-queued");
       await this.store.requeueJob(id, `executor error: ${(err as Error).message}`).catch(() => undefined);
     } finally {
-      clearTimeout(killTimer);
-      clearInterval(renew);
-      this.running.delete(id);
-      this.cancelled.delete(id);
-      if (runner.alive && !this.stopping) this.idle.push(runner);
-      this.dispatcher.notify();
+      release();
     }
   }
 

@@ -2,7 +2,9 @@ import { fork, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { RUNNER_NODE_FLAGS } from "../core/config/runner-env.js";
+import type { Job } from "../core/jobs/records.js";
 import type { Logger } from "../core/logger.js";
+import type { ExecutorMessage, RunnerMessage } from "../core/runner-messages.js";
 
 /** What a runner reported for one job, or how its process ended while running it. */
 export interface RunnerOutcome {
@@ -22,11 +24,6 @@ export function runnerEntry(): { path: string; execArgv: string[] } {
     execArgv: [...RUNNER_NODE_FLAGS, ...(fromSource ? ["--import", "tsx"] : [])],
   };
 }
-
-type Message =
-  | { type: "ready" }
-  | { type: "started"; jobId: string }
-  | { type: "done"; jobId: string; code: number; error?: string };
 
 /**
  * One `media-service runner --serve` child process. It runs one job at a time with the runner's
@@ -63,7 +60,7 @@ export class RunnerProcess {
       this.child.once("exit", (code, signal) =>
         reject(new Error(`runner process exited at start (${code ?? signal})`)),
       );
-      const onMessage = (m: Message) => {
+      const onMessage = (m: RunnerMessage) => {
         if (m.type === "ready") {
           this.child.off("message", onMessage);
           resolve();
@@ -72,7 +69,7 @@ export class RunnerProcess {
       this.child.on("message", onMessage);
     });
     this.ready.catch(() => undefined);
-    this.child.on("message", (m: Message) => {
+    this.child.on("message", (m: RunnerMessage) => {
       if (m.type === "done" && this.current?.jobId === m.jobId) {
         this.served++;
         const { resolve } = this.current;
@@ -111,11 +108,16 @@ export class RunnerProcess {
     return this.current !== undefined;
   }
 
-  run(jobId: string): Promise<RunnerOutcome> {
+  /**
+   * Hands the runner a job; `job` is its record as the executor's start returned it (the runner
+   * then does not start it again).
+   */
+  run(jobId: string, job?: Job): Promise<RunnerOutcome> {
     if (this.current) throw new Error("runner process is busy");
     return new Promise((resolve) => {
       this.current = { jobId, resolve };
-      this.child.send({ type: "run", jobId }, (err) => {
+      const message: ExecutorMessage = { type: "run", jobId, ...(job ? { job } : {}) };
+      this.child.send(message, (err) => {
         if (err && this.current?.jobId === jobId) {
           this.current = undefined;
           resolve({ code: 1, error: `could not hand the job to its runner: ${err.message}` });

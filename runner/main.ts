@@ -4,14 +4,8 @@ import type { Logger } from "../core/logger.js";
 import { createS3Client } from "../core/storage/s3.js";
 import { connectRedis, JobStore } from "../core/store/store.js";
 import { EXIT } from "../core/policy.js";
+import type { ExecutorMessage, RunnerMessage } from "../core/runner-messages.js";
 import { runJob, type RunnerDeps } from "./run-job.js";
-
-/** Messages between the local executor and a runner serving jobs over IPC (`runner --serve`). */
-export type ExecutorMessage = { type: "run"; jobId: string };
-export type RunnerMessage =
-  | { type: "ready" }
-  | { type: "started"; jobId: string }
-  | { type: "done"; jobId: string; code: number; error?: string };
 
 function openDeps(
   config: Config,
@@ -113,8 +107,7 @@ export async function serve(config: Config, logger: Logger, maxJobs: number): Pr
     process.on("message", (message: ExecutorMessage) => {
       if (message?.type !== "run") return;
       busy = busy.then(async () => {
-        send({ type: "started", jobId: message.jobId });
-        const outcome = await runJob(message.jobId, deps).catch((err: unknown) => ({
+        const outcome = await runJob(message.jobId, deps, message.job).catch((err: unknown) => ({
           code: 1,
           error: `runner error: ${err instanceof Error ? err.message : String(err)}`,
         }));

@@ -66,30 +66,36 @@ export function runDeadline(
  * outcome through the store's transitions. A permanent failure is
  * recorded on the job (it will not be retried); a transient one is left to the executor, which
  * retries or fails the job by its policy.
+ *
+ * `startedJob`: the job's record as its executor's start returned it (a `runner --serve` process is
+ * handed it): the job is already processing under the executor's lease, and is not started again.
+ * Without it (`runner --job`) the runner starts the job itself.
  */
-export async function runJob(jobId: string, deps: RunnerDeps): Promise<RunOutcome> {
+export async function runJob(jobId: string, deps: RunnerDeps, startedJob?: Job): Promise<RunOutcome> {
   const { config, store, s3 } = deps;
   const log = deps.logger.child({ job_id: jobId });
-  let job: Job | undefined;
-  try {
-    // Idempotent: the executor normally marks the job processing when it starts this runner. The
-    // job's record comes back with the start, in the same round trip.
-    const start = await store.startAndGet(jobId, config.executor.leaseMs);
-    job = start.job;
-    if (!job) {
-      log.warn("job does not exist (pruned or never created); nothing to do");
-      return { code: EXIT.permanent, error: `job ${jobId} does not exist` };
+  let job: Job | undefined = startedJob;
+  if (!job) {
+    try {
+      // Idempotent: the executor normally marks the job processing when it starts this runner. The
+      // job's record comes back with the start, in the same round trip.
+      const start = await store.startAndGet(jobId, config.executor.leaseMs);
+      job = start.job;
+      if (!job) {
+        log.warn("job does not exist (pruned or never created); nothing to do");
+        return { code: EXIT.permanent, error: `job ${jobId} does not exist` };
+      }
+      if (job.status === "completed" || job.status === "failed") {
+        log.info({ status: job.status }, "job already finished; nothing to do");
+        return { code: EXIT.done };
+      }
+      if (start.refused) {
+        log.warn({ err: start.refused.message }, "job cannot start");
+        return { code: EXIT.permanent, error: start.refused.message };
+      }
+    } catch (err) {
+      return { code: EXIT.transient, error: `queue store unavailable: ${describeError(err)}` };
     }
-    if (job.status === "completed" || job.status === "failed") {
-      log.info({ status: job.status }, "job already finished; nothing to do");
-      return { code: EXIT.done };
-    }
-    if (start.refused) {
-      log.warn({ err: start.refused.message }, "job cannot start");
-      return { code: EXIT.permanent, error: start.refused.message };
-    }
-  } catch (err) {
-    return { code: EXIT.transient, error: `queue store unavailable: ${describeError(err)}` };
   }
 
   const time = runDeadline(config, job, deps.deadlineSeconds);

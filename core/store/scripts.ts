@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { Redis } from "ioredis";
 import { isKeyFamily, type KeyFamily, type Keys } from "./keys.js";
@@ -76,6 +77,14 @@ function binding(name: string, keys: KeyFamily[]): string {
     `local K = setmetatable({ ${fields} }, { __index = function(_, family) ` +
     `error('${name}.lua declares no KEYS ' .. tostring(family)) end })`
   );
+}
+
+/**
+ * The SHA1 a script runs by (EVALSHA): what names it in redis-cli MONITOR, SLOWLOG and SCRIPT
+ * EXISTS.
+ */
+export function scriptSha(name: ScriptName): string {
+  return createHash("sha1").update(loadScripts().get(name)!.lua).digest("hex");
 }
 
 /** Registers every script as a command on the connection (EVALSHA, falling back to EVAL). */

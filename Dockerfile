@@ -25,11 +25,11 @@ COPY package.json package-lock.json build-ca.pe[m] ./
 RUN if [ -s build-ca.pem ]; then export npm_config_cafile="$PWD/build-ca.pem"; fi \
  && npm ci --no-audit --no-fund
 COPY . .
-# npm run build = tsc + scripts/copy-assets.mjs (the store's Lua scripts into dist/) + the dashboard
-# (Vite, into dist/ui: browser code, left out of the import check below). Then what the
-# production dependencies carry and never run: source maps, type declarations, Markdown (licences
-# kept), a package's own tests, docs, examples and benchmarks, and prebuilt binaries for other
-# platforms. Every dependency and every compiled module must still import.
+# npm run build = tsc + scripts/copy-assets.mjs (the store's Lua scripts into dist/) +
+# scripts/bundle-typebox.mjs (TypeBox as one file, dist/core/typebox.js) + the dashboard (Vite,
+# into dist/ui: browser code, left out of the import check below). Then what the production
+# dependencies carry and never run: source maps, type declarations, Markdown (licences kept), a
+# package's own tests, docs, examples and benchmarks, and prebuilt binaries for other platforms. Every dependency and every compiled module must still import.
 RUN npm run build \
  && test -f dist/cli.js && test -f dist/ui/index.html \
  && npm prune --omit=dev --no-audit --no-fund \

@@ -160,6 +160,25 @@ export default tseslint.config(
       "@typescript-eslint/require-await": "off",
     },
   },
+  // The service's code takes TypeBox from core/typebox.ts, which the build replaces with one bundle:
+  // a file importing the package itself would load its ~250 modules again.
+  {
+    files: ["{api,controller,runner,core,local,client}/**/*.ts", "cli.ts"],
+    ignores: ["core/typebox.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: ["@sinclair/typebox", "@sinclair/typebox/*"],
+              message: "import TypeBox from core/typebox.ts (bundled into one file by the build)",
+            },
+          ],
+        },
+      ],
+    },
+  },
   // The dashboard: its own TypeScript project (ui/tsconfig.json: DOM, JSX). Values of the API's record
   // schemas would bring TypeBox into the bundle; their types are erased.
   {

@@ -1,4 +1,4 @@
-import { Type, type TObject, type TProperties, type TSchema, type TUnsafe } from "@sinclair/typebox";
+import { Type, type TObject, type TProperties, type TSchema, type TUnsafe } from "../core/typebox.js";
 import { ERROR_MESSAGE, type SchemaBounds } from "../core/jobs/bounds.js";
 import type { SubmissionFields } from "../core/jobs/spec.js";
 import { parameterSchemas } from "../core/jobs/parameters.js";

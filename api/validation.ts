@@ -1,4 +1,4 @@
-import type { TLiteralValue } from "@sinclair/typebox";
+import type { TLiteralValue } from "../core/typebox.js";
 import { Ajv, type ErrorObject } from "ajv";
 import addFormatsModule from "ajv-formats";
 import type { FastifySchemaCompiler } from "fastify";

@@ -30,10 +30,11 @@ export function compileProject(): Promise<string> {
       if (!existsSync(join(COMPILED_DIR, "cli.js"))) throw new Error(`tsc failed:\n${out}`);
       console.error(`tsc reported errors (compiled anyway):\n${out.split("\n").slice(0, 5).join("\n")}`);
     }
-    // As scripts/copy-assets.mjs does for dist/.
+    // As scripts/copy-assets.mjs and scripts/bundle-typebox.mjs do for dist/.
     await cp(join(ROOT, "core", "store", "lua"), join(COMPILED_DIR, "core", "store", "lua"), {
       recursive: true,
     });
+    await run(process.execPath, [join(ROOT, "scripts", "bundle-typebox.mjs"), COMPILED_DIR], { cwd: ROOT });
     return COMPILED_DIR;
   })();
   return compiled;

@@ -56,6 +56,8 @@ export type ServerRequest =
       quality?: number;
       /** Keep the output of the round's first job (the caller compares it). */
       keepOutput?: boolean;
+      /** The executor's local_concurrency for this round, instead of the setup's concurrency. */
+      runners?: number;
     }
   | { id: number; cmd: "stop" };
 
@@ -122,11 +124,12 @@ async function setup(source: string, localConcurrency: number): Promise<RoundRes
 
 /** The executor for a runner configuration, started fresh; any other one is stopped first. */
 async function useExecutor(
+  runners: number,
   maxJobs: number,
   patch: SharpPatch | undefined,
   env: Record<string, string> | undefined,
 ): Promise<void> {
-  const key = JSON.stringify({ maxJobs, patch, env });
+  const key = JSON.stringify({ runners, maxJobs, patch, env });
   if (executor?.key === key) return;
   await executor?.executor.stop(0);
   executor = undefined;
@@ -144,6 +147,7 @@ async function useExecutor(
   };
   const runnerConfig: Config = structuredClone(config);
   runnerConfig.executor.localRunnerMaxJobs = maxJobs;
+  runnerConfig.executor.localConcurrency = runners;
   let next: LocalExecutor;
   try {
     next = new LocalExecutor({
@@ -183,7 +187,7 @@ const ROUND_POLL_MS = 50;
 
 /** Submits `jobs` jobs over HTTP and waits until all have completed. */
 async function stackRound(request: Extract<ServerRequest, { cmd: "stack" }>): Promise<RoundResult> {
-  await useExecutor(request.maxJobs, request.patch, request.env);
+  await useExecutor(request.runners ?? concurrency, request.maxJobs, request.patch, request.env);
   const before = await completedTotal();
   // Wall-clock time: the round ends at a completed_at the store wrote (milliseconds, this machine).
   const started = Date.now();

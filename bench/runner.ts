@@ -169,6 +169,7 @@ export async function resizeBenchmark(): Promise<void> {
   const bare = newRate();
   const bareEnc = newRate();
   const fresh = newRate();
+  const extra = newRate();
   const raw = newRate();
   const proxied = newRate();
   const imgproxyBin = imgproxyBinary();
@@ -181,13 +182,14 @@ export async function resizeBenchmark(): Promise<void> {
       await imgproxyRound(proxy, proxyPath, 10, concurrency);
     }
     await server.send({ cmd: "raw", jobs: 10 });
-    const stackRound = (n: number, runnerMaxJobs: number) =>
+    const stackRound = (n: number, runnerMaxJobs: number, runners?: number) =>
       server.send({
         cmd: "stack",
         jobs: n,
         maxJobs: runnerMaxJobs,
         ...(patch ? { patch } : {}),
         ...(env ? { env } : {}),
+        ...(runners ? { runners } : {}),
       });
     // Warm-up of both, not counted: runner processes started and their processor loaded, the
     // connection pools and sharp of the bare loop.
@@ -208,6 +210,12 @@ export async function resizeBenchmark(): Promise<void> {
           (proxy ? `, imgproxy ${fmt(proxied.rounds.at(-1)!, 1)}/s` : ""),
       );
     }
+    // One runner more than the cores: fills the time both runners wait on a request (information;
+    // every other target runs at `concurrency`). Its own rounds, after a warm-up of its runners.
+    await stackRound(10, maxJobs, concurrency + 1);
+    for (let round = 1; round <= rounds; round++)
+      addRound(extra, await stackRound(jobs, maxJobs, concurrency + 1));
+    log(`resize, local_concurrency ${concurrency + 1}: ${fmt(perSecond(extra), 1)} jobs/s`);
     if (freshJobs > 0) {
       await stackRound(2, 1);
       addRound(fresh, await stackRound(freshJobs, 1));
@@ -242,6 +250,7 @@ export async function resizeBenchmark(): Promise<void> {
     "bare loop with the runner's JPEG encoder (encode.ts)": row(bareEnc),
     "raw sharp in memory (file bytes → sharp → buffer)": row(raw),
     ...(proxy ? { "imgproxy (file on local disk → HTTP answer, fill 800x600)": row(proxied) } : {}),
+    [`local stack, local_concurrency ${concurrency + 1} (a runner more than the concurrency)`]: row(extra),
     ...(fresh.jobs > 0 ? { "local stack, local_runner_max_jobs 1 (a process per job)": row(fresh) } : {}),
   });
   for (const [name, r] of Object.entries({ stack, fresh })) {
@@ -265,6 +274,10 @@ export async function resizeBenchmark(): Promise<void> {
   );
   console.log(
     `throughput ratio stack/bare with the runner's encoder: ${fmt(perSecond(stack) / perSecond(bareEnc))} (information)`,
+  );
+  console.log(
+    `stack at local_concurrency ${concurrency + 1}/bare: ${fmt(perSecond(extra) / perSecond(bare))} (information)` +
+      (proxy ? `; /imgproxy: ${fmt(perSecond(extra) / perSecond(proxied))} (information)` : ""),
   );
   if (fresh.jobs > 0) {
     console.log(

@@ -1,4 +1,4 @@
-import { Type } from "@sinclair/typebox";
+import { Type } from "../../core/typebox.js";
 import { JobTypeSchema } from "../../core/jobs/records.js";
 import { isEntryId } from "../../core/store/event-follower.js";
 import type { StoreEvent } from "../../core/store/events.js";

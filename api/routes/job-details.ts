@@ -1,4 +1,4 @@
-import { Type } from "@sinclair/typebox";
+import { Type } from "../../core/typebox.js";
 import { JobLinks, TimelineEntry } from "../../core/jobs/records.js";
 import { WRITES_OUTPUT } from "../../core/jobs/types.js";
 import { presignedGet } from "../../core/storage/s3.js";

@@ -1,4 +1,4 @@
-import { Type } from "@sinclair/typebox";
+import { Type } from "../../core/typebox.js";
 import { schemaBounds } from "../../core/jobs/bounds.js";
 import { buildJobSpec, retrySpec, type JobSpec, type SubmissionFields } from "../../core/jobs/spec.js";
 import { WRITES_OUTPUT, type JobType } from "../../core/jobs/types.js";

@@ -1,4 +1,4 @@
-import { Type } from "@sinclair/typebox";
+import { Type } from "../../core/typebox.js";
 import type { ApiContext, App } from "../context.js";
 import { History } from "../../core/jobs/records.js";
 import { HISTORY_MAX_MINUTES } from "../../core/stats/history.js";

@@ -1,9 +1,9 @@
 import { existsSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import type { TLiteralValue } from "@sinclair/typebox";
-import { Value } from "@sinclair/typebox/value";
-import { parse as parseYaml } from "yaml";
+import type { parse as YamlParse } from "yaml";
+import { Value, type TLiteralValue } from "../typebox.js";
 import { parseDuration } from "../duration.js";
 import { JOB_TYPES } from "../jobs/types.js";
 import { parseQuantity } from "../quantity.js";
@@ -93,6 +93,16 @@ export interface LoadOptions {
 
 /** A process started by ours (a local runner) receives the parent's configuration as it resolved it. */
 export const RESOLVED_CONFIG_ENV = "MEDIA_SERVICE_RESOLVED_CONFIG";
+
+/**
+ * YAML's parser, loaded when a configuration file is read: a runner (its configuration comes from
+ * its environment) never loads it. Loaded with require, as loadConfig is synchronous; the package's
+ * Node entry is CommonJS either way.
+ */
+function parseYaml(text: string): unknown {
+  const yaml = createRequire(import.meta.url)("yaml") as { parse: typeof YamlParse };
+  return yaml.parse(text);
+}
 
 export function loadConfig(options: LoadOptions = {}): Config {
   const env = options.env ?? process.env;

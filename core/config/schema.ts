@@ -6,7 +6,7 @@ import {
   type TSchema,
   type TString,
   type TUnion,
-} from "@sinclair/typebox";
+} from "../typebox.js";
 import { EXECUTION_CLASSES, JOB_TYPES, type JobType } from "../jobs/types.js";
 import { RUNNER_ENV } from "./runner-env.js";
 

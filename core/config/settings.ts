@@ -4,7 +4,7 @@
 // for an object of durations keyed by job type), objects keyed by data keep their keys, Kubernetes
 // objects passed through keep theirs. The environment variables that override settings are read
 // from the schema too.
-import type { Static, TArray, TObject, TOptional, TRecord, TSchema } from "@sinclair/typebox";
+import type { Static, TArray, TObject, TOptional, TRecord, TSchema } from "../typebox.js";
 import { DURATION, ENV, KEYED_BY } from "./schema.js";
 
 type Camel<S extends string> = S extends `${infer Head}_${infer Tail}`

@@ -1,4 +1,4 @@
-import { Value } from "@sinclair/typebox/value";
+import { Value } from "../typebox.js";
 import { KubernetesConfig, LimitsConfig } from "../config/schema.js";
 import { parseQuantity } from "../quantity.js";
 

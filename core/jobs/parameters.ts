@@ -1,5 +1,4 @@
-import { Type, type Static, type TObject, type TSchema } from "@sinclair/typebox";
-import { Value } from "@sinclair/typebox/value";
+import { Type, Value, type Static, type TObject, type TSchema } from "../typebox.js";
 import type { JobType } from "./types.js";
 import { DEFAULT_BOUNDS, ERROR_MESSAGE, integerRange, perBounds, type SchemaBounds } from "./bounds.js";
 import { Enum } from "./enum.js";

@@ -1,5 +1,4 @@
-import type { TLiteralValue, TObject } from "@sinclair/typebox";
-import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
+import { TypeCompiler, type TLiteralValue, type TObject, type TypeCheck } from "../typebox.js";
 import { shown } from "../text.js";
 import { PARAMETER_SCHEMAS, withDefaults } from "./parameters.js";
 import type { Job } from "./records.js";

@@ -317,11 +317,10 @@ export class JobStore {
 
   /** The pool queue's length and how many jobs workers have taken from it, ever; one round trip. */
   async poolProgress(): Promise<{ waiting: number; taken: number }> {
-    const [[, waiting], [, taken]] = (await this.redis
-      .pipeline()
-      .llen(this.keys.pool())
-      .get(this.keys.poolTaken())
-      .exec()) as [[Error | null, number], [Error | null, string | null]];
+    const [waiting, taken] = (await replies(
+      this.redis.pipeline().llen(this.keys.pool()).get(this.keys.poolTaken()),
+      "pool progress",
+    )) as [number, string | null];
     return { waiting: Number(waiting), taken: Number(taken ?? 0) };
   }
 
@@ -444,10 +443,10 @@ export class JobStore {
     if (entries.length === 0) return [];
     const pipeline = this.redis.pipeline();
     for (let i = 0; i < entries.length; i += 2) pipeline.hget(this.keys.job(entries[i]!), "claimed_by");
-    const owners = (await pipeline.exec()) ?? [];
+    const owners = (await replies(pipeline, `active jobs of ${type}`)) as Array<string | null>;
     const out: Array<{ id: string; owner?: string; leaseUntil: number }> = [];
     for (let i = 0; i < entries.length; i += 2) {
-      const owner = owners[i / 2]?.[1] as string | null | undefined;
+      const owner = owners[i / 2];
       out.push({ id: entries[i]!, ...(owner ? { owner } : {}), leaseUntil: Number(entries[i + 1]) });
     }
     return out;
@@ -520,21 +519,22 @@ export class JobStore {
     if (ids.length === 0) return [];
     const pipeline = this.redis.pipeline();
     for (const id of ids) pipeline.hmget(this.keys.job(id), ...SUMMARY_FIELDS);
-    const rows = (await pipeline.exec()) ?? [];
-    return rows.flatMap(([err, fields]) => {
-      if (err) throw err;
-      const summary = decodeSummary(fields as Array<string | null>);
+    const rows = (await replies(pipeline, "job summaries")) as Array<Array<string | null>>;
+    return rows.flatMap((fields) => {
+      const summary = decodeSummary(fields);
       return summary ? [summary] : [];
     });
   }
 
   /** A job's timeline, oldest first; undefined when there is no such job or `viewer` may not see it. */
   async jobTimeline(id: string, viewer: Viewer = EVERYONE): Promise<TimelineEntry[] | undefined> {
-    const [[, owner], [, entries]] = (await this.redis
-      .multi()
-      .hmget(this.keys.job(id), "id", "client")
-      .lrange(keyOf(this.keys.families.job_events, id), 0, -1)
-      .exec()) as [[unknown, Array<string | null>], [unknown, string[]]];
+    const [owner, entries] = (await replies(
+      this.redis
+        .multi()
+        .hmget(this.keys.job(id), "id", "client")
+        .lrange(keyOf(this.keys.families.job_events, id), 0, -1),
+      `timeline of job ${id}`,
+    )) as [Array<string | null>, string[]];
     if (!owner[0] || !canSee(viewer, owner[1] ?? undefined)) return undefined;
     return entries.flatMap((text) => {
       try {
@@ -603,12 +603,10 @@ export class JobStore {
   async counters(): Promise<Record<JobType, TypeCounters>> {
     const pipeline = this.redis.pipeline();
     for (const type of JOB_TYPES) pipeline.hgetall(this.keys.stats(type));
-    const rows = (await pipeline.exec()) ?? [];
+    const rows = (await replies(pipeline, "queue counters")) as Hash[];
     const out = {} as Record<JobType, TypeCounters>;
     JOB_TYPES.forEach((type, i) => {
-      const [err, hash] = rows[i]!;
-      if (err) throw err;
-      const h = hash as Hash;
+      const h = rows[i]!;
       const n = (name: string) => Math.max(0, Number(h[name] ?? 0));
       out[type] = {
         pending: n("pending"),
@@ -656,12 +654,10 @@ export class JobStore {
   async durationHistograms(): Promise<Record<JobType, DurationHistogram>> {
     const pipeline = this.redis.pipeline();
     for (const type of JOB_TYPES) pipeline.hgetall(this.keys.histogram(type));
-    const rows = (await pipeline.exec()) ?? [];
+    const rows = (await replies(pipeline, "duration histograms")) as Hash[];
     const out = {} as Record<JobType, DurationHistogram>;
     JOB_TYPES.forEach((type, i) => {
-      const [err, hash] = rows[i]!;
-      if (err) throw err;
-      const h = hash as Hash;
+      const h = rows[i]!;
       out[type] = {
         buckets: JOB_DURATION_BUCKETS.map((_, b) => Number(h[`b${b + 1}`] ?? 0)),
         count: Number(h.count ?? 0),
@@ -708,6 +704,22 @@ export class JobStore {
 }
 
 /** The client and key id a key's record is under (keys.ts). */
+/**
+ * A pipeline's replies, in order, once every command has answered: the first command that failed
+ * throws its error (a pipeline does not), and a discarded pipeline says what it was for.
+ */
+async function replies(
+  pipeline: { exec(): Promise<Array<[Error | null, unknown]> | null> },
+  what: string,
+): Promise<unknown[]> {
+  const rows = await pipeline.exec();
+  if (!rows) throw new Error(`${what}: the pipeline was discarded`);
+  return rows.map(([err, value]) => {
+    if (err) throw err;
+    return value;
+  });
+}
+
 function idempotencyArgs(key: IdempotencyKey): [string, string] {
   return [idempotencyClient(key.client), idempotencyKeyId(key.key)];
 }

@@ -136,4 +136,15 @@ describe("the pool's queue", () => {
     );
     assert.deepEqual(await store.reap(), [{ id: own, outcome: "requeued" }], "no prefix: every owner");
   });
+
+  test("pool progress counts what waits and what workers took; a key of the wrong type is an error, not NaN", async () => {
+    await submit(2);
+    await dispatch("image_resize");
+    await dispatch("image_resize");
+    await store.claimPooled(LEASE, WORKER, 100);
+    assert.deepEqual(await store.poolProgress(), { waiting: 1, taken: 1 });
+    await store.redis.del(store.keys.pool());
+    await store.redis.set(store.keys.pool(), "not a list");
+    await assert.rejects(store.poolProgress(), /WRONGTYPE/);
+  });
 });

@@ -19,3 +19,38 @@ export function freePort(host = "127.0.0.1"): Promise<number> {
     });
   });
 }
+
+/**
+ * What a start on a port from freePort() throws when another process took the port before the
+ * start bound it: onFreePorts() tries again on new ports. `cause`: the start's own error, thrown
+ * when no attempt is left.
+ */
+export class PortTakenError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "PortTakenError";
+  }
+}
+
+/**
+ * Runs `start` on `count` ports from freePort(), and again on new ones when it throws
+ * PortTakenError (the race freePort() cannot close), up to `attempts` times in all. Any other
+ * error is thrown at once; a race lost on the last attempt throws its cause.
+ */
+export async function onFreePorts<T>(
+  count: number,
+  attempts: number,
+  start: (ports: number[]) => Promise<T>,
+  host = "127.0.0.1",
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const ports: number[] = [];
+    for (let i = 0; i < count; i++) ports.push(await freePort(host));
+    try {
+      return await start(ports);
+    } catch (err) {
+      if (!(err instanceof PortTakenError)) throw err;
+      if (attempt >= attempts) throw err.cause instanceof Error ? err.cause : err;
+    }
+  }
+}

@@ -8,7 +8,7 @@ import { connect } from "node:net";
 import { delimiter, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import type { Logger } from "pino";
-import { freePort } from "../core/net.js";
+import { onFreePorts, PortTakenError } from "../core/net.js";
 
 const HOST = "127.0.0.1";
 const DEFAULT_FALLBACKS = ["/usr/bin/redis-server", "/usr/sbin/redis-server"];
@@ -323,18 +323,24 @@ async function attempt(binary: string, port: number, opts: SpawnRedisOptions): P
 // Spawns redis-server bound to 127.0.0.1 only and resolves once it answers PING.
 export async function spawnRedisServer(opts: SpawnRedisOptions = {}): Promise<RedisServerProcess> {
   const binary = await findRedisServer(opts);
-  const attempts = opts.port === undefined ? PORT_ATTEMPTS : 1;
-  let lastError: Error | undefined;
-  for (let i = 0; i < attempts; i++) {
-    const port = opts.port ?? (await freePort(HOST));
-    const result = await attempt(binary, port, opts);
+  if (opts.port !== undefined) {
+    const result = await attempt(binary, opts.port, opts);
     if (result.ok) return result.server;
-    lastError = result.error;
-    // Only a lost race for an OS-chosen port is worth retrying.
-    if (!result.bindFailed || i + 1 >= attempts) break;
-    opts.logger?.debug({ port }, "redis-server could not bind the port, retrying with another one");
+    throw result.error;
   }
-  throw lastError ?? new Error("redis-server did not start");
+  // Only a lost race for an OS-chosen port is worth retrying.
+  return onFreePorts(
+    1,
+    PORT_ATTEMPTS,
+    async ([port]) => {
+      const result = await attempt(binary, port!, opts);
+      if (result.ok) return result.server;
+      if (!result.bindFailed) throw result.error;
+      opts.logger?.debug({ port }, "redis-server could not bind the port, retrying with another one");
+      throw new PortTakenError(result.error.message, { cause: result.error });
+    },
+    HOST,
+  );
 }
 
 // Alive and not a zombie (an orphan that exited but that no init process has reaped yet).

@@ -1,1 +1,1 @@
-export { freePort } from "../../core/net.js";
+export { freePort, onFreePorts, PortTakenError } from "../../core/net.js";

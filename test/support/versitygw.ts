@@ -13,7 +13,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { freePort } from "./ports.js";
+import { onFreePorts, PortTakenError } from "./ports.js";
 
 export const VERSITYGW_VERSION = "1.8.0";
 export const VERSITYGW_PROVISION = "bash scripts/provision.sh versitygw";
@@ -74,15 +74,18 @@ function track(child: ChildProcess, root: string): void {
 /** Starts versitygw and resolves once it answers on its health path. */
 export async function startVersitygw(): Promise<Versitygw> {
   const binary = versitygwBinary();
-  let lastError: Error | undefined;
-  for (let i = 0; i < PORT_ATTEMPTS; i++) {
-    const result = await attempt(binary, await freePort(HOST));
-    if ("server" in result) return result.server;
-    lastError = result.error;
-    // Only a lost race for the free port is worth another try.
-    if (!result.bindFailed) break;
-  }
-  throw lastError ?? new Error("versitygw did not start");
+  // Only a lost race for the free port is worth another try.
+  return onFreePorts(
+    1,
+    PORT_ATTEMPTS,
+    async ([port]) => {
+      const result = await attempt(binary, port!);
+      if ("server" in result) return result.server;
+      if (result.bindFailed) throw new PortTakenError(result.error.message, { cause: result.error });
+      throw result.error;
+    },
+    HOST,
+  );
 }
 
 async function attempt(

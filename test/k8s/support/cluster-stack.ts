@@ -28,7 +28,7 @@ import { loadConfig } from "../../../core/config/load.js";
 import { RUNNER_ENV } from "../../../core/config/runner-env.js";
 import type { Job } from "../../../core/jobs/records.js";
 import { startTestStack, type TestStack } from "../../support/api.js";
-import { freePort } from "../../support/ports.js";
+import { onFreePorts, PortTakenError } from "../../support/ports.js";
 import type { TestCluster } from "./cluster.js";
 import { deathSignalPrefix, onTestExit } from "./processes.js";
 import { eventually } from "./eventually.js";
@@ -104,11 +104,6 @@ export interface ClusterStack {
 const liveChildren = new Set<ChildProcess>();
 /** Attempts at starting a controller when another process takes its port first. */
 const PORT_ATTEMPTS = 3;
-class PortTaken extends Error {
-  constructor(port: number) {
-    super(`port ${port} was taken before the controller listened on it`);
-  }
-}
 const killControllers = () => {
   for (const c of liveChildren) c.kill("SIGKILL");
 };
@@ -208,15 +203,8 @@ export async function startClusterStack(options: ClusterStackOptions): Promise<C
   // A controller on a free port; on another one when a process took the port between freePort() and
   // the controller's listen (its log then says EADDRINUSE and it exits), as the control plane's
   // components and versitygw are started.
-  const startController = async (name: string): Promise<ControllerProcess> => {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await launchController(name, await freePort());
-      } catch (err) {
-        if (!(err instanceof PortTaken) || attempt >= PORT_ATTEMPTS) throw err;
-      }
-    }
-  };
+  const startController = (name: string): Promise<ControllerProcess> =>
+    onFreePorts(1, PORT_ATTEMPTS, ([port]) => launchController(name, port!));
 
   const launchController = async (name: string, port: number): Promise<ControllerProcess> => {
     const logPath = join(dir, `${name}.log`);
@@ -284,7 +272,7 @@ export async function startClusterStack(options: ClusterStackOptions): Promise<C
     );
     if (state === "port taken") {
       controllers.splice(controllers.indexOf(controller), 1);
-      throw new PortTaken(port);
+      throw new PortTakenError(`port ${port} was taken before the controller listened on it`);
     }
     return controller;
   };

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { freePort } from "../../support/ports.js";
+import { onFreePorts, PortTakenError } from "../../support/ports.js";
 import { hostAddress, KUBERNETES_SERVICE_IP as SERVICE_IP, SERVICE_CIDR } from "./network.js";
 import { deathSignalPrefix, isAlive, onTestExit } from "./processes.js";
 
@@ -190,16 +190,16 @@ async function startWithPorts(
   ports: number,
   start: (p: number[]) => Promise<Component>,
 ): Promise<{ component: Component; ports: number[] }> {
-  for (let attempt = 1; ; attempt++) {
-    const p: number[] = [];
-    for (let i = 0; i < ports; i++) p.push(await freePort());
+  return onFreePorts(ports, PORT_ATTEMPTS, async (p) => {
     try {
       return { component: await start(p), ports: p };
     } catch (err) {
-      const inUse = err instanceof ControlPlaneStartError && /address already in use/i.test(err.logTail);
-      if (!inUse || attempt >= PORT_ATTEMPTS) throw err;
+      if (err instanceof ControlPlaneStartError && /address already in use/i.test(err.logTail)) {
+        throw new PortTakenError(err.message, { cause: err });
+      }
+      throw err;
     }
-  }
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -347,12 +347,28 @@ function onSignal(logger: Logger, timeoutMs: number, stops: Stop[]): (reason: st
   return shutdown;
 }
 
+/**
+ * Resolves once what was written to the stream has left this process, or its reader has gone. Writes
+ * to a pipe are asynchronous: exiting before they complete cuts the output short (`get … - | …`, a
+ * long `--json` read by a slow reader).
+ */
+function flushed(stream: NodeJS.WriteStream): Promise<void> {
+  if (stream.writableLength === 0) return Promise.resolve();
+  return new Promise((resolve) => stream.write("", () => resolve()));
+}
+
+/** Exits with the code once stdout and stderr are written out. */
+async function exit(code: number): Promise<never> {
+  await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+  process.exit(code);
+}
+
 main(process.argv.slice(2)).then(
   (code) => {
-    if (code >= 0) process.exit(code);
+    if (code >= 0) void exit(code);
   },
   (err) => {
     console.error(err);
-    process.exit(1);
+    void exit(1);
   },
 );

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stripVTControlCharacters } from "node:util";
 import { after, before, describe, test } from "node:test";
-import { HeadObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { HeadObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { runnerEntry } from "../../controller/runner-process.js";
 import type { Batch, Job, JobSummary, QueueStats } from "../../core/jobs/records.js";
 import { startTestStack, type TestStack } from "../support/api.js";
@@ -38,7 +38,12 @@ before(async () => {
   dir = await mkdtemp(join(tmpdir(), "media-service-cli-"));
   configFile = join(dir, "config.yaml");
   await writeFile(configFile, "{}\n");
-  await writeFile(join(dir, "photo.png"), await makeImage({ width: 64, height: 48, format: "png" }));
+  const photo = await makeImage({ width: 64, height: 48, format: "png" });
+  await writeFile(join(dir, "photo.png"), photo);
+  // The source the job commands use, there whether or not `put` works (put's own test uploads it again).
+  await stack.services.s3.send(
+    new PutObjectCommand({ Bucket: stack.bucket, Key: "cli/photo.png", Body: photo }),
+  );
 });
 after(async () => {
   await idle?.close();
@@ -217,6 +222,42 @@ describe("put and get", () => {
     } finally {
       s3.destroy();
     }
+  });
+
+  test("to a reader that is slow, stdout carries every byte: the command exits only once its output is written", async () => {
+    const data = randomBytes(2_000_000);
+    const file = join(dir, "slow.bin");
+    await writeFile(file, data);
+    const put = await cli(["put", file, s3url("cli/slow.bin")]);
+    assert.equal(put.code, 0, said(put));
+
+    const [command, ...rest] = cliArgv(["get", s3url("cli/slow.bin"), "-"]);
+    const child = spawn(command!, rest, { cwd: ROOT, env: cliEnv(), stdio: ["ignore", "pipe", "pipe"] });
+    const stderr: Buffer[] = [];
+    child.stderr.on("data", (c: Buffer) => stderr.push(c));
+    const code = new Promise<number | null>((resolve) => child.once("close", resolve));
+    // The reader takes 8 KiB at a time with a rest between, so the command writes faster than it is
+    // read: one that exits with output still in its buffers loses that output here. (A "readable"
+    // listener throughout keeps the stream paused, read only here, also once the command has exited.)
+    const chunks: Buffer[] = [];
+    let ended = false;
+    let wake = () => {};
+    child.stdout.on("readable", () => wake());
+    child.stdout.once("end", () => {
+      ended = true;
+      wake();
+    });
+    while (!ended) {
+      const chunk = (child.stdout.read(8192) ?? child.stdout.read()) as Buffer | null;
+      if (chunk) {
+        chunks.push(chunk);
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      } else await new Promise<void>((resolve) => (wake = resolve));
+    }
+    const bytes = Buffer.concat(chunks);
+    assert.equal(await code, 0, Buffer.concat(stderr).toString());
+    assert.equal(bytes.length, data.length, "every byte");
+    assert.ok(bytes.equals(data), "the same bytes");
   });
 
   test("a missing object or file, a bad URL: one line each", async () => {

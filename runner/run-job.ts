@@ -61,6 +61,33 @@ export function runDeadline(
 }
 
 /**
+ * A runner started without its job's record (`runner --job`) starts the job itself. Idempotent: the
+ * executor normally marks the job processing when it starts the runner; the record comes back with
+ * the start, in the same round trip. An outcome instead of a record: there is nothing to run.
+ */
+async function startItself(jobId: string, deps: RunnerDeps, log: Logger): Promise<Job | RunOutcome> {
+  try {
+    const start = await deps.store.startAndGet(jobId, deps.config.executor.leaseMs);
+    const job = start.job;
+    if (!job) {
+      log.warn("job does not exist (pruned or never created); nothing to do");
+      return { code: EXIT.permanent, error: `job ${jobId} does not exist` };
+    }
+    if (job.status === "completed" || job.status === "failed") {
+      log.info({ status: job.status }, "job already finished; nothing to do");
+      return { code: EXIT.done };
+    }
+    if (start.refused) {
+      log.warn({ err: start.refused.message }, "job cannot start");
+      return { code: EXIT.permanent, error: start.refused.message };
+    }
+    return job;
+  } catch (err) {
+    return { code: EXIT.transient, error: `queue store unavailable: ${describeError(err)}` };
+  }
+}
+
+/**
  * Executes one job end to end: source from S3 to a scratch directory (or, for a small image, into
  * memory: limits.in_memory_source_bytes), the type's processor, the output back to S3, and the
  * outcome through the store's transitions. A permanent failure is
@@ -74,29 +101,8 @@ export function runDeadline(
 export async function runJob(jobId: string, deps: RunnerDeps, startedJob?: Job): Promise<RunOutcome> {
   const { config, store, s3 } = deps;
   const log = deps.logger.child({ job_id: jobId });
-  let job: Job | undefined = startedJob;
-  if (!job) {
-    try {
-      // Idempotent: the executor normally marks the job processing when it starts this runner. The
-      // job's record comes back with the start, in the same round trip.
-      const start = await store.startAndGet(jobId, config.executor.leaseMs);
-      job = start.job;
-      if (!job) {
-        log.warn("job does not exist (pruned or never created); nothing to do");
-        return { code: EXIT.permanent, error: `job ${jobId} does not exist` };
-      }
-      if (job.status === "completed" || job.status === "failed") {
-        log.info({ status: job.status }, "job already finished; nothing to do");
-        return { code: EXIT.done };
-      }
-      if (start.refused) {
-        log.warn({ err: start.refused.message }, "job cannot start");
-        return { code: EXIT.permanent, error: start.refused.message };
-      }
-    } catch (err) {
-      return { code: EXIT.transient, error: `queue store unavailable: ${describeError(err)}` };
-    }
-  }
+  const job = startedJob ?? (await startItself(jobId, deps, log));
+  if ("code" in job) return job;
 
   const time = runDeadline(config, job, deps.deadlineSeconds);
   const deadline = AbortSignal.timeout(time.ms);

@@ -7,6 +7,7 @@ import { after, before, describe, test } from "node:test";
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import { scriptSha } from "../../core/store/scripts.js";
+import { JobStore } from "../../core/store/store.js";
 import { runJob } from "../../runner/run-job.js";
 import { startTestStack, type TestStack } from "../support/api.js";
 import { makeImage } from "../support/media.js";
@@ -79,5 +80,67 @@ describe("a runner handed the started record", () => {
     assert.deepEqual(outcome, { code: 0 });
     assert.equal(calls, 1);
     assert.equal((await services.store.getJob(id))?.status, "completed");
+  });
+});
+
+describe("a runner that starts the job itself and finds nothing to run", () => {
+  const deps = () => ({
+    config: stack.config,
+    store: stack.services.store,
+    s3: stack.services.s3,
+    logger: pino({ level: "silent" }),
+  });
+
+  test("a job that does not exist: a permanent failure that names it", async () => {
+    assert.deepEqual(await runJob("no-such-job", deps()), {
+      code: 2,
+      error: "job no-such-job does not exist",
+    });
+  });
+
+  test("a finished job: done, and its record is left as it was", async () => {
+    const id = await submit("twice");
+    assert.deepEqual(await runJob(id, deps()), { code: 0 });
+    const first = await stack.services.store.getJob(id);
+    assert.deepEqual(await runJob(id, deps()), { code: 0 });
+    assert.deepEqual(await stack.services.store.getJob(id), first);
+  });
+
+  test("a pending job nobody claimed: refused with the store's reason, and it stays pending", async () => {
+    const res = await stack.request("/api/v1/jobs/image/resize", {
+      method: "POST",
+      json: {
+        source_bucket: stack.bucket,
+        source_key: "in/photo.jpg",
+        dest_bucket: stack.bucket,
+        dest_key: "out/unclaimed.jpg",
+        width: 100,
+        height: 100,
+      },
+    });
+    const { job_id: id, error } = (await res.json()) as { job_id: string; error?: string };
+    assert.equal(res.status, 202, error);
+    const outcome = await runJob(id, deps());
+    assert.equal(outcome.code, 2);
+    assert.match(String(outcome.error), /is pending but not claimed, cannot become processing/);
+    assert.equal((await stack.services.store.getJob(id))?.status, "pending");
+  });
+
+  test("a store it cannot reach: a transient outcome that says so", async () => {
+    // A connection that is not open and queues nothing: every command fails at once, as when the
+    // store is down.
+    const gone = new Redis(stack.redis.url, { lazyConnect: true, enableOfflineQueue: false });
+    try {
+      const store = new JobStore(gone, {
+        keyPrefix: "runner-started",
+        retentionMs: 60_000,
+        eventsMaxLen: 100,
+      });
+      const outcome = await runJob("any", { ...deps(), store });
+      assert.equal(outcome.code, 1);
+      assert.match(String(outcome.error), /^queue store unavailable: /);
+    } finally {
+      gone.disconnect();
+    }
   });
 });

@@ -30,7 +30,8 @@
 //
 // Knobs (environment): BENCH_ENC_CASES (resize,optimize; empty for the photos alone),
 // BENCH_ENC_SECONDS (0.8), BENCH_ENC_AVIF_Q (50,65,80), BENCH_ENC_WEBP_Q (60,75,85),
-// BENCH_ENC_AVIF_MAX_EFFORT (6), BENCH_ENC_JSON (a file to write every point to, as JSON),
+// BENCH_ENC_AVIF_EFFORTS (0,1,2,3,4,5,6), BENCH_ENC_AVIF_TUNES (libaom's tunes: iq,ssim),
+// BENCH_ENC_JSON (a file to write every point to, as JSON),
 // BENCH_ENC_REPORT (such a file: its tables printed again, nothing measured).
 //
 // Two optional inputs, each off unless its variable is set:
@@ -53,7 +54,7 @@ import { loadavg, tmpdir } from "node:os";
 import { extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import type { Sharp } from "sharp";
+import type { HeifTune, Sharp } from "sharp";
 import { ssim } from "ssim.js";
 import { encode, type EncodeMode, type OutputFormat } from "../runner/image/encode.js";
 import { sharp } from "../runner/image/settings.js";
@@ -67,7 +68,8 @@ const list = (name: string, fallback: string) =>
     .filter(Boolean);
 const AVIF_Q = list("BENCH_ENC_AVIF_Q", "50,65,80").map(Number);
 const WEBP_Q = list("BENCH_ENC_WEBP_Q", "60,75,85").map(Number);
-const AVIF_MAX_EFFORT = Number(process.env.BENCH_ENC_AVIF_MAX_EFFORT ?? 6);
+const AVIF_EFFORTS = list("BENCH_ENC_AVIF_EFFORTS", "0,1,2,3,4,5,6").map(Number);
+const AVIF_TUNES = list("BENCH_ENC_AVIF_TUNES", "iq,ssim") as HeifTune[];
 const PHOTOS = process.env.BENCH_ENC_PHOTOS || undefined;
 const SCORER = process.env.SSIMULACRA2_BIN || undefined;
 const log = (line: string) => console.error(line);
@@ -229,13 +231,15 @@ async function measure(
 
 function avifSettings(): Setting[] {
   const settings: Setting[] = [];
-  for (let effort = 0; effort <= AVIF_MAX_EFFORT; effort++) {
+  for (const effort of AVIF_EFFORTS) {
     for (const chromaSubsampling of ["4:2:0", "4:4:4"] as const) {
-      settings.push({
-        format: "avif",
-        label: `e${effort} ${chromaSubsampling}`,
-        apply: (p, quality) => p.avif({ quality, effort, chromaSubsampling }),
-      });
+      for (const tune of AVIF_TUNES) {
+        settings.push({
+          format: "avif",
+          label: `e${effort} ${chromaSubsampling} ${tune}`,
+          apply: (p, quality) => p.avif({ quality, effort, chromaSubsampling, tune }),
+        });
+      }
     }
   }
   return settings;
@@ -255,12 +259,12 @@ function webpSettings(): Setting[] {
   return settings;
 }
 
-/** The runner's own encoder (runner/image/encode.ts) in both modes. */
-function runnerSettings(format: OutputFormat): Setting[] {
+/** The runner's own encoder (runner/image/encode.ts) in both modes, told the image's size as the runner is. */
+function runnerSettings(format: OutputFormat, pixels: number): Setting[] {
   return (["standard", "optimize"] as EncodeMode[]).map((mode) => ({
     format,
     label: `runner ${mode}`,
-    apply: (p, quality) => encode(p, { format, quality, mode, hasAlpha: false }),
+    apply: (p, quality) => encode(p, { format, quality, mode, hasAlpha: false, pixels }),
   }));
 }
 
@@ -348,8 +352,10 @@ function pareto(points: Point[]): Point[] {
 /** The settings each format's size-at-equal-SSIM column compares with. */
 const BASELINES: Partial<Record<OutputFormat, string>> = {
   // imgproxy's default AVIF speed 8 is libvips effort 1 (libvips passes libheif speed = 9 - effort),
-  // with libvips' own chroma default below quality 90: 4:2:0.
-  avif: "e1 4:2:0",
+  // with libvips' own chroma default below quality 90: 4:2:0; and libaom tuned for SSIM, the default
+  // of the libheif it is built with (a libheif of 1.22 or later on libaom 3.13 or later picks the
+  // IQ tune instead, and maps quality to the quantizer by another table).
+  avif: "e1 4:2:0 ssim",
   // libwebp's default method (4), as sharp sets it.
   webp: "e4",
   // libjpeg-turbo's defaults, against mozjpeg's trellis and scans.
@@ -464,7 +470,7 @@ async function measureCases(
           : format === "avif"
             ? avifSettings()
             : webpSettings();
-      const settings = [...grid, ...runnerSettings(format)];
+      const settings = [...grid, ...runnerSettings(format, c.pixels.width * c.pixels.height)];
       const qualities = format === "avif" ? AVIF_Q : format === "png" ? [80] : WEBP_Q;
       // One encode first, not counted: the encoder's own start-up (libaom's tables, for one).
       await settings[0]!.apply(sharp(c.pixels.data, { raw: { ...sizeOf(c), channels: 3 } }), 50).toBuffer();

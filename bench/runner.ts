@@ -29,7 +29,7 @@ import { compileProject } from "./compile.js";
 import { processContext } from "./context.js";
 import { longVideo, photo } from "./fixtures.js";
 import type { RoundResult, ServerReply, ServerRequest } from "./resize-server.js";
-import type { Sharp } from "sharp";
+import type { AvifOptions, HeifTune, Sharp } from "sharp";
 import type { SharpPatch } from "./sharp-patch.js";
 import { imgproxyBinary, imgproxyPath, imgproxyRound, startImgproxy, type Imgproxy } from "./imgproxy.js";
 import { RUNNER_NODE_FLAGS, RUNNER_PROCESS_ENV } from "../core/config/runner-env.js";
@@ -416,14 +416,17 @@ export async function avifBenchmark(): Promise<void> {
   // Other settings of our encoder on the same lossless resize: the size each needs for imgproxy's
   // SSIM and SSIM-Y (interpolated between its qualities), and its encode CPU at the benchmark's quality.
   const standard = avifSettings("standard");
-  const avifAt = (effort: number, chromaSubsampling: "4:2:0" | "4:4:4") => (q: number) =>
-    sharp(ourReference).avif({ quality: q, effort, chromaSubsampling });
+  const avifAt = (effort: number, chromaSubsampling: "4:2:0" | "4:4:4", tune: HeifTune) => (q: number) =>
+    sharp(ourReference).avif({ quality: q, effort, chromaSubsampling, tune });
   const settings: Record<string, (q: number) => Sharp> = {
-    [`effort ${standard.effort}, ${standard.chromaSubsampling} (ours)`]: oursAt,
-    "effort 0, 4:2:0": avifAt(0, "4:2:0"),
-    "effort 0, 4:4:4": avifAt(0, "4:4:4"),
-    "effort 1, 4:4:4": avifAt(1, "4:4:4"),
+    [`${describeAvif(standard)} (ours)`]: oursAt,
   };
+  for (const effort of [0, 1])
+    for (const chromaSubsampling of ["4:2:0", "4:4:4"] as const)
+      for (const tune of ["iq", "ssim"] as const) {
+        const name = describeAvif({ effort, chromaSubsampling, tune });
+        if (!(`${name} (ours)` in settings)) settings[name] = avifAt(effort, chromaSubsampling, tune);
+      }
   const others: Record<string, Record<string, number | string>> = {};
   for (const [name, encodeAt] of Object.entries(settings)) {
     const points = encodeAt === oursAt ? sweep : await sweepOf(encodeAt);
@@ -442,6 +445,48 @@ export async function avifBenchmark(): Promise<void> {
   }
   console.log(`\nour encoder's settings against imgproxy's q${quality} (size ratios at equal score):`);
   console.table(others);
+
+  // The encoder alone: the lossless resize encoded in memory, two at a time, for ENCODE_ALONE_MS
+  // each, with one libvips thread per encode and with the runner's; no stack around it can be faster.
+  const alone: Record<string, Record<string, number>> = {};
+  const encoders: Record<string, (q: number) => Sharp> = {
+    [`${describeAvif(standard)} (ours)`]: oursAt,
+    "effort 1, 4:2:0, tune ssim (imgproxy's settings)": avifAt(1, "4:2:0", "ssim"),
+  };
+  const threads = sharp.concurrency();
+  try {
+    for (const [name, encodeAt] of Object.entries(encoders)) {
+      const row: Record<string, number> = {};
+      for (const n of [1, threads]) {
+        sharp.concurrency(n);
+        await encodeAt(quality).toBuffer();
+        let images = 0;
+        const started = performance.now();
+        while (performance.now() - started < ENCODE_ALONE_MS) {
+          await Promise.all([0, 1].map(() => encodeAt(quality).toBuffer()));
+          images += 2;
+        }
+        row[`images/s, ${n} libvips thread${n === 1 ? "" : "s"} each`] = Number(
+          fmt((images * 1000) / (performance.now() - started)),
+        );
+      }
+      alone[name] = row;
+    }
+  } finally {
+    sharp.concurrency(threads);
+  }
+  console.log(
+    `\nthe encoder alone (q${quality}, in memory, two at a time), against imgproxy's ${fmt(perSecond(theirs))}:`,
+  );
+  console.table(alone);
+}
+
+/** How long the AVIF benchmark encodes with each setting alone. */
+const ENCODE_ALONE_MS = 5000;
+
+/** An AVIF setting as the tables name it: "effort 1, 4:2:0, tune ssim". */
+function describeAvif(o: Pick<AvifOptions, "effort" | "chromaSubsampling" | "tune">): string {
+  return `effort ${o.effort}, ${o.chromaSubsampling}, tune ${o.tune ?? "auto"}`;
 }
 
 async function fileSize(path: string): Promise<number> {

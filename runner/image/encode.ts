@@ -35,6 +35,10 @@
 //   (6.8 s per megapixel: a 20-megapixel photo would outlast the 2-minute job timeout on one core).
 //   At effort 4, 4:4:4 was 5.5 % smaller than 4:2:0 at equal SSIM (4:2:0 was 7 % smaller at equal
 //   luma SSIM, which does not see what subsampling drops).
+// - AVIF, both modes: libaom tuned for image quality (`tune: "iq"`), named here rather than left to
+//   sharp's default (which is IQ with the libheif and libaom sharp bundles today). On six photographs
+//   the SSIM tune, imgproxy's, took 15–18 % less encode CPU but was 9–11 % larger at equal
+//   SSIMULACRA 2 (and 1–3 % smaller at equal SSIM, the score it optimises).
 import type { Sharp } from "sharp";
 import type { IMAGE_FORMATS } from "../../core/jobs/parameters.js";
 import type { SourceImage } from "./open.js";
@@ -96,13 +100,17 @@ export interface EncodeOptions {
  */
 export const AVIF_OPTIMIZE_FULL_EFFORT_MAX_PIXELS = 8_000_000;
 
-/** AVIF's effort and chroma subsampling for a mode and an image of `pixels` (see the top). */
+/** AVIF's effort, chroma subsampling and libaom tune for a mode and an image of `pixels` (see the top). */
 export function avifSettings(
   mode: EncodeMode,
   pixels = Infinity,
-): { effort: number; chromaSubsampling: "4:2:0" | "4:4:4" } {
-  if (mode === "standard") return { effort: 1, chromaSubsampling: "4:2:0" };
-  return { effort: pixels <= AVIF_OPTIMIZE_FULL_EFFORT_MAX_PIXELS ? 4 : 3, chromaSubsampling: "4:4:4" };
+): { effort: number; chromaSubsampling: "4:2:0" | "4:4:4"; tune: "iq" } {
+  if (mode === "standard") return { effort: 1, chromaSubsampling: "4:2:0", tune: "iq" };
+  return {
+    effort: pixels <= AVIF_OPTIMIZE_FULL_EFFORT_MAX_PIXELS ? 4 : 3,
+    chromaSubsampling: "4:4:4",
+    tune: "iq",
+  };
 }
 
 /** Adds the output format and its options to a pipeline. */

@@ -68,19 +68,22 @@ export class Dispatcher {
 
   /**
    * Subscribes `subscriber` to the store's queues channel (a dispatcher of the type queues), or to the
-   * pool's channel (a pool worker's); every message wakes the dispatchers.
+   * pool's channel (a pool worker's); every message calls `onWork`, until the function returned is
+   * called. The channel stays subscribed: another listener in the process may share it.
    */
   static async listen(
     store: JobStore,
     subscriber: Redis,
     onWork: () => void,
     source: "queues" | "pool" = "queues",
-  ): Promise<void> {
+  ): Promise<() => void> {
     const channel = source === "pool" ? store.keys.poolChannel() : store.keys.queuesChannel();
-    subscriber.on("message", (ch: string) => {
+    const onMessage = (ch: string) => {
       if (ch === channel) onWork();
-    });
+    };
+    subscriber.on("message", onMessage);
     await subscriber.subscribe(channel);
+    return () => subscriber.off("message", onMessage);
   }
 
   start(): void {

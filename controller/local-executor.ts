@@ -113,6 +113,8 @@ export class LocalExecutor implements Executor, DispatchTarget {
   private readonly dispatcher: Dispatcher;
   private reaper: NodeJS.Timeout | undefined;
   private stopCancellations: (() => Promise<void>) | undefined;
+  /** Stops the queue channel waking this executor's dispatcher. */
+  private stopListening: (() => void) | undefined;
   private readonly runnerEnv: NodeJS.ProcessEnv;
 
   constructor(private readonly options: LocalExecutorOptions) {
@@ -154,7 +156,7 @@ export class LocalExecutor implements Executor, DispatchTarget {
 
   async start(): Promise<void> {
     if (this.profile.recovers) await this.recover();
-    await Dispatcher.listen(
+    this.stopListening = await Dispatcher.listen(
       this.store,
       this.options.subscriber,
       () => this.dispatcher.notify(),
@@ -199,6 +201,7 @@ export class LocalExecutor implements Executor, DispatchTarget {
     }
     await Promise.allSettled([...this.executions]);
     await this.stopCancellations?.();
+    this.stopListening?.();
     this.log.info({ requeued: left.length }, "local executor stopped");
   }
 

@@ -120,6 +120,8 @@ export class KubernetesExecutor implements Executor {
   private term: Term | undefined;
   private stopping = false;
   private stopCancellations: (() => Promise<void>) | undefined;
+  /** Stops the queue channel waking this executor's dispatcher. */
+  private stopListening: (() => void) | undefined;
   private leaderSince = 0;
 
   constructor(private readonly options: KubernetesExecutorOptions) {
@@ -190,7 +192,7 @@ export class KubernetesExecutor implements Executor {
   }
 
   async start(): Promise<void> {
-    await Dispatcher.listen(this.store, this.options.subscriber, () => this.notify());
+    this.stopListening = await Dispatcher.listen(this.store, this.options.subscriber, () => this.notify());
     this.stopCancellations = followCancellations(
       this.store,
       this.options.redis,
@@ -220,6 +222,7 @@ export class KubernetesExecutor implements Executor {
     await this.stopLeading();
     await this.elector?.stop();
     await this.stopCancellations?.();
+    this.stopListening?.();
     this.log.info("kubernetes executor stopped");
   }
 

@@ -504,6 +504,7 @@ describe("recovery", () => {
         redis: stack.services.redis,
         logger: stack.api.app.log as never,
       });
+      const listeners = stack.services.subscriber.listenerCount("message");
       await executor.start();
       try {
         const job = await finished(stack, id);
@@ -515,6 +516,8 @@ describe("recovery", () => {
       } finally {
         await executor.stop(0);
       }
+      // A stopped executor leaves nothing on the shared subscriber: no listener holds it.
+      assert.equal(stack.services.subscriber.listenerCount("message"), listeners);
     } finally {
       await stack.close();
     }

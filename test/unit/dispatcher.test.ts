@@ -183,6 +183,24 @@ describe("dispatcher", () => {
     }
   });
 
+  test("once told to stop listening, the channel no longer wakes it", async () => {
+    const subscriber = connect(suite.url);
+    let woken = 0;
+    const before = subscriber.listenerCount("message");
+    const stopListening = await Dispatcher.listen(store, subscriber, () => woken++);
+    assert.equal(subscriber.listenerCount("message"), before + 1);
+    await submit("image_colors", 1);
+    await until(() => woken === 1, "woken by a submit");
+    stopListening();
+    assert.equal(subscriber.listenerCount("message"), before);
+    await submit("image_colors", 1);
+    // A message published after the submit above arrives after its own, had it still been heard.
+    const heard = new Promise<void>((resolve) => subscriber.once("message", () => resolve()));
+    await store.redis.publish(store.keys.queuesChannel(), "check");
+    await heard;
+    assert.equal(woken, 1);
+  });
+
   test("a job the target cannot take goes back to the head of its queue", async () => {
     const [id] = await submit("image_optimize", 1);
     const target = recordingTarget(1);

@@ -62,6 +62,8 @@ const REVALIDATE = "no-cache";
 
 interface UiFile {
   body: Buffer;
+  /** Worth compressing (text, above 512 bytes): compressed once, when first asked for. */
+  compressible: boolean;
   gzip?: Buffer;
   br?: Buffer;
   type: string;
@@ -121,19 +123,23 @@ function loadFiles(dir: string): Map<string, UiFile> | undefined {
         type: TYPES[ext] ?? "application/octet-stream",
         etag: `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`,
         cacheControl: rel.startsWith("assets/") ? IMMUTABLE : REVALIDATE,
+        compressible: COMPRESSIBLE.has(ext) && body.length > 512,
       };
-      if (COMPRESSIBLE.has(ext) && body.length > 512) {
-        file.gzip = gzipSync(body, { level: 9 });
-        file.br = brotliCompressSync(body, {
-          params: { [zlib.BROTLI_PARAM_QUALITY]: 11, [zlib.BROTLI_PARAM_SIZE_HINT]: body.length },
-        });
-      }
       files.set(rel, file);
     }
   };
   walk(dir);
   return files;
 }
+
+// At the highest levels, once per file and process, when first asked for: the API no longer spends
+// ~70 ms of its start on files nobody may ask for; the first brotli request of the dashboard's script
+// pays ~55 ms instead, once.
+const brotli = (file: UiFile) =>
+  (file.br ??= brotliCompressSync(file.body, {
+    params: { [zlib.BROTLI_PARAM_QUALITY]: 11, [zlib.BROTLI_PARAM_SIZE_HINT]: file.body.length },
+  }));
+const gzip = (file: UiFile) => (file.gzip ??= gzipSync(file.body, { level: 9 }));
 
 /** Registers GET /ui, /ui/* and the redirect of / to /ui/. */
 export function uiRoutes(app: App, options: { dir: string; storageEndpoint: string | undefined }): void {
@@ -162,9 +168,10 @@ export function uiRoutes(app: App, options: { dir: string; storageEndpoint: stri
       return reply.code(304).send();
     }
     const accepted = String(request.headers["accept-encoding"] ?? "");
-    if (file.br && /\bbr\b/.test(accepted)) return reply.header("Content-Encoding", "br").send(file.br);
-    if (file.gzip && /\bgzip\b/.test(accepted))
-      return reply.header("Content-Encoding", "gzip").send(file.gzip);
+    if (file.compressible && /\bbr\b/.test(accepted))
+      return reply.header("Content-Encoding", "br").send(brotli(file));
+    if (file.compressible && /\bgzip\b/.test(accepted))
+      return reply.header("Content-Encoding", "gzip").send(gzip(file));
     return reply.send(file.body);
   };
 

@@ -88,8 +88,10 @@ export async function serve(config: Config, logger: Logger, maxJobs: number): Pr
     logger.error("runner --serve must be started by the local executor (it talks over IPC)");
     return EXIT.permanent;
   }
+  // A send that fails (EPIPE: the executor died between the check and the write) is not an error of
+  // this runner's: "disconnect" follows and ends it. Without a callback Node would throw it instead.
   const send = (message: RunnerMessage) => {
-    if (process.connected) process.send!(message);
+    if (process.connected) process.send!(message, undefined, {}, () => undefined);
   };
   const shutdown = new AbortController();
   const deps = openDeps(config, logger, shutdown.signal);

@@ -168,10 +168,10 @@ export function uiRoutes(app: App, options: { dir: string; storageEndpoint: stri
       return reply.code(304).send();
     }
     const accepted = String(request.headers["accept-encoding"] ?? "");
-    if (file.compressible && /\bbr\b/.test(accepted))
-      return reply.header("Content-Encoding", "br").send(brotli(file));
-    if (file.compressible && /\bgzip\b/.test(accepted))
-      return reply.header("Content-Encoding", "gzip").send(gzip(file));
+    if (file.compressible) {
+      if (/\bbr\b/.test(accepted)) return reply.header("Content-Encoding", "br").send(brotli(file));
+      if (/\bgzip\b/.test(accepted)) return reply.header("Content-Encoding", "gzip").send(gzip(file));
+    }
     return reply.send(file.body);
   };
 

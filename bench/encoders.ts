@@ -208,25 +208,34 @@ async function measure(
   quality: number,
 ): Promise<{ bytes: number; cpuMs: number; perSecond: number; images: number; output: Buffer }> {
   const { data, width, height } = c.pixels;
-  const once = () => setting.apply(sharp(data, { raw: { width, height, channels: 3 } }), quality).toBuffer();
+  const m = await encodeFor(
+    () => setting.apply(sharp(data, { raw: { width, height, channels: 3 } }), quality).toBuffer(),
+    SECONDS * 1000,
+  );
+  return { bytes: m.output.length, ...m };
+}
+
+/**
+ * Runs `once` `concurrency` at a time until `ms` have passed (at least once): images per second of
+ * wall time, this process's CPU per image (all threads), and the last output.
+ */
+export async function encodeFor(
+  once: () => Promise<Buffer>,
+  ms: number,
+  concurrency = 2,
+): Promise<{ cpuMs: number; perSecond: number; images: number; output: Buffer }> {
   let images = 0;
   let output: Buffer | undefined;
   const cpu = process.cpuUsage();
   const started = performance.now();
   do {
-    const pair = await Promise.all([once(), once()]);
-    output = pair[0];
-    images += 2;
-  } while (performance.now() - started < SECONDS * 1000);
+    const batch = await Promise.all(Array.from({ length: concurrency }, once));
+    output = batch[0]!;
+    images += concurrency;
+  } while (performance.now() - started < ms);
   const seconds = (performance.now() - started) / 1000;
   const used = process.cpuUsage(cpu);
-  return {
-    bytes: output.length,
-    cpuMs: (used.user + used.system) / 1000 / images,
-    perSecond: images / seconds,
-    images,
-    output,
-  };
+  return { cpuMs: (used.user + used.system) / 1000 / images, perSecond: images / seconds, images, output };
 }
 
 function avifSettings(): Setting[] {

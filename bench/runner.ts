@@ -296,7 +296,7 @@ export async function avifBenchmark(): Promise<void> {
   const concurrency = 2;
   const source = await photo(3000, 2000);
   // Loaded here, not at the top: importing sharp sets VIPSHOME in this process (see shellEnv).
-  const { bytesAt, ssimAgainst } = await import("./encoders.js");
+  const { bytesAt, encodeFor, ssimAgainst } = await import("./encoders.js");
   const { avifSettings, encode } = await import("../runner/image/encode.js");
   const { sharp } = await import("../runner/image/settings.js");
   const imgproxyBin = imgproxyBinary();
@@ -446,8 +446,9 @@ export async function avifBenchmark(): Promise<void> {
   console.log(`\nour encoder's settings against imgproxy's q${quality} (size ratios at equal score):`);
   console.table(others);
 
-  // The encoder alone: the lossless resize encoded in memory, `concurrency` at a time, for ENCODE_ALONE_MS
-  // each, with one libvips thread per encode and with the runner's; no stack around it can be faster.
+  // The encoder alone: the lossless resize (its PNG, in memory) encoded `concurrency` at a time for
+  // ENCODE_ALONE_MS each, with one libvips thread per encode and with the runner's; no stack around it
+  // can be faster.
   const alone: Record<string, Record<string, number>> = {};
   const encoders: Record<string, (q: number) => Sharp> = {
     [`${describeAvif(standard)} (ours)`]: oursAt,
@@ -460,15 +461,12 @@ export async function avifBenchmark(): Promise<void> {
       for (const n of new Set([1, threads])) {
         sharp.concurrency(n);
         await encodeAt(quality).toBuffer();
-        let images = 0;
-        const started = performance.now();
-        while (performance.now() - started < ENCODE_ALONE_MS) {
-          await Promise.all(Array.from({ length: concurrency }, () => encodeAt(quality).toBuffer()));
-          images += concurrency;
-        }
-        row[`images/s, ${n} libvips thread${n === 1 ? "" : "s"} each`] = Number(
-          fmt((images * 1000) / (performance.now() - started)),
+        const { perSecond } = await encodeFor(
+          () => encodeAt(quality).toBuffer(),
+          ENCODE_ALONE_MS,
+          concurrency,
         );
+        row[`images/s, ${n} libvips thread${n === 1 ? "" : "s"} each`] = Number(fmt(perSecond));
       }
       alone[name] = row;
     }

@@ -703,7 +703,6 @@ export class JobStore {
   }
 }
 
-/** The client and key id a key's record is under (keys.ts). */
 /**
  * A pipeline's replies, in order, once every command has answered: the first command that failed
  * throws its error (a pipeline does not), and a discarded pipeline says what it was for.
@@ -720,6 +719,7 @@ async function replies(
   });
 }
 
+/** The client and key id a key's record is under (keys.ts). */
 function idempotencyArgs(key: IdempotencyKey): [string, string] {
   return [idempotencyClient(key.client), idempotencyKeyId(key.key)];
 }

@@ -105,12 +105,9 @@ export function avifSettings(
   mode: EncodeMode,
   pixels = Infinity,
 ): { effort: number; chromaSubsampling: "4:2:0" | "4:4:4"; tune: "iq" } {
-  if (mode === "standard") return { effort: 1, chromaSubsampling: "4:2:0", tune: "iq" };
-  return {
-    effort: pixels <= AVIF_OPTIMIZE_FULL_EFFORT_MAX_PIXELS ? 4 : 3,
-    chromaSubsampling: "4:4:4",
-    tune: "iq",
-  };
+  const tune = "iq";
+  if (mode === "standard") return { effort: 1, chromaSubsampling: "4:2:0", tune };
+  return { effort: pixels <= AVIF_OPTIMIZE_FULL_EFFORT_MAX_PIXELS ? 4 : 3, chromaSubsampling: "4:4:4", tune };
 }
 
 /** Adds the output format and its options to a pipeline. */

@@ -83,11 +83,15 @@ function cliArgv(args: string[]): string[] {
   return [process.execPath, ...entry.execArgv, entry.path, ...args];
 }
 
+/** Starts `media-service ARGS`, stdout and stderr piped. */
+function spawnCli(args: string[], env: Record<string, string> = cliEnv()) {
+  const [command, ...rest] = cliArgv(args);
+  return spawn(command!, rest, { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+}
+
 /** Runs `media-service ARGS` to its end, stdout and stderr piped. */
 function cli(args: string[], env: Record<string, string> = cliEnv()): Promise<Ran> {
-  const [command, ...rest] = cliArgv(args);
-  const child = spawn(command!, rest, { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
-  return collect(child, args);
+  return collect(spawnCli(args, env), args);
 }
 
 function collect(child: ChildProcess, args: string[]): Promise<Ran> {
@@ -231,8 +235,7 @@ describe("put and get", () => {
     const put = await cli(["put", file, s3url("cli/slow.bin")]);
     assert.equal(put.code, 0, said(put));
 
-    const [command, ...rest] = cliArgv(["get", s3url("cli/slow.bin"), "-"]);
-    const child = spawn(command!, rest, { cwd: ROOT, env: cliEnv(), stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawnCli(["get", s3url("cli/slow.bin"), "-"]);
     const stderr: Buffer[] = [];
     child.stderr.on("data", (c: Buffer) => stderr.push(c));
     const code = new Promise<number | null>((resolve) => child.once("close", resolve));

@@ -44,16 +44,28 @@ async function evalshasOf<T>(sha: string, work: () => Promise<T>): Promise<{ res
   }
 }
 
+/** An image_resize job of the test image to out/NAME.jpg. */
+const resize = (name: string) => ({
+  source_bucket: stack.bucket,
+  source_key: "in/photo.jpg",
+  dest_bucket: stack.bucket,
+  dest_key: `out/${name}.jpg`,
+  width: 100,
+  height: 100,
+});
+
+/** Submitted and claimed, as an executor claims a job before it starts a runner. */
 async function submit(name: string): Promise<string> {
-  return submitAndClaim(stack, "image_resize", "image/resize", {
-    source_bucket: stack.bucket,
-    source_key: "in/photo.jpg",
-    dest_bucket: stack.bucket,
-    dest_key: `out/${name}.jpg`,
-    width: 100,
-    height: 100,
-  });
+  return submitAndClaim(stack, "image_resize", "image/resize", resize(name));
 }
+
+/** What a runner runs with: this stack's store and object store. */
+const deps = () => ({
+  config: stack.config,
+  store: stack.services.store,
+  s3: stack.services.s3,
+  logger: pino({ level: "silent" }),
+});
 
 describe("a runner handed the started record", () => {
   test("sends no start of its own and completes the job", async () => {
@@ -62,8 +74,7 @@ describe("a runner handed the started record", () => {
     const { started, job } = await services.store.startAndGet(id, config.executor.leaseMs);
     assert.equal(started, true);
     assert.equal(job?.status, "processing");
-    const deps = { config, store: services.store, s3: services.s3, logger: pino({ level: "silent" }) };
-    const { result: outcome, calls } = await evalshasOf(scriptSha("start"), () => runJob(id, deps, job));
+    const { result: outcome, calls } = await evalshasOf(scriptSha("start"), () => runJob(id, deps(), job));
     assert.deepEqual(outcome, { code: 0 });
     assert.equal(calls, 0, "the runner started the job again");
     const done = await services.store.getJob(id);
@@ -73,10 +84,9 @@ describe("a runner handed the started record", () => {
   });
 
   test("without it, the runner starts the job itself (runner --job)", async () => {
-    const { config, services } = stack;
+    const { services } = stack;
     const id = await submit("own-start");
-    const deps = { config, store: services.store, s3: services.s3, logger: pino({ level: "silent" }) };
-    const { result: outcome, calls } = await evalshasOf(scriptSha("start"), () => runJob(id, deps));
+    const { result: outcome, calls } = await evalshasOf(scriptSha("start"), () => runJob(id, deps()));
     assert.deepEqual(outcome, { code: 0 });
     assert.equal(calls, 1);
     assert.equal((await services.store.getJob(id))?.status, "completed");
@@ -84,13 +94,6 @@ describe("a runner handed the started record", () => {
 });
 
 describe("a runner that starts the job itself and finds nothing to run", () => {
-  const deps = () => ({
-    config: stack.config,
-    store: stack.services.store,
-    s3: stack.services.s3,
-    logger: pino({ level: "silent" }),
-  });
-
   test("a job that does not exist: a permanent failure that names it", async () => {
     assert.deepEqual(await runJob("no-such-job", deps()), {
       code: 2,
@@ -109,14 +112,7 @@ describe("a runner that starts the job itself and finds nothing to run", () => {
   test("a pending job nobody claimed: refused with the store's reason, and it stays pending", async () => {
     const res = await stack.request("/api/v1/jobs/image/resize", {
       method: "POST",
-      json: {
-        source_bucket: stack.bucket,
-        source_key: "in/photo.jpg",
-        dest_bucket: stack.bucket,
-        dest_key: "out/unclaimed.jpg",
-        width: 100,
-        height: 100,
-      },
+      json: resize("unclaimed"),
     });
     const { job_id: id, error } = (await res.json()) as { job_id: string; error?: string };
     assert.equal(res.status, 202, error);

@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 // Runs node's built-in test runner over every *.test.ts under the given directories (or the given
-// files), with tsx as
-// the TypeScript loader. Node 20's `--test` has no glob support, so the files are listed here.
+// files), with tsx as the TypeScript loader. Node 20's `--test` has no glob support, so the files are listed here.
 import { spawnSync } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 
+// With no argument: the tests `npm test` runs. test/k8s and test/browser need their own provisioning
+// and run one file at a time (`npm run test:k8s`, `npm run test:browser`).
 const roots = process.argv.slice(2);
-if (roots.length === 0) roots.push("test");
+if (roots.length === 0) roots.push("test/unit", "test/integration");
 const files = [];
 const walk = (dir) => {
   for (const name of readdirSync(dir).sort()) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Runs node's built-in test runner over every *.test.ts under the given directories (or the given
-// files), with tsx as the TypeScript loader. Node 20's `--test` has no glob support, so the files are listed here.
+// files), with tsx as the TypeScript loader. Node 20's `--test` has no glob support, so the files are
+// listed here.
 import { spawnSync } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";

@@ -264,6 +264,8 @@ async function readRecordFile<T extends { size: number }>(file: string): Promise
  */
 export class TempFile {
   private closed = false;
+  /** Renamed into place by moveTo(): nothing is left to remove. */
+  private moved = false;
 
   private constructor(
     readonly path: string,
@@ -321,6 +323,12 @@ export class TempFile {
     await closeFd(this.fd);
   }
 
+  /** Renames the sealed file to `target` (the commit); discard() then has nothing to remove. */
+  async moveTo(target: string): Promise<void> {
+    await rename(this.path, target);
+    this.moved = true;
+  }
+
   /** Close if still open and remove the file unless a commit already moved it away. */
   async discard(): Promise<void> {
     if (!this.closed) {
@@ -337,7 +345,7 @@ export class TempFile {
       }
       await closeFd(this.fd).catch(() => {});
     }
-    await rm(this.path, { force: true });
+    if (!this.moved) await rm(this.path, { force: true });
   }
 }
 
@@ -672,7 +680,7 @@ export class Storage {
           await mkdir(shard, { recursive: true });
           this.shards.add(shard);
         }
-        await rename(temp.path, file);
+        await temp.moveTo(file);
         await this.indexUpdate(bucket, (index) => index.upsert(indexEntry(meta)));
         return meta;
       }),
@@ -815,7 +823,7 @@ export class Storage {
     return this.uploadLocks.run(`${bucket}/${uploadId}`, async () => {
       await this.getUpload(bucket, uploadId, key);
       try {
-        await rename(temp.path, this.partPath(bucket, uploadId, partNumber));
+        await temp.moveTo(this.partPath(bucket, uploadId, partNumber));
       } catch (err) {
         // The upload directory vanished under us (bucket deleted): the upload no longer exists.
         if (isNotFound(err)) throw noSuchUpload(uploadId);

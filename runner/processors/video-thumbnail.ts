@@ -247,7 +247,11 @@ let libwebp: Promise<boolean> | undefined;
 async function ffmpegFormatFor(format: ThumbnailFormat): Promise<ThumbnailFormat> {
   if (format !== "webp") return format;
   libwebp ??= new Promise<boolean>((resolve) =>
-    ffmpeg.getAvailableEncoders((err, encoders) => resolve(!err && Boolean(encoders?.libwebp))),
+    ffmpeg.getAvailableEncoders((err, encoders) => {
+      // A failed `ffmpeg -encoders` (killed, say) is asked again by the next job.
+      if (err) libwebp = undefined;
+      resolve(!err && Boolean(encoders?.libwebp));
+    }),
   );
   return (await libwebp) ? "webp" : "png";
 }
@@ -262,7 +266,11 @@ let demuxerList: Promise<string | undefined> | undefined;
 function mediaDemuxers(): Promise<string | undefined> {
   demuxerList ??= new Promise<string | undefined>((resolve) =>
     ffmpeg.getAvailableFormats((err, formats) => {
-      if (err || !formats) return resolve(undefined);
+      if (err || !formats) {
+        // Asked again by the next job: a failed `ffmpeg -formats` (killed, say) is not ffmpeg's answer.
+        demuxerList = undefined;
+        return resolve(undefined);
+      }
       const refused = (name: string) =>
         name.split(",").some((n) => NOT_MEDIA_FORMATS.has(n) || REFERENCE_FORMATS.has(n));
       const names = Object.entries(formats)

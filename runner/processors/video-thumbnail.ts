@@ -29,7 +29,7 @@ import { withDefaults, type VideoThumbnailParameters } from "../../core/jobs/par
 import { describeError, PermanentError } from "../errors.js";
 import type { Processor } from "../processor.js";
 import { NOT_MEDIA_FORMATS, probeSource, REFERENCE_FORMATS, type VideoStreamInfo } from "../av/probe.js";
-import { runFfmpeg, tellingLine, type RunResult } from "../av/run.js";
+import { runFfmpeg, tellingLine, TruncatedError, type RunResult } from "../av/run.js";
 import { formatDuration, formatTimestamp, parseTimestamp } from "../av/timestamp.js";
 
 type ThumbnailFormat = VideoThumbnailParameters["format"];
@@ -89,7 +89,8 @@ export const videoThumbnail: Processor = async (ctx) => {
         { signal: ctx.signal, maxPixels: maxInputPixels },
       );
     } catch (err) {
-      if (ctx.signal.aborted) throw err;
+      // A source cut short is what is wrong with it: no probe says more.
+      if (ctx.signal.aborted || err instanceof TruncatedError) throw err;
       ctx.logger.info(
         { timestamp, error: describeError(err) },
         "ffmpeg gave no frame; probing the source to say why",

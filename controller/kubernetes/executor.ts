@@ -566,7 +566,7 @@ export class KubernetesExecutor implements Executor {
         const key = `${observed.pod}/${observed.reason}`;
         const now = Date.now();
         if (!term.firstSeenStuck.has(key)) term.firstSeenStuck.set(key, now);
-        const since = observed.since ?? term.firstSeenStuck.get(key)!;
+        const since = term.firstSeenStuck.get(key)!;
         if (now - since < this.config.kubernetes.startFailureTimeoutMs) return;
         const waited = Math.round((now - since) / 1000);
         await this.failJob(id, observed.reason, `${observed.error} (waited ${waited} s)`);

@@ -46,7 +46,7 @@ export type JobObservation =
    * `deleteJob`: the Job is not finished (its pod waits still) and is to be deleted.
    */
   | { state: "failed"; reason: FailureReason; error: string; attempts?: number; deleteJob?: true }
-  | { state: "stuck"; reason: StuckReason; error: string; pod: string; since?: number };
+  | { state: "stuck"; reason: StuckReason; error: string; pod: string };
 
 /** What the controller knows besides the Job and its pods. */
 export interface ObserveContext {

@@ -140,6 +140,20 @@ export const SubmitResponse = Type.Object(
   { $id: "SubmitResponse" },
 );
 
+export const RetriedAlreadyResponse = Type.Object(
+  {
+    job_id: Type.String({ description: "The job that retries it already (its `retried_as`)" }),
+    status: JobStatusSchema,
+    message: Type.String({ description: "job <id> was retried already as <job_id>" }),
+  },
+  {
+    $id: "RetriedAlreadyResponse",
+    description:
+      'A retry of a job retried before: its existing retry, and nothing new was made; send {"force": true} to make another',
+  },
+);
+export type RetriedAlreadyResponse = Static<typeof RetriedAlreadyResponse>;
+
 const Dimensions = {
   width: Type.Integer(),
   height: Type.Integer(),
@@ -283,6 +297,12 @@ export const Job = Type.Object(
     ),
     duration_seconds: Type.Optional(Type.Number({ description: "Processing time in seconds" })),
     retry_of: Type.Optional(Type.String({ description: "The failed job this one retries" })),
+    retried_as: Type.Optional(
+      Type.String({
+        description:
+          "The job that retries this failed one (POST /jobs/{id}/retry); after a forced retry, the newest",
+      }),
+    ),
     webhook_delivery: Type.Optional(Type.Ref(WebhookDelivery)),
   },
   { $id: "Job" },
@@ -386,6 +406,7 @@ export const TIMELINE_EVENTS = [
   "completed",
   "failed",
   "cancelled",
+  "retried",
   "webhook",
 ] as const;
 export const TimelineEntry = Type.Object(
@@ -395,7 +416,7 @@ export const TimelineEntry = Type.Object(
     message: Type.Optional(
       Type.String({
         description:
-          "claimed: by whom; pooled: why the job went to the warm runner pool; progress: the runner's words; requeued: why; failed, cancelled: the error; webhook: what the receiver answered",
+          "claimed: by whom; pooled: why the job went to the warm runner pool; progress: the runner's words; requeued: why; failed, cancelled: the error; retried: the id of the job that retries it; webhook: what the receiver answered",
       }),
     ),
     percent: Type.Optional(Type.Number({ description: "progress: how far, 0-100" })),

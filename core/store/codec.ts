@@ -34,6 +34,7 @@ const PUBLIC_FIELDS = [
   "cancelled_at",
   "duration_seconds",
   "retry_of",
+  "retried_as",
 ] as const;
 
 export function decodeJob(hash: Hash): Job | undefined {

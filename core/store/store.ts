@@ -192,6 +192,36 @@ export class JobStore {
     by?: Submitter,
     idempotency?: IdempotentSubmit,
   ): Promise<Submitted> {
+    const submitted = await this.submitJobs(specs, batch, by, idempotency);
+    if ("retriedAs" in submitted) throw new Error("submit.lua answered a retry to a submission");
+    return submitted;
+  }
+
+  /**
+   * Submits `spec` (retrySpec of a failed job: its `retry_of` names the job) as that job's retry and
+   * records it on the job as `retried_as`, in one script (lua/submit.lua). A job retried before is
+   * not retried again unless `force`: the answer is then its retry's id (`retriedAs`) and nothing is
+   * written, so concurrent retries of one job make one. NotFoundError when the job is gone,
+   * IllegalTransitionError when it has not failed.
+   */
+  async retry(
+    spec: JobSpec,
+    options: { force?: boolean; by?: Submitter; idempotency?: IdempotentSubmit } = {},
+  ): Promise<Submitted | { retriedAs: string }> {
+    if (!spec.retry_of) throw new Error("a retry's spec names the job it retries (retry_of)");
+    return this.submitJobs([spec], undefined, options.by, options.idempotency, {
+      of: spec.retry_of,
+      force: options.force === true,
+    });
+  }
+
+  private async submitJobs(
+    specs: JobSpec[],
+    batch: NewBatch | undefined,
+    by: Submitter | undefined,
+    idempotency: IdempotentSubmit | undefined,
+    retry?: { of: string; force: boolean },
+  ): Promise<Submitted | { retriedAs: string }> {
     const jobs = specs.map((spec) => ({ id: randomUUID(), type: spec.type, fields: encodeSpec(spec) }));
     const batchId = batch ? (batch.id ?? randomUUID()) : undefined;
     const payload = {
@@ -217,12 +247,15 @@ export class JobStore {
             },
           }
         : {}),
+      ...(retry ? { retry } : {}),
     };
-    const positions = (await this.script("submit", JSON.stringify(payload))) as number[];
+    const positions = (await this.script("submit", JSON.stringify(payload))) as
+      number[] | ["retried", string];
+    if (positions[0] === "retried") return { retriedAs: String(positions[1]) };
     return {
       jobIds: jobs.map((j) => j.id),
       types: jobs.map((j) => j.type),
-      queuePositions: positions,
+      queuePositions: positions as number[],
       ...(batchId ? { batchId } : {}),
     };
   }

@@ -25,7 +25,7 @@ import {
   WebhookUrl,
 } from "../core/jobs/records.js";
 import { Enum } from "../core/jobs/enum.js";
-import { JOB_TYPES, WRITES_OUTPUT, type JobType } from "../core/jobs/types.js";
+import { JOB_STATES, JOB_TYPES, WRITES_OUTPUT, type JobType } from "../core/jobs/types.js";
 import { REPLAYED_HEADER } from "./idempotency.js";
 import { CURSOR_PATTERN } from "./listing.js";
 
@@ -362,6 +362,12 @@ export const JobListQuery = optionalDefaults(
   Type.Object(
     {
       status: Type.Optional(JobStatusSchema),
+      state: Type.Optional(
+        Enum(JOB_STATES, {
+          description:
+            "Only jobs of this state (the record's `state`): failed is the failed jobs that were not cancelled, cancelled the cancelled ones (status=failed lists both); the others are the statuses. Jobs that failed before the state index existed are not found by failed or cancelled",
+        }),
+      ),
       type: Type.Optional(
         Enum(JOB_TYPES, {
           description:

@@ -237,7 +237,7 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
       schema: {
         summary: "List jobs, newest first",
         description:
-          "Filters combine (status, type, batch_id, created_after/created_before); `total` counts every job matching them. Page with `cursor`: each answer with more jobs after it carries `next_cursor`.",
+          "Filters combine (status, state, type, batch_id, created_after/created_before); `total` counts every job matching them. Page with `cursor`: each answer with more jobs after it carries `next_cursor`.",
         tags: ["jobs"],
         security: API_KEY_SECURITY,
         querystring: JobListQuery,
@@ -245,10 +245,11 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
       },
     },
     async (request) => {
-      const { status, type, batch_id } = request.query;
+      const { status, state, type, batch_id } = request.query;
       const { jobs, total, next } = await ctx.store.listJobs({
         ...listFilter(request.query, viewerOf(request)),
         ...(status ? { status } : {}),
+        ...(state ? { state } : {}),
         ...(type ? { type } : {}),
         ...(batch_id !== undefined ? { batchId: batch_id } : {}),
       });

@@ -1,11 +1,15 @@
 import { Type, type Static, type TSchema } from "../typebox.js";
-import { BATCH_STATUSES, EXECUTION_CLASSES, JOB_STATUSES, JOB_TYPES } from "./types.js";
+import { BATCH_STATUSES, EXECUTION_CLASSES, JOB_STATES, JOB_STATUSES, JOB_TYPES } from "./types.js";
 import { Enum } from "./enum.js";
 import { DEFAULT_BOUNDS, ERROR_MESSAGE, perBounds, quantityPattern, type SchemaBounds } from "./bounds.js";
 
 export const JobTypeSchema = Enum(JOB_TYPES, { description: "Job type; also the name of its queue" });
 export const JobStatusSchema = Enum(JOB_STATUSES);
 export const BatchStatusSchema = Enum(BATCH_STATUSES);
+export const JobStateSchema = Enum(JOB_STATES, {
+  description:
+    "What a person reads of the job: its status, except that a failed job that was cancelled (by request, or by its fail_fast batch) is cancelled",
+});
 const Timestamp = (description: string) => Type.String({ format: "date-time", description });
 
 // S3's naming rules: 3-63 lowercase letters, digits, dots and hyphens, starting and ending with a
@@ -251,6 +255,8 @@ export const Job = Type.Object(
     id: Type.String({ description: "Job identifier (UUID)" }),
     type: JobTypeSchema,
     status: JobStatusSchema,
+    // Optional to the type only: every record the API answers has it (codec.ts decodeJob).
+    state: Type.Optional(JobStateSchema),
     source_bucket: Type.String(),
     source_key: Type.String(),
     dest_bucket: Type.Optional(Type.String()),
@@ -310,7 +316,13 @@ export const Job = Type.Object(
 export type Job = Static<typeof Job>;
 
 export const JobSummary = Type.Object(
-  { id: Type.String(), type: JobTypeSchema, status: JobStatusSchema, created_at: Type.String() },
+  {
+    id: Type.String(),
+    type: JobTypeSchema,
+    status: JobStatusSchema,
+    state: JobStateSchema,
+    created_at: Type.String(),
+  },
   { $id: "JobSummary" },
 );
 export type JobSummary = Static<typeof JobSummary>;
@@ -341,12 +353,17 @@ export const Batch = Type.Object(
 );
 export type Batch = Static<typeof Batch>;
 
+const CancelledCount = (what: string) =>
+  Type.Integer({
+    description: `Of the failed ${what}, those that were cancelled (by request, or by their fail_fast batch); failed jobs kept from before this count existed are not in it`,
+  });
 export const QueueEntry = Type.Object({
   name: Type.String(),
   pending: Type.Integer(),
   processing: Type.Integer(),
   completed: Type.Integer(),
-  failed: Type.Integer(),
+  failed: Type.Integer({ description: "Failed jobs, the cancelled ones included" }),
+  cancelled: CancelledCount("jobs of the queue"),
 });
 export const QueueStats = Type.Object(
   {
@@ -355,6 +372,7 @@ export const QueueStats = Type.Object(
     total_processing: Type.Integer(),
     total_completed: Type.Integer(),
     total_failed: Type.Integer(),
+    total_cancelled: CancelledCount("jobs"),
     queues: Type.Record(Type.String(), QueueEntry),
   },
   { $id: "QueueStats" },
@@ -368,6 +386,7 @@ const Quantile = (what: string) =>
 const HistoryFigureFields = {
   completed: Type.Integer({ description: "Jobs that completed in the minute" }),
   failed: Type.Integer({ description: "Jobs that failed in the minute (cancelled ones included)" }),
+  cancelled: Type.Integer({ description: "Of the jobs that failed in the minute, those that were cancelled" }),
   p50_seconds: Quantile("Median duration"),
   p95_seconds: Quantile("95th percentile duration"),
   pending: Type.Integer({ description: "Jobs waiting in the queue as the minute ended" }),

@@ -3,7 +3,7 @@ import { Redis, type RedisOptions } from "ioredis";
 import type { Batch, History, Job, JobSummary, QueueStats, TimelineEntry } from "../jobs/records.js";
 import { HISTORY_INTERVAL_SECONDS, historyPoints, type MinuteHash } from "../stats/history.js";
 import type { JobSpec } from "../jobs/spec.js";
-import { JOB_TYPES, type BatchStatus, type JobStatus, type JobType } from "../jobs/types.js";
+import { JOB_TYPES, type BatchStatus, type JobState, type JobStatus, type JobType } from "../jobs/types.js";
 import { JOB_DURATION_BUCKETS } from "../jobs/duration-buckets.js";
 import { decodeBatch, decodeJob, decodeSummary, SUMMARY_FIELDS, type Hash } from "./codec.js";
 import { IllegalTransitionError, NotFoundError, translateScriptError } from "./errors.js";
@@ -90,6 +90,8 @@ export interface TypeCounters {
   processing: number;
   completed: number;
   failed: number;
+  /** Of the failed, those cancelled (since the count exists). */
+  cancelled: number;
   submittedTotal: number;
   completedTotal: number;
   failedTotal: number;
@@ -135,6 +137,8 @@ export interface ListFilter {
 
 export interface JobListFilter extends ListFilter {
   status?: JobStatus;
+  /** Only jobs of this state: failed and cancelled apart (jobs failed before the state index are not found). */
+  state?: JobState;
   /** Only jobs of this type: those submitted since the type index exists (lua/submit.lua). */
   type?: JobType;
   /** Only the jobs of this batch. */
@@ -510,6 +514,7 @@ export class JobStore {
   async listJobs(filter: JobListFilter): Promise<{ jobs: JobSummary[]; total: number; next?: ListPosition }> {
     const page = await this.list("jobs", filter, {
       ...(filter.type ? { type: filter.type } : {}),
+      ...(filter.state ? { state: filter.state } : {}),
       ...(filter.batchId !== undefined ? { batch_id: filter.batchId } : {}),
       fields: SUMMARY_FIELDS,
     });
@@ -646,6 +651,7 @@ export class JobStore {
         processing: n("processing"),
         completed: n("completed"),
         failed: n("failed"),
+        cancelled: n("cancelled"),
         submittedTotal: n("submitted_total"),
         completedTotal: n("completed_total"),
         failedTotal: n("failed_total"),
@@ -663,6 +669,7 @@ export class JobStore {
       total_processing: 0,
       total_completed: 0,
       total_failed: 0,
+      total_cancelled: 0,
       queues: {},
     };
     for (const type of JOB_TYPES) {
@@ -673,11 +680,13 @@ export class JobStore {
         processing: c.processing,
         completed: c.completed,
         failed: c.failed,
+        cancelled: Math.min(c.cancelled, c.failed),
       };
       stats.total_pending += c.pending;
       stats.total_processing += c.processing;
       stats.total_completed += c.completed;
       stats.total_failed += c.failed;
+      stats.total_cancelled += Math.min(c.cancelled, c.failed);
     }
     stats.total_jobs =
       stats.total_pending + stats.total_processing + stats.total_completed + stats.total_failed;

@@ -6,7 +6,9 @@
 //
 //   npm run bench -- get
 //
-// Knobs: BENCH_GET_BYTES (2,100,000), BENCH_GET_COUNT (300 GETs a round), BENCH_ROUNDS (2).
+// Knobs: BENCH_GET_BYTES (2,100,000), BENCH_GET_COUNT (300 GETs a round), BENCH_ROUNDS (5; were 2).
+// Each figure the median [min–max] of its rounds (were means), the ratio the median of the per-round
+// ratios (bench/stats.ts).
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -14,10 +16,11 @@ import { promisify } from "node:util";
 import { CreateBucketCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { RUNNER_NODE_FLAGS } from "../core/config/runner-env.js";
 import { startEmbedded } from "./s3.js";
+import { formatRatio, formatSummary, ratio, summarize, type Summary } from "./stats.js";
 
 const BYTES = Number(process.env.BENCH_GET_BYTES ?? 2_100_000);
 const GETS = Number(process.env.BENCH_GET_COUNT ?? 300);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const CONCURRENCY = 2;
 const BUCKET = "bench";
 const KEY = "source.bin";
@@ -35,7 +38,7 @@ interface Round {
   fullGcs: number;
 }
 
-export async function getBenchmark(): Promise<void> {
+export async function getBenchmark(): Promise<{ flagsOverNone: Summary }> {
   const store = await startEmbedded();
   const { endpoint } = store;
   const setup = new S3Client({
@@ -93,21 +96,26 @@ export async function getBenchmark(): Promise<void> {
     setup.destroy();
     store.stop();
   }
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   console.log(
     `\nGET of a ${(BYTES / 1e6).toFixed(1)} MB object from the embedded store into memory (the runner's ` +
-      `S3 client and read), concurrency ${CONCURRENCY}, ${GETS} GETs a round, ${ROUNDS} alternating rounds\n`,
+      `S3 client and read), concurrency ${CONCURRENCY}, ${GETS} GETs a round, ${ROUNDS} alternating rounds; ` +
+      `median [min–max] of the rounds\n`,
   );
-  const table: Record<string, Record<string, number>> = {};
+  const table: Record<string, Record<string, string>> = {};
   for (const [name, rs] of Object.entries(rounds)) {
     table[`client, ${name}`] = {
-      "client CPU ms/GET": Number(mean(rs.map((r) => r.clientMs)).toFixed(2)),
-      "full GCs/round": Number(mean(rs.map((r) => r.fullGcs)).toFixed(1)),
-      "store CPU ms/GET": Number(mean(rs.map((r) => r.storeMs)).toFixed(2)),
-      "GETs/s": Math.round(mean(rs.map((r) => r.perSecond))),
+      "client CPU ms/GET": formatSummary(summarize(rs.map((r) => r.clientMs))),
+      "full GCs/round": formatSummary(summarize(rs.map((r) => r.fullGcs)), 1),
+      "store CPU ms/GET": formatSummary(summarize(rs.map((r) => r.storeMs))),
+      "GETs/s": formatSummary(summarize(rs.map((r) => r.perSecond)), 0),
     };
   }
   console.table(table);
-  const [without, withFlags] = Object.values(rounds).map((rs) => mean(rs.map((r) => r.clientMs)));
-  console.log(`client CPU a GET, the runner's flags / none: ${(withFlags! / without!).toFixed(2)}`);
+  const [without, withFlags] = Object.values(rounds);
+  const flagsOverNone = ratio(
+    withFlags!.map((r) => r.clientMs),
+    without!.map((r) => r.clientMs),
+  );
+  console.log(`client CPU a GET, the runner's flags / none: ${formatRatio(flagsOverNone)}`);
+  return { flagsOverNone };
 }

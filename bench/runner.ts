@@ -9,11 +9,16 @@
 //   rss        peak RSS of the runner's resize of a 50-megapixel JPEG vs vipsthumbnail
 //
 // Media is generated once into BENCH_CACHE_DIR (bench/fixtures.ts). Knobs (environment):
-//   BENCH_RESIZE_JOBS (60), BENCH_RESIZE_ROUNDS (3), BENCH_RESIZE_FRESH_JOBS (12),
+//   BENCH_RESIZE_JOBS (60), BENCH_RESIZE_ROUNDS (7), BENCH_RESIZE_FRESH_JOBS (12),
 //   BENCH_RESIZE_MAX_JOBS (executor.local_runner_max_jobs of the measured stack; default: the config's)
 //   BENCH_RESIZE_PATCH   sharp settings for the runner processes, JSON (bench/sharp-patch.ts)
 //   BENCH_RUNNER_ENV     extra environment of the runner processes, JSON (e.g. {"MALLOC_ARENA_MAX":"2"})
-//   BENCH_THUMB_ROUNDS (7), BENCH_RSS_ROUNDS (3), BENCH_AVIF_JOBS (30), BENCH_AVIF_ROUNDS (3)
+//   BENCH_THUMB_ROUNDS (7), BENCH_RSS_ROUNDS (3), BENCH_AVIF_JOBS (30), BENCH_AVIF_ROUNDS (7)
+//
+// Every figure is the median over the rounds with its [min–max] spread, every ratio the median of
+// the per-round ratios (bench/stats.ts). Resize and AVIF run 7 rounds (were 3): over three rounds
+// the spread of stack/bare and stack/imgproxy was as wide as the 0.1 the claims turn on; seven take
+// about a minute each.
 //   IMGPROXY_BIN         an imgproxy binary (bench/imgproxy.ts): its figures beside ours, else skipped
 //   BENCH_NODE           the node binary of the runner processes (resize) and resize processes (rss)
 //   BENCH_RUNNER_SOURCE=1  runners from source under tsx instead of compiled (bench/compile.ts)
@@ -33,6 +38,7 @@ import type { AvifOptions, HeifTune, Sharp } from "sharp";
 import type { SharpPatch } from "./sharp-patch.js";
 import { imgproxyBinary, imgproxyPath, imgproxyRound, startImgproxy, type Imgproxy } from "./imgproxy.js";
 import { RUNNER_NODE_FLAGS, RUNNER_PROCESS_ENV } from "../core/config/runner-env.js";
+import { formatRatio, formatSummary, median, ratio, summarize, type Summary } from "./stats.js";
 
 const run = promisify(execFile);
 // Read before anything here loads sharp (see shellEnv).
@@ -44,11 +50,6 @@ const json = <T>(name: string): T | undefined => {
   return raw ? (JSON.parse(raw) as T) : undefined;
 };
 const log = (line: string) => console.error(line);
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 const fmt = (n: number, digits = 2) => n.toFixed(digits);
 
 // ---------------------------------------------------------------------------------------------
@@ -148,14 +149,27 @@ const newRate = (): Rate => ({
   jobSeconds: [],
   processorSeconds: [],
 });
-const perSecond = (r: Rate) => r.jobs / r.seconds;
+/** A target's jobs/s over its rounds. */
+const perSecond = (r: Rate) => summarize(r.rounds);
+/** a / b round by round (both measured in the same rounds, back to back). */
+const rateRatio = (a: Rate, b: Rate) => ratio(a.rounds, b.rounds);
+
+/** What the resize benchmark measured, jobs/s per target and ratios round by round. */
+export interface ResizeFigures {
+  stack: Summary;
+  bare: Summary;
+  stackOverBare: Summary;
+  /** Without IMGPROXY_BIN: absent. */
+  imgproxy?: Summary;
+  stackOverImgproxy?: Summary;
+}
 
 /** image_resize's box in the resize benchmark (bench/resize-server.ts RESIZE, cover). */
 const RESIZE_BOX = { width: 800, height: 600 };
 
-export async function resizeBenchmark(): Promise<void> {
+export async function resizeBenchmark(): Promise<ResizeFigures> {
   const jobs = num("BENCH_RESIZE_JOBS", 60);
-  const rounds = num("BENCH_RESIZE_ROUNDS", 3);
+  const rounds = num("BENCH_RESIZE_ROUNDS", 7);
   const freshJobs = num("BENCH_RESIZE_FRESH_JOBS", 12);
   const concurrency = 2;
   // executor.local_runner_max_jobs: its default unless BENCH_RESIZE_MAX_JOBS says otherwise.
@@ -213,9 +227,9 @@ export async function resizeBenchmark(): Promise<void> {
     // One runner more than the cores: fills the time both runners wait on a request (information;
     // every other target runs at `concurrency`). Its own rounds, after a warm-up of its runners.
     await stackRound(10, maxJobs, concurrency + 1);
-    for (let round = 1; round <= rounds; round++)
+    for (let round = 1; round <= Math.min(rounds, 3); round++)
       addRound(extra, await stackRound(jobs, maxJobs, concurrency + 1));
-    log(`resize, local_concurrency ${concurrency + 1}: ${fmt(perSecond(extra), 1)} jobs/s`);
+    log(`resize, local_concurrency ${concurrency + 1}: ${formatSummary(perSecond(extra), 1)} jobs/s`);
     if (freshJobs > 0) {
       await stackRound(2, 1);
       addRound(fresh, await stackRound(freshJobs, 1));
@@ -227,8 +241,8 @@ export async function resizeBenchmark(): Promise<void> {
   }
 
   const row = (r: Rate) => ({
-    "jobs/s": Number(fmt(perSecond(r))),
-    "ms/job": Math.round((1000 * r.seconds) / r.jobs),
+    "jobs/s": formatSummary(perSecond(r)),
+    "ms/job": Math.round(1000 / perSecond(r).median),
     "per round": r.rounds.map((x) => fmt(x, 1)).join(" "),
     "output bytes": r.outputBytes,
     failed: r.failed,
@@ -239,7 +253,8 @@ export async function resizeBenchmark(): Promise<void> {
       `concurrency ${concurrency}`,
   );
   console.log(
-    `(${jobs} jobs per round, ${rounds} alternating rounds after a warm-up; jobs/s = all jobs / all time)` +
+    `(${jobs} jobs per round, ${rounds} alternating rounds after a warm-up; jobs/s: median [min–max] ` +
+      `of the rounds; ratios: median [min–max] of the per-round ratios)` +
       (patch ? `\nrunner sharp settings: ${JSON.stringify(patch)}` : "") +
       (env ? `\nrunner environment: ${JSON.stringify(env)}` : "") +
       "\n",
@@ -257,41 +272,56 @@ export async function resizeBenchmark(): Promise<void> {
     if (r.failed > 0) console.log(`${name}: ${r.failed} job(s) failed, e.g. ${r.error}`);
   }
   console.log(
-    `throughput ratio stack/bare:          ${fmt(perSecond(stack) / perSecond(bare))} (target >= 0.90)`,
+    `throughput ratio stack/bare:          ${formatRatio(rateRatio(stack, bare), { atLeast: 0.9 })}`,
   );
   if (proxy) {
     console.log(
-      `throughput ratio stack/imgproxy:      ${fmt(perSecond(stack) / perSecond(proxied))} (target >= 1.00)`,
+      `throughput ratio stack/imgproxy:      ${formatRatio(rateRatio(stack, proxied), { atLeast: 1 })}`,
     );
-    console.log(
-      `throughput ratio bare/imgproxy:       ${fmt(perSecond(bare) / perSecond(proxied))} (information)`,
-    );
+    console.log(`throughput ratio bare/imgproxy:       ${formatRatio(rateRatio(bare, proxied))}`);
   } else {
     console.log("imgproxy: skipped (set IMGPROXY_BIN to an imgproxy binary; docs/development.md)");
   }
+  console.log(`throughput ratio stack/raw sharp:     ${formatRatio(rateRatio(stack, raw))}`);
   console.log(
-    `throughput ratio stack/raw sharp:     ${fmt(perSecond(stack) / perSecond(raw))} (information)`,
+    `throughput ratio stack/bare with the runner's encoder: ${formatRatio(rateRatio(stack, bareEnc))}`,
   );
+  // Measured in rounds of their own, after the alternating ones: the ratio of medians, marked so.
   console.log(
-    `throughput ratio stack/bare with the runner's encoder: ${fmt(perSecond(stack) / perSecond(bareEnc))} (information)`,
-  );
-  console.log(
-    `stack at local_concurrency ${concurrency + 1}/bare: ${fmt(perSecond(extra) / perSecond(bare))} (information)` +
-      (proxy ? `; /imgproxy: ${fmt(perSecond(extra) / perSecond(proxied))} (information)` : ""),
+    `stack at local_concurrency ${concurrency + 1}/bare: ${fmt(perSecond(extra).median / perSecond(bare).median)} ` +
+      `(ratio of medians, not paired; information)` +
+      (proxy ? `; /imgproxy: ${fmt(perSecond(extra).median / perSecond(proxied).median)}` : ""),
   );
   if (fresh.jobs > 0) {
     console.log(
-      `a process per job (max_jobs 1)/bare:  ${fmt(perSecond(fresh) / perSecond(bare))} (information)`,
+      `a process per job (max_jobs 1)/bare:  ${fmt(perSecond(fresh).median / perSecond(bare).median)} ` +
+        `(ratio of medians, one round; information)`,
     );
   }
+  return {
+    stack: perSecond(stack),
+    bare: perSecond(bare),
+    stackOverBare: rateRatio(stack, bare),
+    ...(proxy ? { imgproxy: perSecond(proxied), stackOverImgproxy: rateRatio(stack, proxied) } : {}),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
 // (a2) image_resize to AVIF against imgproxy's AVIF
 
-export async function avifBenchmark(): Promise<void> {
+/** What the AVIF benchmark measured: images/s per target, the ratio round by round, sizes. */
+export interface AvifFigures {
+  stack: Summary;
+  /** Without IMGPROXY_BIN: absent, and so are the rest. */
+  imgproxy?: Summary;
+  stackOverImgproxy?: Summary;
+  /** Our output's size at imgproxy's SSIM (the first of our qualities 40, 45 … 90 reaching it) / its. */
+  sizeAtEqualSsim?: number;
+}
+
+export async function avifBenchmark(): Promise<AvifFigures> {
   const jobs = num("BENCH_AVIF_JOBS", 30);
-  const rounds = num("BENCH_AVIF_ROUNDS", 3);
+  const rounds = num("BENCH_AVIF_ROUNDS", 7);
   const quality = num("BENCH_AVIF_QUALITY", 65);
   const concurrency = 2;
   const source = await photo(3000, 2000);
@@ -353,11 +383,12 @@ export async function avifBenchmark(): Promise<void> {
       `encode.ts avifSettings("standard"): ${JSON.stringify(avifSettings("standard"))}), concurrency ${concurrency}`,
   );
   console.log(
-    `(${jobs} jobs per round, ${rounds} alternating rounds; SSIM against each one's own lossless resize)\n`,
+    `(${jobs} jobs per round, ${rounds} alternating rounds; images/s: median [min–max] of the rounds; ` +
+      `SSIM against each one's own lossless resize)\n`,
   );
   const table: Record<string, Record<string, unknown>> = {
     "local stack (image_resize, avif)": {
-      "images/s": Number(fmt(perSecond(ours))),
+      "images/s": formatSummary(perSecond(ours)),
       "per round": ours.rounds.map((x) => fmt(x, 1)).join(" "),
       bytes: ourOutput.length,
       SSIM: Number(ourScore.ssim.toFixed(4)),
@@ -367,11 +398,11 @@ export async function avifBenchmark(): Promise<void> {
   if (!proxy) {
     console.table(table);
     console.log("imgproxy: skipped (set IMGPROXY_BIN to an imgproxy binary; docs/development.md)");
-    return;
+    return { stack: perSecond(ours) };
   }
   const theirScore = await ssimAgainst(theirReference!, theirOutput!);
   table[`imgproxy (avif, q${quality})`] = {
-    "images/s": Number(fmt(perSecond(theirs))),
+    "images/s": formatSummary(perSecond(theirs)),
     "per round": theirs.rounds.map((x) => fmt(x, 1)).join(" "),
     bytes: theirOutput!.length,
     SSIM: Number(theirScore.ssim.toFixed(4)),
@@ -402,7 +433,7 @@ export async function avifBenchmark(): Promise<void> {
     `our quality sweep (size, SSIM): ${sweep.map((p) => `q${p.quality} ${p.bytes} ${p.ssim.toFixed(4)}`).join(", ")}`,
   );
   console.log(
-    `throughput ratio ours/imgproxy:       ${fmt(perSecond(ours) / perSecond(theirs))} (target >= 1.00)`,
+    `throughput ratio ours/imgproxy:       ${formatRatio(rateRatio(ours, theirs), { atLeast: 1 })}`,
   );
   console.log(
     `size ratio ours/imgproxy at q${quality}:     ${fmt(ourOutput.length / theirOutput!.length)} ` +
@@ -474,9 +505,16 @@ export async function avifBenchmark(): Promise<void> {
     sharp.concurrency(threads);
   }
   console.log(
-    `\nthe encoder alone (q${quality}, in memory, ${concurrency} at a time), against imgproxy's ${fmt(perSecond(theirs))}:`,
+    `\nthe encoder alone (q${quality}, in memory, ${concurrency} at a time), against imgproxy's ` +
+      `${formatSummary(perSecond(theirs))} through its server:`,
   );
   console.table(alone);
+  return {
+    stack: perSecond(ours),
+    imgproxy: perSecond(theirs),
+    stackOverImgproxy: rateRatio(ours, theirs),
+    ...(atEqual ? { sizeAtEqualSsim: atEqual.bytes / theirOutput!.length } : {}),
+  };
 }
 
 /** How long the AVIF benchmark encodes with each setting alone. */
@@ -502,7 +540,7 @@ async function timed<T>(work: () => Promise<T>): Promise<{ ms: number; value: T 
   return { ms: performance.now() - started, value };
 }
 
-export async function thumbnailBenchmark(): Promise<void> {
+export async function thumbnailBenchmark(): Promise<{ processorOverFfmpeg: Summary }> {
   const rounds = num("BENCH_THUMB_ROUNDS", 7);
   const video = await longVideo();
   const { videoThumbnail } = await import("../runner/processors/video-thumbnail.js");
@@ -546,29 +584,36 @@ export async function thumbnailBenchmark(): Promise<void> {
   } finally {
     await rm(work, { recursive: true, force: true });
   }
-  const row = (name: string) => ({
-    "median ms": Math.round(median(ms[name]!)),
-    "min ms": Math.round(Math.min(...ms[name]!)),
-  });
-  const p = median(ms.processor!);
-  const f = median(ms.ffmpeg!);
+  const row = (name: string) => ({ "ms, median [min–max]": formatSummary(summarize(ms[name]!), 0) });
+  const processorOverFfmpeg = ratio(ms.processor!, ms.ffmpeg!);
   console.log(`\nvideo_thumbnail at 00:50:00 of a 60-minute 320x240 H.264 video (5 fps, keyframe every 5 s)`);
   console.log(
-    `(median of ${rounds} alternating rounds; the processor called in-process as the runner calls it)\n`,
+    `(median [min–max] of ${rounds} alternating rounds, the ratio of each round's own; the processor ` +
+      `called in-process as the runner calls it)\n`,
   );
   console.table({
     "runner processor (video_thumbnail)": row("processor"),
     [`ffmpeg -ss ${THUMB_SECONDS} -i f -frames:v 1 out.jpg`]: row("ffmpeg"),
-    "processor, first call in a process": { "median ms": Math.round(cold), "min ms": Math.round(cold) },
+    "processor, first call in a process": { "ms, median [min–max]": Math.round(cold).toString() },
     "ffprobe of the source alone": row("probe"),
     "ffmpeg -version (starting ffmpeg at all)": row("spawn"),
   });
   console.log(`processor result: ${JSON.stringify(result)}`);
-  console.log(`time ratio processor/ffmpeg:          ${fmt(p / f)} (target <= 1.20)`);
+  console.log(`time ratio processor/ffmpeg:          ${formatRatio(processorOverFfmpeg, { atMost: 1.2 })}`);
+  return { processorOverFfmpeg };
 }
 
 // ---------------------------------------------------------------------------------------------
 // (c) peak RSS of a 50-megapixel resize
+
+/** What the rss benchmark measured: peak RSS in MiB over its runs (the README's row). */
+export interface RssFigures {
+  runner: Summary;
+  /** Without IMGPROXY_BIN: absent. */
+  imgproxy?: Summary;
+  /** node with sharp loaded, idle. */
+  floor: Summary;
+}
 
 interface Peak {
   /** Peak RSS (GNU time's maximum resident set size, else VmHWM as the script read it). */

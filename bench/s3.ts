@@ -2,15 +2,18 @@
 // S3 gateway that is not ours, on its posix backend), both in processes of their own writing to the
 // same filesystem, driven by the same SDK client code, in alternating rounds. Every PUT is durable
 // on both before it is answered (the embedded store syncs each object once; versitygw syncs too).
+// Each figure the median [min–max] of its rounds, each ratio the median of the per-round ratios
+// (bench/stats.ts); 5 rounds by default (were the best of 2).
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { Agent } from "node:http";
 import { createInterface } from "node:readline";
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { startVersitygw } from "../test/support/versitygw.js";
+import { formatRatio, formatSummary, ratio, summarize, type Summary } from "./stats.js";
 
 const DURATION_MS = Number(process.env.BENCH_DURATION ?? 10) * 1000;
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const CONCURRENCY = Number(process.env.BENCH_S3_CONCURRENCY ?? 8);
 const SIZE = Number(process.env.BENCH_S3_OBJECT_BYTES ?? 16 * 1024);
 
@@ -76,7 +79,7 @@ export async function startEmbedded(): Promise<{ endpoint: Endpoint; pid: number
   return { endpoint, pid: child.pid!, stop: () => child.kill("SIGTERM") };
 }
 
-export async function s3Benchmark(): Promise<void> {
+export async function s3Benchmark(): Promise<{ put: Summary; get: Summary }> {
   const embedded = await startEmbedded();
   const versitygw = await startVersitygw();
   const targets = {
@@ -117,27 +120,33 @@ export async function s3Benchmark(): Promise<void> {
     embedded.stop();
     await versitygw.stop();
   }
-  const best = (runs: Figures[]) => runs.reduce((a, b) => (b.ops > a.ops ? b : a));
   console.log(
     `\nObject store: ${SIZE / 1024} KiB objects, ${CONCURRENCY} concurrent requests, ` +
-      `${DURATION_MS / 1000} s per round, best of ${ROUNDS} alternating rounds\n`,
+      `${DURATION_MS / 1000} s per round, ${ROUNDS} alternating rounds; median [min–max] of the rounds\n`,
   );
-  const table: Record<string, Record<string, number>> = {};
+  const of = (runs: Figures[], key: keyof Figures) => summarize(runs.map((f) => f[key]));
+  const table: Record<string, Record<string, number | string>> = {};
   for (const [name, r] of Object.entries(results)) {
-    const put = best(r.put);
-    const get = best(r.get);
     table[name] = {
-      "PUT/s": Math.round(put.ops),
-      "PUT p50 ms": Number(put.p50.toFixed(1)),
-      "PUT p99 ms": Number(put.p99.toFixed(1)),
-      "GET/s": Math.round(get.ops),
-      "GET p50 ms": Number(get.p50.toFixed(1)),
+      "PUT/s": formatSummary(of(r.put, "ops"), 0),
+      "PUT p50 ms": formatSummary(of(r.put, "p50"), 1),
+      "PUT p99 ms": formatSummary(of(r.put, "p99"), 1),
+      "GET/s": formatSummary(of(r.get, "ops"), 0),
+      "GET p50 ms": formatSummary(of(r.get, "p50"), 1),
       errors: r.put.reduce((n, f) => n + f.errors, 0) + r.get.reduce((n, f) => n + f.errors, 0),
     };
   }
   console.table(table);
-  const [ours, theirs] = Object.values(results).map((r) => ({ put: best(r.put), get: best(r.get) }));
-  console.log(
-    `embedded/versitygw: PUT ${(ours!.put.ops / theirs!.put.ops).toFixed(2)}, GET ${(ours!.get.ops / theirs!.get.ops).toFixed(2)}`,
+  const [ours, theirs] = Object.values(results);
+  const put = ratio(
+    ours!.put.map((f) => f.ops),
+    theirs!.put.map((f) => f.ops),
   );
+  const get = ratio(
+    ours!.get.map((f) => f.ops),
+    theirs!.get.map((f) => f.ops),
+  );
+  console.log(`embedded/versitygw PUT/s: ${formatRatio(put)}`);
+  console.log(`embedded/versitygw GET/s: ${formatRatio(get)}`);
+  return { put, get };
 }

@@ -16,7 +16,7 @@ import { promisify } from "node:util";
 import { CreateBucketCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { RUNNER_NODE_FLAGS } from "../core/config/runner-env.js";
 import { startEmbedded } from "./s3.js";
-import { formatRatio, formatSummary, ratio, summarize, type Summary } from "./stats.js";
+import { formatRatio, formatSummary, printTable, ratio, summarize, type Summary } from "./stats.js";
 
 const BYTES = Number(process.env.BENCH_GET_BYTES ?? 2_100_000);
 const GETS = Number(process.env.BENCH_GET_COUNT ?? 300);
@@ -110,7 +110,7 @@ export async function getBenchmark(): Promise<{ flagsOverNone: Summary }> {
       "GETs/s": formatSummary(summarize(rs.map((r) => r.perSecond)), 0),
     };
   }
-  console.table(table);
+  printTable(table);
   const [without, withFlags] = Object.values(rounds);
   const flagsOverNone = ratio(
     withFlags!.map((r) => r.clientMs),

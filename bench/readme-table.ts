@@ -4,6 +4,9 @@
 // can check its shape. Pure: no benchmark is loaded from here.
 import { readFileSync } from "node:fs";
 import { totalmem } from "node:os";
+import { markdownTable } from "./stats.js";
+
+export { markdownTable };
 
 /** A figure as the table shows it: the median, with its spread when measured over rounds. */
 export interface Figure {
@@ -83,15 +86,6 @@ export function readmeRows(f: ReadmeFigures): string[][] {
       `imgproxy ${n(rss.imgproxy.median, 1)}; Node + sharp idle ${n(rss.floor.median, 1)}`,
     ],
   ];
-}
-
-/** A Markdown table laid out as Prettier lays it out: every column as wide as its widest cell. */
-export function markdownTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
-  const width = (s: string) => [...s].length;
-  const widths = header.map((h, c) => Math.max(3, width(h), ...rows.map((r) => width(r[c] ?? ""))));
-  const line = (cells: readonly string[]) =>
-    `| ${cells.map((cell, c) => cell + " ".repeat(widths[c]! - width(cell))).join(" | ")} |`;
-  return [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
 }
 
 export interface Machine {

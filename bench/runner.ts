@@ -38,7 +38,7 @@ import type { AvifOptions, HeifTune, Sharp } from "sharp";
 import type { SharpPatch } from "./sharp-patch.js";
 import { imgproxyBinary, imgproxyPath, imgproxyRound, startImgproxy, type Imgproxy } from "./imgproxy.js";
 import { RUNNER_NODE_FLAGS, RUNNER_PROCESS_ENV } from "../core/config/runner-env.js";
-import { formatRatio, formatSummary, median, ratio, summarize, type Summary } from "./stats.js";
+import { formatRatio, formatSummary, median, printTable, ratio, summarize, type Summary } from "./stats.js";
 
 const run = promisify(execFile);
 // Read before anything here loads sharp (see shellEnv).
@@ -259,7 +259,7 @@ export async function resizeBenchmark(): Promise<ResizeFigures> {
       (env ? `\nrunner environment: ${JSON.stringify(env)}` : "") +
       "\n",
   );
-  console.table({
+  printTable({
     [`local stack (API → executor → runner, local_runner_max_jobs ${maxJobs})`]: row(stack),
     "bare loop (S3 GET → sharp → S3 PUT, in memory)": row(bare),
     "bare loop with the runner's JPEG encoder (encode.ts)": row(bareEnc),
@@ -396,7 +396,7 @@ export async function avifBenchmark(): Promise<AvifFigures> {
     },
   };
   if (!proxy) {
-    console.table(table);
+    printTable(table);
     console.log("imgproxy: skipped (set IMGPROXY_BIN to an imgproxy binary; docs/development.md)");
     return { stack: perSecond(ours) };
   }
@@ -428,7 +428,7 @@ export async function avifBenchmark(): Promise<AvifFigures> {
       SSIM: Number(atEqual.ssim.toFixed(4)),
     };
   }
-  console.table(table);
+  printTable(table);
   console.log(
     `our quality sweep (size, SSIM): ${sweep.map((p) => `q${p.quality} ${p.bytes} ${p.ssim.toFixed(4)}`).join(", ")}`,
   );
@@ -475,7 +475,7 @@ export async function avifBenchmark(): Promise<AvifFigures> {
     };
   }
   console.log(`\nour encoder's settings against imgproxy's q${quality} (size ratios at equal score):`);
-  console.table(others);
+  printTable(others);
 
   // The encoder alone: the lossless resize (its PNG, in memory) encoded `concurrency` at a time for
   // ENCODE_ALONE_MS each, with one libvips thread per encode and with the runner's; no stack around it
@@ -508,7 +508,7 @@ export async function avifBenchmark(): Promise<AvifFigures> {
     `\nthe encoder alone (q${quality}, in memory, ${concurrency} at a time), against imgproxy's ` +
       `${formatSummary(perSecond(theirs))} through its server:`,
   );
-  console.table(alone);
+  printTable(alone);
   return {
     stack: perSecond(ours),
     imgproxy: perSecond(theirs),
@@ -591,7 +591,7 @@ export async function thumbnailBenchmark(): Promise<{ processorOverFfmpeg: Summa
     `(median [min–max] of ${rounds} alternating rounds, the ratio of each round's own; the processor ` +
       `called in-process as the runner calls it)\n`,
   );
-  console.table({
+  printTable({
     "runner processor (video_thumbnail)": row("processor"),
     [`ffmpeg -ss ${THUMB_SECONDS} -i f -frames:v 1 out.jpg`]: row("ffmpeg"),
     "processor, first call in a process": { "ms, median [min–max]": Math.round(cold).toString() },

@@ -10,7 +10,7 @@ import { Agent } from "node:http";
 import { createInterface } from "node:readline";
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { startVersitygw } from "../test/support/versitygw.js";
-import { formatRatio, formatSummary, ratio, summarize, type Summary } from "./stats.js";
+import { formatRatio, formatSummary, printTable, ratio, summarize, type Summary } from "./stats.js";
 
 const DURATION_MS = Number(process.env.BENCH_DURATION ?? 10) * 1000;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -136,7 +136,7 @@ export async function s3Benchmark(): Promise<{ put: Summary; get: Summary }> {
       errors: r.put.reduce((n, f) => n + f.errors, 0) + r.get.reduce((n, f) => n + f.errors, 0),
     };
   }
-  console.table(table);
+  printTable(table);
   const [ours, theirs] = Object.values(results);
   const put = ratio(
     ours!.put.map((f) => f.ops),

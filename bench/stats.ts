@@ -3,7 +3,8 @@
 // back (alternating), with the spread of those ratios. A figure is read as "median [min–max] over n
 // rounds"; a claim holds when the whole spread of the ratio is on its side of the target, and a
 // difference smaller than the spread is not a difference. No best-of: the best round of each target
-// comes from different moments of the machine and flatters whichever had the quieter one.
+// comes from different moments of the machine and flatters whichever had the quieter one. Tables
+// are printed as Markdown (printTable), without console.table's quotes around every figure.
 
 /** A figure over the rounds of one run. */
 export interface Summary {
@@ -92,4 +93,36 @@ export function formatRatio(summary: Summary, target?: { atLeast?: number; atMos
         ? "missed by every round"
         : "the spread straddles it";
   return `${base} (target ${op} ${bound.toFixed(2)}: ${verdict})`;
+}
+
+/** A Markdown table laid out as Prettier lays it out: every column as wide as its widest cell. */
+export function markdownTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const width = (text: string) => [...text].length;
+  const widths = header.map((h, c) => Math.max(3, width(h), ...rows.map((r) => width(r[c] ?? ""))));
+  const line = (cells: readonly string[]) =>
+    `| ${cells.map((cell, c) => cell + " ".repeat(widths[c]! - width(cell))).join(" | ")} |`;
+  return [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
+}
+
+const cell = (value: unknown): string =>
+  value === undefined || value === null
+    ? ""
+    : typeof value === "string"
+      ? value
+      : typeof value === "number" || typeof value === "boolean"
+        ? String(value)
+        : JSON.stringify(value);
+
+/**
+ * Prints rows of named figures as a Markdown table (console.table quotes every string, and the
+ * figures here are strings: "33.7 [32.9–34.4]"): the row names first, then every column any row has.
+ */
+export function printTable(rows: Record<string, Record<string, unknown>>): void {
+  const columns = [...new Set(Object.values(rows).flatMap((row) => Object.keys(row)))];
+  console.log(
+    markdownTable(
+      ["", ...columns],
+      Object.entries(rows).map(([name, row]) => [name, ...columns.map((c) => cell(row[c]))]),
+    ),
+  );
 }

@@ -8,7 +8,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createInterface } from "node:readline";
 import autocannon from "autocannon";
-import { formatRatio, formatSummary, ratio, summarize, type Summary } from "./stats.js";
+import { formatRatio, formatSummary, printTable, ratio, summarize, type Summary } from "./stats.js";
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
@@ -116,7 +116,7 @@ export async function webhooksBenchmark(): Promise<{ p99BusyOverQuiet: Summary; 
     `(API and notifier in one process; ${CONNECTIONS} connections, ${DURATION} s per round, ${ROUNDS} ` +
       `alternating rounds; median [min–max] of the rounds)\n`,
   );
-  console.table({
+  printTable({
     "no webhooks": row(quiet),
     [`${WEBHOOKS} webhooks in progress`]: row(busy),
   });

@@ -6,7 +6,8 @@
 //              alone in memory, and imgproxy serving the file from disk (IMGPROXY_BIN)
 //   avif       image_resize to AVIF through the local stack vs imgproxy's AVIF: images/s, size, SSIM
 //   thumbnail  video_thumbnail 50 minutes into a 60-minute video vs one plain ffmpeg command
-//   rss        peak RSS of the runner's resize of a 50-megapixel JPEG vs vipsthumbnail
+//   rss        peak RSS of a runner resizing a 50-megapixel JPEG through the stack (S3 GET, resize,
+//              S3 PUT, reports to Redis) vs imgproxy (IMGPROXY_BIN) and vipsthumbnail
 //
 // Media is generated once into BENCH_CACHE_DIR (bench/fixtures.ts). Knobs (environment):
 //   BENCH_RESIZE_JOBS (60), BENCH_RESIZE_ROUNDS (3), BENCH_RESIZE_FRESH_JOBS (12),

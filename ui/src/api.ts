@@ -74,12 +74,19 @@ async function errorOf(res: Response): Promise<ApiError> {
 }
 
 /** A JSON call to /api/v1`path`; throws ApiError on any answer but 2xx. */
-export async function api<T>(path: string, init: { method?: string; signal?: AbortSignal } = {}): Promise<T> {
+export async function api<T>(
+  path: string,
+  init: { method?: string; signal?: AbortSignal; json?: unknown } = {},
+): Promise<T> {
   let res: Response;
   try {
     res = await fetch(`/api/v1${path}`, {
       method: init.method ?? "GET",
-      headers: authHeaders({ Accept: "application/json" }),
+      headers: authHeaders({
+        Accept: "application/json",
+        ...(init.json !== undefined ? { "Content-Type": "application/json" } : {}),
+      }),
+      ...(init.json !== undefined ? { body: JSON.stringify(init.json) } : {}),
       ...(init.signal ? { signal: init.signal } : {}),
     });
   } catch (err) {

@@ -98,7 +98,7 @@ export function JobPage(props: { id: string }) {
     return () => stream.close();
   }, [path, finished, loadJob, loadEvents, refreshEvents]);
 
-  const act = async (action: "cancel" | "retry") => {
+  const act = async (action: "cancel" | "retry" | "retry again") => {
     setBusy(true);
     setActionError(null);
     try {
@@ -106,7 +106,11 @@ export function JobPage(props: { id: string }) {
         setJob(await api<Job>(`${path}/cancel`, { method: "POST" }));
         void loadEvents();
       } else {
-        const submitted = await api<Submitted>(`${path}/retry`, { method: "POST" });
+        // A job retried before answers with its retry (200) unless forced: either way, open it.
+        const submitted = await api<Submitted>(`${path}/retry`, {
+          method: "POST",
+          ...(action === "retry again" ? { json: { force: true } } : {}),
+        });
         navigate(`/jobs/${encodeURIComponent(submitted.job_id)}`);
       }
     } catch (err) {
@@ -149,9 +153,13 @@ export function JobPage(props: { id: string }) {
         <>
           <section class="job-status" aria-label="Status">
             <p class="status-line" data-testid="job-status">
-              <StatusBadge status={job.status} cancelled={job.cancelled_at !== undefined} />
+              <StatusBadge
+                status={job.status}
+                cancelled={job.state === "cancelled" || job.cancelled_at !== undefined}
+              />
               <span>{statusSentence(job)}</span>
             </p>
+            <Lineage job={job} />
             {job.status === "processing" && <ProgressBar percent={progress ?? 0} label="Job progress" />}
             <div class="actions">
               {(job.status === "pending" || job.status === "processing") && (
@@ -159,10 +167,20 @@ export function JobPage(props: { id: string }) {
                   Cancel job
                 </button>
               )}
-              {job.status === "failed" && (
+              {job.status === "failed" && !job.retried_as && (
                 <button type="button" class="primary" disabled={busy} onClick={() => void act("retry")}>
                   Retry as a new job
                 </button>
+              )}
+              {job.status === "failed" && job.retried_as && (
+                <>
+                  <Link href={`/jobs/${encodeURIComponent(job.retried_as)}`} class="button primary">
+                    Open retry
+                  </Link>
+                  <button type="button" disabled={busy} onClick={() => void act("retry again")}>
+                    Retry again
+                  </button>
+                </>
               )}
             </div>
             {actionError && <Notice kind="error">{actionError}</Notice>}
@@ -498,6 +516,25 @@ function Timeline(props: { events: JobEvents["events"] }) {
   );
 }
 
+/** Where the job stands among its retries: the job it retries, the job that retries it. */
+function Lineage(props: { job: Job }) {
+  const { retry_of: of, retried_as: as } = props.job;
+  if (!of && !as) return null;
+  const link = (id: string) => (
+    <Link href={`/jobs/${encodeURIComponent(id)}`} class="mono">
+      {id.slice(0, 8)}
+      <span class="visually-hidden">{id.slice(8)}</span>
+    </Link>
+  );
+  return (
+    <p class="lineage" data-testid="job-lineage">
+      {of && <span data-lineage="retry-of">Retry of {link(of)}</span>}
+      {of && as && <span aria-hidden="true"> · </span>}
+      {as && <span data-lineage="retried-as">Retried as {link(as)}</span>}
+    </p>
+  );
+}
+
 function JobDetails(props: { job: Job }) {
   const { job } = props;
   const rows: Array<[string, ComponentChildren]> = [
@@ -519,6 +556,13 @@ function JobDetails(props: { job: Job }) {
       "Retry of",
       <Link href={`/jobs/${encodeURIComponent(job.retry_of)}`} class="mono">
         {job.retry_of}
+      </Link>,
+    ]);
+  if (job.retried_as)
+    rows.push([
+      "Retried as",
+      <Link href={`/jobs/${encodeURIComponent(job.retried_as)}`} class="mono">
+        {job.retried_as}
       </Link>,
     ]);
   if (job.webhook_url) rows.push(["Webhook", <span class="mono">{job.webhook_url}</span>]);

@@ -119,6 +119,7 @@ function QueueTable(props: { stats: QueueStats }) {
             <th scope="col">Processing</th>
             <th scope="col">Completed</th>
             <th scope="col">Failed</th>
+            <th scope="col">Cancelled</th>
           </tr>
         </thead>
         <tbody>
@@ -131,13 +132,10 @@ function QueueTable(props: { stats: QueueStats }) {
               <td data-col="processing">{formatCount(q.processing)}</td>
               <td data-col="completed">{formatCount(q.completed)}</td>
               <td data-col="failed">
-                {q.failed > 0 ? (
-                  <Link href={`/jobs?type=${encodeURIComponent(name)}&status=failed`}>
-                    {formatCount(q.failed)}
-                  </Link>
-                ) : (
-                  "0"
-                )}
+                <StateCount type={name} state="failed" count={q.failed - (q.cancelled ?? 0)} />
+              </td>
+              <td data-col="cancelled">
+                <StateCount type={name} state="cancelled" count={q.cancelled ?? 0} />
               </td>
             </tr>
           ))}
@@ -148,7 +146,8 @@ function QueueTable(props: { stats: QueueStats }) {
             <td>{formatCount(stats.total_pending)}</td>
             <td>{formatCount(stats.total_processing)}</td>
             <td>{formatCount(stats.total_completed)}</td>
-            <td>{formatCount(stats.total_failed)}</td>
+            <td>{formatCount(stats.total_failed - (stats.total_cancelled ?? 0))}</td>
+            <td>{formatCount(stats.total_cancelled ?? 0)}</td>
           </tr>
         </tfoot>
       </table>
@@ -156,7 +155,24 @@ function QueueTable(props: { stats: QueueStats }) {
   );
 }
 
-const EMPTY: HistoryFigures = { completed: 0, failed: 0, p50_seconds: null, p95_seconds: null, pending: 0 };
+/** A count of a queue's failed (not cancelled) or cancelled jobs, linked to the list of them. */
+function StateCount(props: { type: string; state: "failed" | "cancelled"; count: number }) {
+  if (props.count <= 0) return <>0</>;
+  return (
+    <Link href={`/jobs?type=${encodeURIComponent(props.type)}&state=${props.state}`}>
+      {formatCount(props.count)}
+    </Link>
+  );
+}
+
+const EMPTY: HistoryFigures = {
+  completed: 0,
+  failed: 0,
+  cancelled: 0,
+  p50_seconds: null,
+  p95_seconds: null,
+  pending: 0,
+};
 
 function HistoryCharts(props: { history: StatsHistory; type: string }) {
   const { history, type } = props;
@@ -167,7 +183,10 @@ function HistoryCharts(props: { history: StatsHistory; type: string }) {
   const times = points.map((p) => p.at);
   const sum = (pick: (p: HistoryFigures) => number) => points.reduce((total, p) => total + pick(p), 0);
   const completed = sum((p) => p.completed);
-  const failed = sum((p) => p.failed);
+  // Failed without the cancelled jobs, which are a series of their own.
+  const cancelledOf = (p: HistoryFigures) => p.cancelled ?? 0;
+  const failed = sum((p) => p.failed - cancelledOf(p));
+  const cancelled = sum(cancelledOf);
   const p95s = points.map((p) => p.p95_seconds).filter((v): v is number => v !== null);
   const depth = points.at(-1)?.pending ?? 0;
   const maxDepth = Math.max(0, ...points.map((p) => p.pending));
@@ -177,7 +196,7 @@ function HistoryCharts(props: { history: StatsHistory; type: string }) {
     <div class="charts">
       <TimeChart
         title={`Jobs finished per minute (${scope})`}
-        summary={`${completed} completed and ${failed} failed in the last ${points.length} minutes.`}
+        summary={`${completed} completed, ${failed} failed and ${cancelled} cancelled in the last ${points.length} minutes.`}
         times={times}
         stacked
         format={count}
@@ -188,7 +207,18 @@ function HistoryCharts(props: { history: StatsHistory; type: string }) {
             className: "series-completed",
             values: points.map((p) => p.completed),
           },
-          { name: "failed", kind: "bar", className: "series-failed", values: points.map((p) => p.failed) },
+          {
+            name: "failed",
+            kind: "bar",
+            className: "series-failed",
+            values: points.map((p) => p.failed - cancelledOf(p)),
+          },
+          {
+            name: "cancelled",
+            kind: "bar",
+            className: "series-cancelled",
+            values: points.map(cancelledOf),
+          },
         ]}
       />
       <TimeChart

@@ -582,7 +582,7 @@ describe("jobs, job, cancel, retry, stats", () => {
     assert.ok(stats.queues.image_colors!.pending >= 1, JSON.stringify(stats));
     assert.ok(stats.total_failed >= 1);
     const statsTable = await cli(["stats"], env);
-    assert.match(statsTable.stdout, /^QUEUE +PENDING +PROCESSING +COMPLETED +FAILED$/m);
+    assert.match(statsTable.stdout, /^QUEUE +PENDING +PROCESSING +COMPLETED +FAILED +CANCELLED$/m);
     assert.match(
       statsTable.stdout,
       new RegExp(`^image_colors +${stats.queues.image_colors!.pending} +0 +0 +\\d+$`, "m"),

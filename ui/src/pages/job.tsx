@@ -508,7 +508,16 @@ function Timeline(props: { events: JobEvents["events"] }) {
             {e.attempt !== undefined && ` (attempt ${e.attempt})`}
             {e.status_code !== undefined && ` HTTP ${e.status_code}`}
             {e.result && ` ${e.result}`}
-            {e.message && <span class="subtle"> — {e.message}</span>}
+            {e.message && e.event === "retried" ? (
+              <span class="subtle">
+                {" — "}
+                <Link href={`/jobs/${encodeURIComponent(e.message)}`} class="mono">
+                  {e.message}
+                </Link>
+              </span>
+            ) : (
+              e.message && <span class="subtle"> — {e.message}</span>
+            )}
           </span>
         </li>
       ))}

@@ -471,12 +471,12 @@ describe("the dashboard in a browser", () => {
     await page.locator(`tr[data-job-id="${expected[0]}"]`).waitFor();
     assert.deepEqual(await shown(), expected.slice(0, 2));
 
-    // The form: failed jobs of any type; the filter is in the address.
+    // The form: failed jobs of any type (not the cancelled ones); the filter is in the address.
     await page.getByLabel("Type").selectOption("");
     await page.getByLabel("Status").selectOption("failed");
     await page.getByRole("button", { name: "Apply" }).click();
     await page.waitForURL(
-      (url) => url.searchParams.get("status") === "failed" && !url.searchParams.has("type"),
+      (url) => url.searchParams.get("state") === "failed" && !url.searchParams.has("type"),
     );
     await waitForText(page.getByRole("status").filter({ hasText: /match/ }), /[1-9]\d* jobs? match/);
     const statuses = await page.locator('[data-testid="jobs-table"] .badge-text').allTextContents();

@@ -166,7 +166,7 @@ export class JobStore {
   }
 
   /** Runs a script with the KEYS its header declares and lib.lua's ARGV before `args`. */
-  private async script(name: ScriptName, ...args: Array<string | number>): Promise<unknown> {
+  private async script(name: ScriptName, ...args: Array<string | number | Buffer>): Promise<unknown> {
     try {
       return await this.run(name, this.options.eventsMaxLen, this.options.retentionMs, ...args);
     } catch (err) {
@@ -267,6 +267,25 @@ export class JobStore {
       IdempotencyOutcome,
       number
     >;
+  }
+
+  /** A cached preview of a job's source or output (lua/preview.lua), or null when there is none. */
+  async cachedPreview(id: string, of: "source" | "output"): Promise<Buffer | null> {
+    return this.redis.getBuffer(this.keys.preview(id, of));
+  }
+
+  /**
+   * Caches a preview for `ttlMs`, keeping at most `maxEntries` previews (the oldest go first); how
+   * many were deleted to make room.
+   */
+  async cachePreview(
+    id: string,
+    of: "source" | "output",
+    bytes: Buffer,
+    ttlMs: number,
+    maxEntries: number,
+  ): Promise<number> {
+    return Number(await this.script("preview", id, of, bytes, ttlMs, maxEntries));
   }
 
   /** Takes the next job of a queue under a lease; it stays pending until start(). */

@@ -566,9 +566,10 @@ export class JobStore {
 
   /**
    * The figures of the last `minutes` minutes (jobs ended, durations, queue depths; lib.lua
-   * note_ended, note_depth), one point per minute, and the webhook delivery counters.
+   * note_ended, note_depth), one point per `step` minutes (historyPoints), and the webhook delivery
+   * counters.
    */
-  async history(minutes: number, nowMs = Date.now()): Promise<History> {
+  async history(minutes: number, step = 1, nowMs = Date.now()): Promise<History> {
     const lookBack = 60;
     const current = Math.floor(nowMs / (HISTORY_INTERVAL_SECONDS * 1000));
     const first = current - minutes + 1;
@@ -590,8 +591,8 @@ export class JobStore {
       }),
     );
     return {
-      interval_seconds: HISTORY_INTERVAL_SECONDS,
-      points: historyPoints(first, hashes.slice(lookBack), hashes.slice(0, lookBack), depths),
+      interval_seconds: HISTORY_INTERVAL_SECONDS * step,
+      points: historyPoints(first, hashes.slice(lookBack), hashes.slice(0, lookBack), depths, step),
       webhooks: await this.webhookDeliveries(),
     };
   }

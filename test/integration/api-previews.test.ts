@@ -251,3 +251,51 @@ describe("GET /jobs/{id}/download", () => {
     assert.equal(await errorOf(source), `source s3://${stack.bucket}/in/nothing.jpg not found`);
   });
 });
+
+test("the OpenAPI document describes both routes: the `of` parameter, the image and the file", async () => {
+  const res = await stack.request("/docs/json", { key: null });
+  assert.equal(res.status, 200);
+  type Operation = {
+    parameters: Array<{ name: string; in: string; schema: Record<string, unknown> }>;
+    responses: Record<string, { content?: Record<string, unknown> }>;
+  };
+  const paths = ((await res.json()) as { paths: Record<string, { get?: Operation }> }).paths;
+  const preview = paths["/api/v1/jobs/{id}/preview"]?.get;
+  const download = paths["/api/v1/jobs/{id}/download"]?.get;
+  assert.ok(preview && download, `documented paths: ${Object.keys(paths).join(", ")}`);
+  for (const operation of [preview, download]) {
+    const of = operation.parameters.find((p) => p.name === "of" && p.in === "query");
+    assert.equal(of?.schema.default, "output");
+  }
+  assert.ok(preview.responses["200"]?.content?.["image/webp"]);
+  assert.ok(preview.responses["503"] && preview.responses["422"] && preview.responses["304"]);
+  assert.ok(download.responses["200"]?.content?.["application/octet-stream"]);
+  assert.ok(download.responses["206"] && download.responses["416"]);
+});
+
+describe("GET /stats/history with a step (the overview's 6 h and 24 h charts)", () => {
+  type Points = {
+    interval_seconds: number;
+    points: Array<{ at: string; completed: number; failed: number }>;
+  };
+  test("a day in stretches of 20 minutes aligned on them, the jobs ended counted in them", async () => {
+    const minutes = await (await stack.request("/api/v1/stats/history?minutes=1440", { key: ALICE })).json();
+    const res = await stack.request("/api/v1/stats/history?minutes=1440&step=20", { key: ALICE });
+    assert.equal(res.status, 200);
+    const day = (await res.json()) as Points;
+    assert.equal(day.interval_seconds, 1200);
+    assert.ok(day.points.length === 72 || day.points.length === 73, `${day.points.length} points`);
+    for (const point of day.points.slice(1)) assert.equal(new Date(point.at).getTime() % 1_200_000, 0);
+    const sum = (h: Points, field: "completed" | "failed") => h.points.reduce((n, p) => n + p[field], 0);
+    // Read twice: a job that ended between the two reads is in the second only.
+    const perMinute = minutes as Points;
+    assert.ok(sum(day, "completed") >= sum(perMinute, "completed"));
+    assert.ok(sum(day, "completed") + sum(day, "failed") > 0, "the jobs of the tests above are counted");
+  });
+
+  test("a step beyond an hour is a 400 naming it", async () => {
+    const res = await stack.request("/api/v1/stats/history?minutes=60&step=61", { key: ALICE });
+    assert.equal(res.status, 400);
+    assert.match(await errorOf(res), /step/);
+  });
+});

@@ -237,7 +237,8 @@ describe("the overview's charts", () => {
       (await rate.getAttribute("aria-label")) ?? "",
       /25 % of the 4 jobs that ended in the last hour failed/,
     );
-    await page.locator(".line.series-failure-rate, .dot.series-failure-rate").first().waitFor();
+    // Drawn: a line through neighbouring minutes, or a dot for a minute alone.
+    await page.locator(".dot.series-failure-rate, path.line.series-failure-rate[d*='L']").first().waitFor();
 
     await page.getByRole("button", { name: "24 h" }).click();
     await page.waitForURL((url) => url.searchParams.get("range") === "24h");

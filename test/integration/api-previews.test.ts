@@ -228,6 +228,15 @@ describe("GET /jobs/{id}/download", () => {
     assert.equal(part.status, 206);
     assert.equal(part.headers.get("content-range"), `bytes 100-1099/${photo.length}`);
     assert.deepEqual(Buffer.from(await part.arrayBuffer()), photo.subarray(100, 1100));
+    const beyond = await stack.request(`/api/v1/jobs/${id}/download?of=source`, {
+      key: ALICE,
+      headers: { range: `bytes=${photo.length + 10}-` },
+    });
+    assert.equal(beyond.status, 416);
+    assert.equal(
+      await errorOf(beyond),
+      `the Range asked for lies outside source s3://${stack.bucket}/in/photo.jpg`,
+    );
   });
 
   test("no output before completion (409) nor for a type that writes none (404)", async () => {

@@ -70,12 +70,18 @@ async function getObject(
 
 class RangeRefusal extends Error {}
 
-function refuse(reply: FastifyReply, err: unknown) {
+function refuse(request: FastifyRequest, reply: FastifyReply, err: unknown) {
   if (err instanceof RangeRefusal) {
     return reply.code(416).send({ error: `the Range asked for lies outside ${err.message}` });
   }
   if (!(err instanceof PreviewRefusal)) throw err;
-  if (err.status === 503) reply.header("Retry-After", String(PREVIEW.retryAfterSeconds));
+  if (err.status === 503) {
+    // An operator who sees many: previews are asked for faster than PREVIEW.concurrency makes them.
+    request.log.warn({ status: 503, error: err.message }, "preview refused: as many being made as allowed");
+    reply.header("Retry-After", String(PREVIEW.retryAfterSeconds));
+  } else if (err.status !== 502) {
+    request.log.info({ status: err.status, error: err.message }, "request refused");
+  }
   return reply.code(err.status).send({ error: err.message });
 }
 
@@ -178,7 +184,7 @@ export function objectRoutes(app: App, ctx: ApiContext): void {
         }
         return reply.type("image/webp").send(preview);
       } catch (err) {
-        return refuse(reply, err);
+        return refuse(request, reply, err);
       }
     },
   );
@@ -234,7 +240,7 @@ export function objectRoutes(app: App, ctx: ApiContext): void {
           .type(object.ContentType ?? "application/octet-stream")
           .send(object.Body as Readable);
       } catch (err) {
-        return refuse(reply, err);
+        return refuse(request, reply, err);
       }
     },
   );

@@ -542,6 +542,7 @@ const EVENT_WORDS: Record<JobEvents["events"][number]["event"], string> = {
   completed: "Completed",
   failed: "Failed",
   cancelled: "Cancelled",
+  retried: "Retried as",
   webhook: "Webhook",
 };
 

@@ -181,7 +181,14 @@ function QueueTable(props: { stats: QueueStats }) {
   );
 }
 
-const EMPTY: HistoryFigures = { completed: 0, failed: 0, p50_seconds: null, p95_seconds: null, pending: 0 };
+const EMPTY: HistoryFigures = {
+  completed: 0,
+  failed: 0,
+  cancelled: 0,
+  p50_seconds: null,
+  p95_seconds: null,
+  pending: 0,
+};
 
 /** The share of the jobs that ended which failed, in percent; null when none ended. */
 export function failureRate(p: { completed: number; failed: number }): number | null {

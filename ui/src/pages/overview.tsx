@@ -190,10 +190,14 @@ const EMPTY: HistoryFigures = {
   pending: 0,
 };
 
-/** The share of the jobs that ended which failed, in percent; null when none ended. */
-export function failureRate(p: { completed: number; failed: number }): number | null {
-  const ended = p.completed + p.failed;
-  return ended > 0 ? (p.failed / ended) * 100 : null;
+/**
+ * The share of the jobs that ended which failed, in percent; null when none ended. A cancelled job
+ * was stopped on purpose: it is left out, as neither a success nor a failure.
+ */
+export function failureRate(p: { completed: number; failed: number; cancelled?: number }): number | null {
+  const failed = p.failed - (p.cancelled ?? 0);
+  const ended = p.completed + failed;
+  return ended > 0 ? (failed / ended) * 100 : null;
 }
 
 const formatRate = (v: number) => `${Math.round(v)} %`;
@@ -214,7 +218,7 @@ function HistoryCharts(props: { history: StatsHistory; type: string; range: Rang
   const count = (v: number) => formatCount(Math.round(v));
   const scope = type ? typeLabel(type) : "all types";
   const span = range.heading.toLowerCase().replace(/^last /, "");
-  const overall = failureRate({ completed, failed });
+  const overall = failureRate({ completed, failed, cancelled: sum((p) => p.cancelled ?? 0) });
   return (
     <div class="charts">
       <TimeChart
@@ -238,7 +242,7 @@ function HistoryCharts(props: { history: StatsHistory; type: string; range: Rang
         summary={
           overall === null
             ? `No job ended in the last ${span}.`
-            : `${formatRate(overall)} of the ${completed + failed} jobs that ended in the last ${span} failed.`
+            : `${formatRate(overall)} of the jobs that ended in the last ${span} failed (cancelled ones left out).`
         }
         times={times}
         format={formatRate}

@@ -22,8 +22,8 @@ export interface ReadmeFigures {
   resize: { stack: Figure; bare: Figure; imgproxy: Figure; stackOverBare: Figure; stackOverImgproxy: Figure };
   /** images/s of the AVIF benchmark; the ratio round by round; size at imgproxy's SSIM / its size. */
   avif: { stack: Figure; imgproxy: Figure; stackOverImgproxy: Figure; sizeAtEqualSsim: number };
-  /** Peak RSS in MiB. */
-  rss: { runner: Figure; imgproxy: Figure; floor: Figure };
+  /** Peak RSS in MiB, the runner through the stack; the ratio run by run. */
+  rss: { runner: Figure; imgproxy: Figure; runnerOverImgproxy: Figure; floor: Figure };
 }
 
 /**
@@ -44,7 +44,7 @@ export const ROW_NAMES = [
   "small resizes on a real Kubernetes node, through the warm pool",
   "3000×2000 JPEG → 800×600, whole local stack",
   "the same to AVIF",
-  "peak RSS, 50-megapixel JPEG → 800 px",
+  "peak RSS, 50-megapixel JPEG → 800 px, a runner through the stack",
 ] as const;
 
 /** Opens the generated block: `<!-- bench readme 2026-11-28 -->`. */
@@ -83,7 +83,8 @@ export function readmeRows(f: ReadmeFigures): string[][] {
     [
       ROW_NAMES[3],
       `${n(rss.runner.median, 1)} MiB`,
-      `imgproxy ${n(rss.imgproxy.median, 1)}; Node + sharp idle ${n(rss.floor.median, 1)}`,
+      `imgproxy ${n(rss.imgproxy.median, 1)} (${times(rss.runnerOverImgproxy)}); ` +
+        `Node + sharp idle ${n(rss.floor.median, 1)}`,
     ],
   ];
 }

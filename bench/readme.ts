@@ -13,7 +13,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { imgproxyBinary } from "./imgproxy.js";
 import { POOL_RECORDED, readmeBlock, replaceBlock, thisMachine, type ReadmeFigures } from "./readme-table.js";
-import { avifBenchmark, resizeBenchmark, rssBenchmark, type RssFigures } from "./runner.js";
+import { avifBenchmark, resizeBenchmark, rssBenchmark } from "./runner.js";
 
 export async function readmeBenchmark(): Promise<string> {
   if (!imgproxyBinary()) {
@@ -24,15 +24,16 @@ export async function readmeBenchmark(): Promise<string> {
   const started = new Date();
   const resize = await resizeBenchmark();
   const avif = await avifBenchmark();
-  const rss = (await rssBenchmark()) as RssFigures | undefined;
+  const rss = await rssBenchmark();
   if (!resize.imgproxy || !resize.stackOverImgproxy || !avif.imgproxy || !avif.stackOverImgproxy) {
     throw new Error("imgproxy was not measured (IMGPROXY_BIN)");
   }
   if (avif.sizeAtEqualSsim === undefined) {
     throw new Error("our AVIF reached imgproxy's SSIM at no quality up to 90: no size at equal SSIM");
   }
-  if (!rss || !rss.imgproxy)
-    throw new Error("the rss benchmark returned no figures for the runner and imgproxy");
+  if (!rss.imgproxy || !rss.runnerOverImgproxy) {
+    throw new Error("imgproxy's peak RSS was not measured (IMGPROXY_BIN)");
+  }
   const figures: ReadmeFigures = {
     pool: POOL_RECORDED,
     resize: {
@@ -48,7 +49,12 @@ export async function readmeBenchmark(): Promise<string> {
       stackOverImgproxy: avif.stackOverImgproxy,
       sizeAtEqualSsim: avif.sizeAtEqualSsim,
     },
-    rss: { runner: rss.runner, imgproxy: rss.imgproxy, floor: rss.floor },
+    rss: {
+      runner: rss.runner,
+      imgproxy: rss.imgproxy,
+      runnerOverImgproxy: rss.runnerOverImgproxy,
+      floor: rss.floor,
+    },
   };
   const rounds =
     `medians of ${resize.stack.n} (resize), ${avif.stack.n} (AVIF) and ${rss.runner.n} (RSS) rounds, ` +

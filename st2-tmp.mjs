@@ -1,4 +1,0 @@
-import { readFileSync } from "node:fs";
-const nodeRss = () => { const t = readFileSync("/proc/self/smaps", "utf8"); let n = "", s = 0, a = 0; for (const l of t.split("\n")) { const m = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(l); if (m) { n = m[1]; continue; } const r = /^Rss:\s+(\d+)/.exec(l); if (r && n.endsWith("/bin/node")) s += +r[1]; if (r && (n === "" || n === "[heap]")) a += +r[1]; } return `node-bin ${(s / 1024).toFixed(1)} anon ${(a/1024).toFixed(1)}`; };
-const mods = process.argv.slice(2);
-for (const m of mods) { if (m.startsWith("eval:")) eval(m.slice(5)); else await import(m); console.log(m.padEnd(50), nodeRss()); }

@@ -13,6 +13,8 @@ export interface Figure {
   median: number;
   min?: number;
   max?: number;
+  /** Rounds; one round has no spread. */
+  n?: number;
 }
 
 export interface ReadmeFigures {
@@ -53,9 +55,9 @@ export const END = "<!-- bench readme end -->";
 const BEGIN_PATTERN = /^<!-- bench readme (\d{4}-\d{2}-\d{2}) -->$/m;
 
 const n = (x: number, digits: number) => x.toFixed(digits);
-/** "0.91× [0.88–0.93]", or "0.91×" without a spread. */
+/** "0.91× [0.88–0.93]", or "0.91×" without a spread (not recorded, or one round). */
 const times = (f: Figure) =>
-  f.min !== undefined && f.max !== undefined
+  f.min !== undefined && f.max !== undefined && f.n !== 1
     ? `${n(f.median, 2)}× [${n(f.min, 2)}–${n(f.max, 2)}]`
     : `${n(f.median, 2)}×`;
 

@@ -94,6 +94,12 @@ describe("the README's Measured table (npm run bench -- readme)", () => {
     );
   });
 
+  test("a ratio of one round has no spread", () => {
+    const one = { ...figures, rss: { ...figures.rss, runnerOverImgproxy: summarize([0.9]) } };
+    const block = findBlock(readmeBlock(one, "2026-11-28", machine, "one round"));
+    assert.equal(block?.rows[3]?.[2], "imgproxy 118.6 (0.90×); Node + sharp idle 64.0");
+  });
+
   test("a Markdown table as Prettier lays it out", () => {
     assert.equal(
       markdownTable(

@@ -386,7 +386,9 @@ const Quantile = (what: string) =>
 const HistoryFigureFields = {
   completed: Type.Integer({ description: "Jobs that completed in the minute" }),
   failed: Type.Integer({ description: "Jobs that failed in the minute (cancelled ones included)" }),
-  cancelled: Type.Integer({ description: "Of the jobs that failed in the minute, those that were cancelled" }),
+  cancelled: Type.Integer({
+    description: "Of the jobs that failed in the minute, those that were cancelled",
+  }),
   p50_seconds: Quantile("Median duration"),
   p95_seconds: Quantile("95th percentile duration"),
   pending: Type.Integer({ description: "Jobs waiting in the queue as the minute ended" }),

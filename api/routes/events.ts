@@ -3,6 +3,7 @@ import { JobTypeSchema } from "../../core/jobs/records.js";
 import { isEntryId } from "../../core/store/event-follower.js";
 import type { StoreEvent } from "../../core/store/events.js";
 import { canSee } from "../../core/store/visibility.js";
+import { shown } from "../../core/text.js";
 import { viewerOf } from "../auth.js";
 import type { ApiContext, App } from "../context.js";
 import { API_KEY_SECURITY, errorResponses } from "../schemas.js";
@@ -45,7 +46,7 @@ export function eventsRoutes(app: App, ctx: ApiContext, open: OpenStreams): void
       schema: {
         summary: "Follow every job over Server-Sent Events",
         description:
-          "One `job` event per change of a job the API key may see: {id, type, status, batch_id?, cancelled?, reason?, at}. `type` and `batch_id` narrow it. Send `Last-Event-ID` when reconnecting to be told what was missed (up to 1000 changes). Comment lines are heartbeats.",
+          "One `job` event per change of a job the API key may see: {id, type, status, batch_id?, cancelled?, reason?, at}. `type` and `batch_id` narrow it. Send `Last-Event-ID` when reconnecting to be told what was missed (up to 1000 changes); one that is not a position in the events stream is a 400. Comment lines are heartbeats.",
         tags: ["jobs"],
         security: API_KEY_SECURITY,
         querystring: EventsQuery,
@@ -74,7 +75,12 @@ export function eventsRoutes(app: App, ctx: ApiContext, open: OpenStreams): void
       const viewer = viewerOf(request);
       const { type, batch_id } = request.query;
       const lastEventId = request.headers["last-event-id"];
-      const resume = typeof lastEventId === "string" && isEntryId(lastEventId) ? lastEventId : undefined;
+      if (lastEventId !== undefined && (typeof lastEventId !== "string" || !isEntryId(lastEventId))) {
+        return reply.code(400).send({
+          error: `Last-Event-ID ${shown(lastEventId, 80)} is not a position in the events stream: send the id: of an event of this stream (<ms>-<seq>, each part at most 2^64-1), or leave it out to follow from now`,
+        });
+      }
+      const resume = lastEventId;
       // Events that come before the answer's head is written wait for it.
       let stream: EventStream | undefined = undefined;
       const send = (event: StoreEvent) => {

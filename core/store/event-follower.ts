@@ -51,9 +51,17 @@ export function compareEntryIds(a: string, b: string): number {
   return am !== bm ? am - bm : as - bs;
 }
 
-/** Whether a string is a stream entry id a client may resume from. */
+/** The largest part of a stream entry id: Redis reads each of "<ms>-<seq>" as an unsigned 64-bit integer. */
+const MAX_ENTRY_ID_PART = 2n ** 64n - 1n;
+const LAST_ENTRY_ID = `${MAX_ENTRY_ID_PART}-${MAX_ENTRY_ID_PART}`;
+
+/**
+ * Whether a string is a stream entry id a client may resume from: "<ms>-<seq>", each part an
+ * unsigned 64-bit integer (Redis refuses a larger one with an error).
+ */
 export function isEntryId(value: string): boolean {
-  return /^\d{1,20}-\d{1,20}$/.test(value);
+  const parts = /^(\d{1,20})-(\d{1,20})$/.exec(value);
+  return !!parts && BigInt(parts[1]!) <= MAX_ENTRY_ID_PART && BigInt(parts[2]!) <= MAX_ENTRY_ID_PART;
 }
 
 export type StoreEventListener = (event: StoreEvent) => void;
@@ -144,6 +152,8 @@ export class StoreEventHub {
   }
 
   private async since(id: string, limit: number): Promise<StoreEvent[]> {
+    // Nothing comes after the last id there can be (and Redis refuses an interval that starts past it).
+    if (id === LAST_ENTRY_ID) return [];
     const entries = (await this.redis.xrange(
       this.store.keys.events(),
       `(${id}`,

@@ -1,4 +1,7 @@
+import type { FastifyRequest } from "fastify";
 import { Type } from "../../core/typebox.js";
+import { clip } from "../../core/text.js";
+import { isStoreUnavailable, loggableError } from "../errors.js";
 import type { ApiContext, App } from "../context.js";
 import { History } from "../../core/jobs/records.js";
 import { HISTORY_MAX_MINUTES } from "../../core/stats/history.js";
@@ -15,6 +18,15 @@ const HistoryQuery = Type.Object(
   },
   { additionalProperties: false },
 );
+
+/**
+ * A read of the queue store that failed: at debug while the store is unreachable (the outage is
+ * logged once, by the connection: core/services.ts), an error with what went wrong otherwise.
+ */
+function storeFailure(request: FastifyRequest, err: unknown, what: string): void {
+  if (isStoreUnavailable(err)) request.log.debug({ error: clip((err as Error).message) }, what);
+  else request.log.error({ err: loggableError(err) }, what);
+}
 
 export function queueRoutes(app: App, ctx: ApiContext): void {
   app.get(
@@ -34,7 +46,7 @@ export function queueRoutes(app: App, ctx: ApiContext): void {
       try {
         return await ctx.store.history(request.query.minutes);
       } catch (err) {
-        request.log.error({ err }, "history unavailable");
+        storeFailure(request, err, "history unavailable");
         return reply.code(500).send({ error: "history unavailable: the queue store did not answer" });
       }
     },
@@ -55,7 +67,7 @@ export function queueRoutes(app: App, ctx: ApiContext): void {
       try {
         return await ctx.store.queueStats();
       } catch (err) {
-        request.log.error({ err }, "queue statistics unavailable");
+        storeFailure(request, err, "queue statistics unavailable");
         return reply
           .code(500)
           .send({ error: "queue statistics unavailable: the queue store did not answer" });

@@ -8,8 +8,8 @@ const BLOCK_MS = 2000;
 
 /**
  * Follows the store's events stream after `from` ("$": from now on) on a connection of its own
- * (blocking XREAD), handing each read's events to `onEvents` in order. A failed read is logged and
- * tried again a second later. Returns the function that stops it.
+ * (blocking XREAD), handing each read's events to `onEvents` in order. A failed read is tried again
+ * a second later; the first failure and the first read after it are logged. Returns the function that stops it.
  */
 export function followEvents(
   store: JobStore,
@@ -22,16 +22,23 @@ export function followEvents(
   const loop = (async () => {
     const stream = store.keys.events();
     let last = options.from;
+    // A failure is told once, and its end once: not every second while Redis is down.
+    let failing = false;
     while (!stopping) {
       let reply: StreamReply;
       try {
         reply = await connection.xread("COUNT", 200, "BLOCK", BLOCK_MS, "STREAMS", stream, last);
       } catch (err) {
         if (stopping) return;
-        options.logger.warn({ err: (err as Error).message }, "reading the events stream failed; retrying");
+        if (!failing) {
+          options.logger.warn({ err: (err as Error).message }, "reading the events stream failed; retrying");
+        }
+        failing = true;
         await new Promise((r) => setTimeout(r, RETRY_MS));
         continue;
       }
+      if (failing) options.logger.info("reading the events stream again");
+      failing = false;
       const { events, lastId } = decodeStreamReply(reply);
       if (lastId) last = lastId;
       if (events.length > 0) onEvents(events);

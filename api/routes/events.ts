@@ -2,7 +2,7 @@ import { Type } from "../../core/typebox.js";
 import { JobTypeSchema } from "../../core/jobs/records.js";
 import { isEntryId } from "../../core/store/event-follower.js";
 import type { StoreEvent } from "../../core/store/events.js";
-import { canSee } from "../../core/store/visibility.js";
+import { canSee, shownBatchId, type Viewer } from "../../core/store/visibility.js";
 import { shown } from "../../core/text.js";
 import { viewerOf } from "../auth.js";
 import type { ApiContext, App } from "../context.js";
@@ -21,13 +21,13 @@ const EventsQuery = Type.Object(
 );
 
 /** The `job` event of a store event, or undefined for one that is not about a job. */
-function jobChange(event: StoreEvent): Record<string, unknown> | undefined {
+function jobChange(event: StoreEvent, viewer: Viewer): Record<string, unknown> | undefined {
   if (!("job_id" in event)) return undefined;
   return {
     id: event.job_id,
     type: event.type,
     status: event.status,
-    ...(event.batch_id ? { batch_id: event.batch_id } : {}),
+    ...(event.batch_id ? { batch_id: shownBatchId(event.batch_id, viewer) } : {}),
     ...(event.event === "job.cancelled" ? { cancelled: true } : {}),
     ...(event.event === "job.requeued" ? { reason: event.reason } : {}),
     ...(event.at ? { at: event.at } : {}),
@@ -86,9 +86,10 @@ export function eventsRoutes(app: App, ctx: ApiContext, open: OpenStreams): void
       const send = (event: StoreEvent) => {
         if (!stream) return;
         if (type && "type" in event && event.type !== type) return;
-        if (batch_id && event.batch_id !== batch_id) return;
+        // batch_id as the caller knows it (keys.ts storedBatchId).
+        if (batch_id && (!event.batch_id || shownBatchId(event.batch_id, viewer) !== batch_id)) return;
         if (!canSee(viewer, "client" in event ? event.client : undefined)) return;
-        const change = jobChange(event);
+        const change = jobChange(event, viewer);
         if (change) stream.write(`id: ${event.entryId}\nevent: job\ndata: ${JSON.stringify(change)}\n\n`);
       };
       const early: StoreEvent[] = [];

@@ -7,8 +7,8 @@ import { JOB_TYPES, type BatchStatus, type JobStatus, type JobType } from "../jo
 import { JOB_DURATION_BUCKETS } from "../jobs/duration-buckets.js";
 import { decodeBatch, decodeJob, decodeSummary, SUMMARY_FIELDS, type Hash } from "./codec.js";
 import { IllegalTransitionError, NotFoundError, translateScriptError } from "./errors.js";
-import { idempotencyClient, idempotencyKeyId, keyOf, Keys } from "./keys.js";
-import { canSee, EVERYONE, type Submitter, type Viewer } from "./visibility.js";
+import { idempotencyClient, idempotencyKeyId, keyOf, Keys, storedBatchId } from "./keys.js";
+import { batchScope, canSee, EVERYONE, shownBatchId, type Submitter, type Viewer } from "./visibility.js";
 import { parseRedisTarget } from "./redis-target.js";
 import { defineScripts, scriptKeys, scriptRunner, type ScriptName, type ScriptRunner } from "./scripts.js";
 
@@ -194,13 +194,16 @@ export class JobStore {
   ): Promise<Submitted> {
     const jobs = specs.map((spec) => ({ id: randomUUID(), type: spec.type, fields: encodeSpec(spec) }));
     const batchId = batch ? (batch.id ?? randomUUID()) : undefined;
+    // An id the client chose is one of its own (keys.ts storedBatchId); a generated one is unique.
+    const storedId = batch?.id !== undefined ? storedBatchId(batch.id, batchScope(by)) : batchId;
     const payload = {
       ...(by ? { client: by.name, ...(by.admin ? { admin: true } : {}) } : {}),
       jobs,
       ...(batch
         ? {
             batch: {
-              id: batchId,
+              id: storedId,
+              shown_id: batchId,
               fail_fast: batch.failFast,
               ...(batch.webhookUrl ? { webhook_url: batch.webhookUrl } : {}),
             },
@@ -466,6 +469,7 @@ export class JobStore {
   async getJobWithSeq(id: string, viewer: Viewer = EVERYONE): Promise<{ job: Job; seq: number } | undefined> {
     const hash = (await this.redis.hgetall(this.keys.job(id))) as Hash;
     const job = canSee(viewer, hash.client) ? decodeJob(hash) : undefined;
+    if (job?.batch_id !== undefined) job.batch_id = shownBatchId(job.batch_id, viewer);
     return job ? { job, seq: Number(hash.seq ?? 0) } : undefined;
   }
 
@@ -475,9 +479,13 @@ export class JobStore {
    * page; `next`, present when jobs follow the page, is where the next page starts (`after`).
    */
   async listJobs(filter: JobListFilter): Promise<{ jobs: JobSummary[]; total: number; next?: ListPosition }> {
+    const viewer = filter.viewer ?? EVERYONE;
+    // A batch's jobs: those of the batch `viewer` knows by that id (findBatch).
     const page = await this.list("jobs", filter, {
       ...(filter.type ? { type: filter.type } : {}),
-      ...(filter.batchId !== undefined ? { batch_id: filter.batchId } : {}),
+      ...(filter.batchId !== undefined
+        ? { batch_id: (await this.findBatch(filter.batchId, viewer))?.storedId ?? filter.batchId }
+        : {}),
       fields: SUMMARY_FIELDS,
     });
     const jobs = page.records.flatMap((fields) => {
@@ -577,24 +585,49 @@ export class JobStore {
     };
   }
 
-  /** The batch, or undefined when there is none or `viewer` may not see it. */
-  async getBatch(id: string, viewer: Viewer = EVERYONE): Promise<Batch | undefined> {
-    const hash = (await this.redis.hgetall(this.keys.batch(id))) as Hash;
-    return canSee(viewer, hash.client) ? decodeBatch(hash) : undefined;
+  /**
+   * The batch `viewer` knows by `id`, or undefined when there is none or `viewer` may not see it:
+   * for a client that is not an admin, the batch it gave that id (stored as "<client>/<id>":
+   * keys.ts storedBatchId), else one stored under the id itself (a generated id, or one recorded
+   * before ids were kept apart per client) if it is the client's. `storedId` is what the store's
+   * other calls take.
+   */
+  async findBatch(
+    id: string,
+    viewer: Viewer = EVERYONE,
+  ): Promise<{ batch: Batch; storedId: string } | undefined> {
+    const scope = batchScope(viewer);
+    const pipeline = this.redis.pipeline().hgetall(this.keys.batch(id));
+    if (scope !== undefined) pipeline.hgetall(this.keys.batch(storedBatchId(id, scope)));
+    const [plain, own] = (await replies(pipeline, `batch ${id}`)) as [Hash, Hash | undefined];
+    if (own?.id) return this.foundBatch(own, storedBatchId(id, scope), viewer);
+    return canSee(viewer, plain.client) ? this.foundBatch(plain, id, viewer) : undefined;
   }
 
-  async batchJobs(id: string): Promise<JobSummary[]> {
-    return this.summaries(await this.redis.lrange(this.keys.batchJobs(id), 0, -1));
+  private foundBatch(hash: Hash, storedId: string, viewer: Viewer) {
+    const batch = decodeBatch(hash);
+    return batch ? { batch: { ...batch, id: shownBatchId(batch.id, viewer) }, storedId } : undefined;
+  }
+
+  /** The batch `viewer` knows by `id`, or undefined when there is none or `viewer` may not see it. */
+  async getBatch(id: string, viewer: Viewer = EVERYONE): Promise<Batch | undefined> {
+    return (await this.findBatch(id, viewer))?.batch;
+  }
+
+  /** The jobs of the batch stored as `storedId` (findBatch). */
+  async batchJobs(storedId: string): Promise<JobSummary[]> {
+    return this.summaries(await this.redis.lrange(this.keys.batchJobs(storedId), 0, -1));
   }
 
   /** A page of the batches `viewer` may see, newest first, as listJobs pages jobs. */
   async listBatches(
     filter: ListFilter & { status?: BatchStatus },
   ): Promise<{ batches: Batch[]; total: number; next?: ListPosition }> {
+    const viewer = filter.viewer ?? EVERYONE;
     const page = await this.list("batches", filter, {});
     const batches = page.records.flatMap((flat) => {
       const batch = decodeBatch(hashOf(flat as string[]));
-      return batch ? [batch] : [];
+      return batch ? [{ ...batch, id: shownBatchId(batch.id, viewer) }] : [];
     });
     return { batches, total: page.total, ...(page.next ? { next: page.next } : {}) };
   }

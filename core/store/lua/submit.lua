@@ -10,21 +10,23 @@
           job_events history jobs_by_type client_jobs_by_type
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
-    ARGV[3] JSON {client?, admin?, batch?: {id, fail_fast, webhook_url?}, jobs: [{id, type, fields}],
+    ARGV[3] JSON {client?, admin?, batch?: {id, shown_id, fail_fast, webhook_url?}, jobs: [{id, type, fields}],
       idempotency?: {client, key, fingerprint, token, ttl_ms}}:
       client, the name of the submitting client, is recorded on every job and the batch, and they are
       indexed for it unless admin is true (an admin lists through the shared indexes; its records
-      carry client_admin=1); fields are the job hash's fields, from its JobSpec (core/jobs/spec.ts);
+      carry client_admin=1); batch.id is the id the batch is stored under (keys.ts storedBatchId:
+      a client's own ids kept apart from every other client's), shown_id the id its client gave;
+      fields are the job hash's fields, from its JobSpec (core/jobs/spec.ts);
       idempotency: the Idempotency-Key this request took (idempotency.lua: its client, its key's
       SHA-256, the request's fingerprint and token), whose lock becomes the completed record, kept
-      ttl_ms, holding the result {job_ids, types, queue_positions, batch_id?}
+      ttl_ms, holding the result {job_ids, types, queue_positions, batch_id?} (batch_id as shown)
 
   Output:
     the queue position (1-based) of each job, in order: how many jobs of its queue are before it once
     the whole submission is queued, itself included
 
   Errors:
-    CONFLICT batch <id> already exists, CONFLICT job <id> already exists
+    CONFLICT batch <shown_id> already exists (among the client's own), CONFLICT job <id> already exists
     CONFLICT the Idempotency-Key is in use by another request (its lock ran out and was taken again)
     ERR invalid idempotency ttl_ms: <value>
     ERR a submission needs at least one job
@@ -37,7 +39,7 @@ if client == cjson.null then client = nil end
 local indexed = client and payload.admin ~= true
 if #payload.jobs == 0 then return redis.error_reply('ERR a submission needs at least one job') end
 if batch and redis.call('EXISTS', at(K.batch, batch.id)) == 1 then
-  return redis.error_reply('CONFLICT batch ' .. batch.id .. ' already exists')
+  return redis.error_reply('CONFLICT batch ' .. (batch.shown_id or batch.id) .. ' already exists')
 end
 for _, job in ipairs(payload.jobs) do
   if redis.call('EXISTS', at(K.job, job.id)) == 1 then
@@ -124,7 +126,9 @@ if idem then
     job_ids[i] = job.id
     types[i] = job.type
   end
-  local result = { job_ids = job_ids, types = types, queue_positions = positions, batch_id = batch and batch.id }
+  local result = {
+    job_ids = job_ids, types = types, queue_positions = positions, batch_id = batch and (batch.shown_id or batch.id),
+  }
   redis.call('DEL', idem_key)
   redis.call('HSET', idem_key, 'state', 'done', 'fingerprint', idem.fingerprint, 'result', cjson.encode(result))
   redis.call('PEXPIRE', idem_key, math.floor(idem_ttl))

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from "fastify";
 import { Type } from "../../core/typebox.js";
 import { clip } from "../../core/text.js";
+import { viewerOf } from "../auth.js";
 import { isStoreUnavailable, loggableError } from "../errors.js";
 import type { ApiContext, App } from "../context.js";
 import { History } from "../../core/jobs/records.js";
@@ -57,7 +58,8 @@ export function queueRoutes(app: App, ctx: ApiContext): void {
     {
       schema: {
         summary: "Queue statistics",
-        description: "Counts per queue (one per job type) and in total. 500 when they cannot be read.",
+        description:
+          "Counts per queue (one per job type) and in total: of the API key's own jobs for a client that is not an admin, of everyone's otherwise. 500 when they cannot be read.",
         tags: ["operations"],
         security: API_KEY_SECURITY,
         response: { 200: Type.Ref(QueueStats), ...errorResponses(500) },
@@ -65,7 +67,7 @@ export function queueRoutes(app: App, ctx: ApiContext): void {
     },
     async (request, reply) => {
       try {
-        return await ctx.store.queueStats();
+        return await ctx.store.queueStats(viewerOf(request));
       } catch (err) {
         storeFailure(request, err, "queue statistics unavailable");
         return reply

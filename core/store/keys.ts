@@ -66,6 +66,8 @@ const LAYOUT = {
   client_jobs_by_type: "client:*:jobs:type:*",
   client_batches_by_created: "client:*:batches:by_created",
   client_batches_by_status: "client:*:batches:status:*",
+  /** A client's own copy of a queue's counters (stats), by client name and job type (lib.lua count). */
+  client_stats: "client:*:stats:*",
   /**
    * A client's Idempotency-Key (lua/idempotency.lua, lua/submit.lua), by client ("-" without
    * authentication, which no client name can be) and the SHA-256 of the key (hex), so that whatever
@@ -118,8 +120,11 @@ export class Keys {
   active(type: string) {
     return keyOf(this.families.active, type);
   }
-  stats(type: string) {
-    return keyOf(this.families.stats, type);
+  /** A queue's counters: everyone's, or a client's own copy. */
+  stats(type: string, client?: string) {
+    return client === undefined
+      ? keyOf(this.families.stats, type)
+      : keyOf(this.families.client_stats, client, type);
   }
   histogram(type: string) {
     return keyOf(this.families.histogram, type);

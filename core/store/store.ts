@@ -632,10 +632,14 @@ export class JobStore {
     return { batches, total: page.total, ...(page.next ? { next: page.next } : {}) };
   }
 
-  /** Counters of every queue, read in one round trip. */
-  async counters(): Promise<Record<JobType, TypeCounters>> {
+  /**
+   * Counters of every queue, read in one round trip: everyone's, or, for a client that is not an
+   * admin, its own copy (lib.lua count keeps both).
+   */
+  async counters(viewer: Viewer = EVERYONE): Promise<Record<JobType, TypeCounters>> {
+    const client = "client" in viewer ? viewer.client : undefined;
     const pipeline = this.redis.pipeline();
-    for (const type of JOB_TYPES) pipeline.hgetall(this.keys.stats(type));
+    for (const type of JOB_TYPES) pipeline.hgetall(this.keys.stats(type, client));
     const rows = (await replies(pipeline, "queue counters")) as Hash[];
     const out = {} as Record<JobType, TypeCounters>;
     JOB_TYPES.forEach((type, i) => {
@@ -655,8 +659,9 @@ export class JobStore {
     return out;
   }
 
-  async queueStats(): Promise<QueueStats> {
-    const counters = await this.counters();
+  /** The queues' figures `viewer` may see: everyone's jobs, or a client's own (counters). */
+  async queueStats(viewer: Viewer = EVERYONE): Promise<QueueStats> {
+    const counters = await this.counters(viewer);
     const stats: QueueStats = {
       total_jobs: 0,
       total_pending: 0,

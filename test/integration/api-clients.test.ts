@@ -189,6 +189,35 @@ describe("named clients", () => {
     );
   });
 
+  test("queue statistics: a client counts its own jobs, an admin everyone's", async () => {
+    const stats = async (key: string) => {
+      const res = await call(key, "/api/v1/queue/stats");
+      assert.equal(res.status, 200, res.text);
+      return res.body as {
+        total_jobs: number;
+        total_pending: number;
+        queues: Record<string, { pending: number }>;
+      };
+    };
+    const [alice, bob, admin] = [await stats(ALICE), await stats(BOB), await stats(ADMIN)];
+    await submit(ALICE);
+    await submit(ALICE);
+    await submit(BOB);
+    const after = { alice: await stats(ALICE), bob: await stats(BOB), admin: await stats(ADMIN) };
+    assert.equal(after.alice.total_pending - alice.total_pending, 2);
+    assert.equal(after.alice.queues.image_colors!.pending - alice.queues.image_colors!.pending, 2);
+    assert.equal(after.bob.total_pending - bob.total_pending, 1);
+    assert.equal(after.admin.total_pending - admin.total_pending, 3);
+    // Nobody but an admin is told the totals.
+    assert.ok(after.alice.total_jobs < after.admin.total_jobs);
+    assert.equal(after.alice.total_jobs + after.bob.total_jobs <= after.admin.total_jobs, true);
+    assert.equal(
+      (await stats(ALICE_NEXT)).total_jobs,
+      after.alice.total_jobs,
+      "a rotated key is the same client",
+    );
+  });
+
   test("a key that belongs to no client is 401, told in lines that carry the request id and no key", async () => {
     const res = await stack.request("/api/v1/jobs", {
       key: "nobody-0123456789",

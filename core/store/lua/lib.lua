@@ -8,7 +8,7 @@
       calls it declares them in its header:
         publish             job, job_channel
         record              events, job (a job's event names its client)
-        count               stats
+        count               stats, and job and client_stats when given a job id
         move_status_index   job, jobs_by_status, client_jobs_by_status
         batch_move          batch
         set_batch_status    batch, batches_by_status, client_batches_by_status
@@ -181,11 +181,20 @@ local function move_status_index(id, from, to, created_ms)
   move_index(at(K.job, id), K.jobs_by_status, K.client_jobs_by_status, id, from, to, created_ms)
 end
 
-local function count(type, from, to, total_field)
-  local stats = at(K.stats, type)
-  if from then redis.call('HINCRBY', stats, from, -1) end
-  redis.call('HINCRBY', stats, to, 1)
-  if total_field then redis.call('HINCRBY', stats, total_field, 1) end
+-- A queue's counters, moved from one status to another; with the job's id, its client's own copy too
+-- (GET /queue/stats for a client that is not an admin: client_stats), in the same call, so the two
+-- cannot drift. An admin's jobs, and those submitted without a client, are in the shared ones only.
+local function count(type, from, to, total_field, id)
+  local keys = { at(K.stats, type) }
+  if id then
+    local owner = redis.call('HMGET', at(K.job, id), 'client', 'client_admin')
+    if owner[1] and not owner[2] then keys[2] = at(K.client_stats, owner[1], type) end
+  end
+  for _, stats in ipairs(keys) do
+    if from then redis.call('HINCRBY', stats, from, -1) end
+    redis.call('HINCRBY', stats, to, 1)
+    if total_field then redis.call('HINCRBY', stats, total_field, 1) end
+  end
 end
 
 local function batch_move(batch_id, from, to)
@@ -304,7 +313,7 @@ fail_job = function(id, from, message, cancelled)
     if removed > 0 then note_depth(type, -removed) end
   end
   redis.call('ZREM', at(K.active, type), id)
-  count(type, from, 'failed', 'failed_total')
+  count(type, from, 'failed', 'failed_total', id)
   move_status_index(id, from, 'failed', created_ms)
   redis.call('ZADD', K.expiry, NOW + RETENTION_MS, expiry_member('job', id))
   publish(id, 'complete', { status = 'failed', error = message })
@@ -355,7 +364,7 @@ local function requeue_job(id, reason, max_attempts, handback)
   if status == 'processing' then
     redis.call('HSET', j, 'status', 'pending')
     if handback and attempts > 0 then redis.call('HINCRBY', j, 'attempts', -1) end
-    count(type, 'processing', 'pending')
+    count(type, 'processing', 'pending', nil, id)
     move_status_index(id, 'processing', 'pending', tonumber(h[4]))
     if batch_id and batch_id ~= '' then batch_move(batch_id, 'processing', 'pending') end
   end

@@ -8,6 +8,7 @@
           client_jobs_by_status batch batch_jobs batches_by_created batches_by_status
           client_batches_by_created client_batches_by_status events queues queue_seq idempotency
           job_events history jobs_by_type client_jobs_by_type
+          client_stats
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] JSON {client?, admin?, batch?: {id, shown_id, fail_fast, webhook_url?}, jobs: [{id, type, fields}],
@@ -84,7 +85,7 @@ for _, job in ipairs(payload.jobs) do
   redis.call('HSET', at(K.job, job.id), unpack(fields))
   enqueue(job.id, job.type)
   timeline(job.id, 'submitted', { priority = tonumber(job.fields.priority) })
-  count(job.type, nil, 'pending', 'submitted_total')
+  count(job.type, nil, 'pending', 'submitted_total', job.id)
   redis.call('ZADD', K.jobs_by_created, NOW, job.id)
   redis.call('ZADD', at(K.jobs_by_status, 'pending'), NOW, job.id)
   redis.call('ZADD', at(K.jobs_by_type, job.type), NOW, job.id)

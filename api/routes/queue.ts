@@ -36,7 +36,7 @@ export function queueRoutes(app: App, ctx: ApiContext): void {
       schema: {
         summary: "Throughput, failures, durations and queue depth per minute",
         description:
-          "One point per minute, oldest first, the current minute last: the jobs that completed and failed in it, the median and 95th percentile duration of the completed ones (estimated from the duration histogram's buckets), the depth of the queues as it ended; in total and per job type. With the webhook delivery counters. Kept for a day.",
+          "One point per minute, oldest first, the current minute last: the jobs that completed and failed in it, the median and 95th percentile duration of the completed ones (estimated from the duration histogram's buckets), the depth of the queues as it ended; in total and per job type: of the API key's own jobs for a client that is not an admin, of everyone's otherwise. With the webhook delivery counters. Kept for a day.",
         tags: ["operations"],
         security: API_KEY_SECURITY,
         querystring: optionalDefaults(HistoryQuery),
@@ -45,7 +45,7 @@ export function queueRoutes(app: App, ctx: ApiContext): void {
     },
     async (request, reply) => {
       try {
-        return await ctx.store.history(request.query.minutes);
+        return await ctx.store.history(request.query.minutes, Date.now(), viewerOf(request));
       } catch (err) {
         storeFailure(request, err, "history unavailable");
         return reply.code(500).send({ error: "history unavailable: the queue store did not answer" });

@@ -557,25 +557,31 @@ export class JobStore {
    * The figures of the last `minutes` minutes (jobs ended, durations, queue depths; lib.lua
    * note_ended, note_depth), one point per minute, and the webhook delivery counters.
    */
-  async history(minutes: number, nowMs = Date.now()): Promise<History> {
+  async history(minutes: number, nowMs = Date.now(), viewer: Viewer = EVERYONE): Promise<History> {
     const lookBack = 60;
     const current = Math.floor(nowMs / (HISTORY_INTERVAL_SECONDS * 1000));
     const first = current - minutes + 1;
+    // A client that is not an admin is told of its own jobs: its fields of the minute hashes
+    // ("<client>|<type>:…", lib.lua note_ended and note_depth) and its jobs waiting in the queues.
+    const client = "client" in viewer ? viewer.client : undefined;
     const pipeline = this.redis.pipeline();
     for (let m = first - lookBack; m <= current; m++) {
       pipeline.hgetall(keyOf(this.keys.families.history, String(m)));
     }
-    for (const type of JOB_TYPES) pipeline.zcard(this.keys.pending(type));
+    for (const type of JOB_TYPES) {
+      if (client === undefined) pipeline.zcard(this.keys.pending(type));
+      else pipeline.hget(this.keys.stats(type, client), "queued");
+    }
     const rows = (await pipeline.exec()) ?? [];
     const hashes = rows.slice(0, lookBack + minutes).map(([err, hash]) => {
       if (err) throw err;
-      return hash as MinuteHash;
+      return client === undefined ? (hash as MinuteHash) : clientFields(hash as MinuteHash, client);
     });
     // A queue an earlier version left as a list answers ZCARD with an error: its depth is unknown.
     const depths = Object.fromEntries(
       JOB_TYPES.map((type, i) => {
         const [err, depth] = rows[lookBack + minutes + i] ?? [];
-        return [type, err ? 0 : Number(depth ?? 0)];
+        return [type, err ? 0 : Math.max(0, Number(depth ?? 0))];
       }),
     );
     return {
@@ -782,6 +788,16 @@ function decodeSubmitted(json: string): Submitted {
 function msArg(ms: number, name: string): string {
   if (!Number.isSafeInteger(ms)) throw new RangeError(`${name} must be an integer number of ms, not ${ms}`);
   return String(ms);
+}
+
+/** A client's fields of a minute hash ("<client>|<type>:…"), named as the shared ones are. */
+function clientFields(hash: MinuteHash, client: string): MinuteHash {
+  const prefix = `${client}|`;
+  const own: MinuteHash = {};
+  for (const [field, value] of Object.entries(hash)) {
+    if (field.startsWith(prefix)) own[field.slice(prefix.length)] = value;
+  }
+  return own;
 }
 
 /** A hash from HGETALL's flat [field, value, …] reply. */

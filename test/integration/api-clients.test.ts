@@ -216,6 +216,15 @@ describe("named clients", () => {
       after.alice.total_jobs,
       "a rotated key is the same client",
     );
+    // The figures per minute likewise: the depth of the queues is of one's own jobs.
+    const depth = async (key: string) => {
+      const res = await call(key, "/api/v1/stats/history?minutes=1");
+      assert.equal(res.status, 200, res.text);
+      return (res.body.points as Array<{ pending: number }>).at(-1)!.pending;
+    };
+    assert.equal(await depth(ALICE), after.alice.total_pending);
+    assert.equal(await depth(BOB), after.bob.total_pending);
+    assert.equal(await depth(ADMIN), after.admin.total_pending);
   });
 
   test("a key that belongs to no client is 401, told in lines that carry the request id and no key", async () => {

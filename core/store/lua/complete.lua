@@ -44,7 +44,7 @@ end
 redis.call('HINCRBY', hist, 'count', 1)
 redis.call('HINCRBYFLOAT', hist, 'sum', duration)
 
-note_ended(type, 'completed', duration, bounds)
+note_ended(type, 'completed', duration, bounds, id)
 
 publish(id, 'complete', { status = 'completed' })
 timeline(id, 'completed')

@@ -14,8 +14,8 @@
         set_batch_status    batch, batches_by_status, client_batches_by_status
         finalize_batch      expiry, events and set_batch_status's
         timeline            job_events
-        note_ended          history
-        note_depth          pending, history
+        note_ended          history (and job, client_stats when given a job id)
+        note_depth          pending, history (and job, client_stats when given a job id)
         pending_queue       pending, queue_seq, job
         enqueue             pending_queue's, note_depth's
         fail_job            pending, active, expiry, batch_jobs and those of publish, record, count,
@@ -143,23 +143,44 @@ local function history_minute()
   return key
 end
 
-local function note_ended(type, outcome, duration, bounds)
+-- The client whose own figures a job's changes count in too (client_stats, and its fields of the
+-- minute hashes: "<client>|<type>:…", a client name holding no "|"): the job's owner unless an admin
+-- submitted it; nil for an admin's job or one submitted without a client.
+local function owner_of(id)
+  local owner = redis.call('HMGET', at(K.job, id), 'client', 'client_admin')
+  if owner[1] and not owner[2] then return owner[1] end
+  return nil
+end
+
+-- With the job's id (declaring job and client_stats), its client's fields are counted too.
+local function note_ended(type, outcome, duration, bounds, id)
   local key = history_minute()
-  redis.call('HINCRBY', key, type .. ':' .. outcome, 1)
-  if duration and bounds then
-    for i, bound in ipairs(bounds) do
-      if duration <= bound then redis.call('HINCRBY', key, type .. ':b' .. i, 1) end
+  local client = id and owner_of(id)
+  for _, prefix in ipairs(client and { '', client .. '|' } or { '' }) do
+    redis.call('HINCRBY', key, prefix .. type .. ':' .. outcome, 1)
+    if duration and bounds then
+      for i, bound in ipairs(bounds) do
+        if duration <= bound then redis.call('HINCRBY', key, prefix .. type .. ':b' .. i, 1) end
+      end
     end
   end
 end
 
--- `change`: how the depth just changed (+1 a job queued, -1 one taken out).
-local function note_depth(type, change)
+-- `change`: how the depth just changed (+1 a job queued, -1 one taken out). With the job's id
+-- (declaring job and client_stats), its client's depth too: how many of its jobs wait in the queue
+-- (field `queued` of its client_stats, changed here only).
+local function note_depth(type, change, id)
   local queue = at(K.pending, type)
   local depth = redis.call('TYPE', queue).ok == 'list' and redis.call('LLEN', queue) or redis.call('ZCARD', queue)
   local key = history_minute()
   redis.call('HSETNX', key, type .. ':pending_before', depth - change)
   redis.call('HSET', key, type .. ':pending', depth)
+  local client = id and owner_of(id)
+  if client then
+    local own = redis.call('HINCRBY', at(K.client_stats, client, type), 'queued', change)
+    redis.call('HSETNX', key, client .. '|' .. type .. ':pending_before', own - change)
+    redis.call('HSET', key, client .. '|' .. type .. ':pending', own)
+  end
 end
 
 -- Moves a job or batch from one status index to another. A record submitted by a client carries its
@@ -186,10 +207,8 @@ end
 -- cannot drift. An admin's jobs, and those submitted without a client, are in the shared ones only.
 local function count(type, from, to, total_field, id)
   local keys = { at(K.stats, type) }
-  if id then
-    local owner = redis.call('HMGET', at(K.job, id), 'client', 'client_admin')
-    if owner[1] and not owner[2] then keys[2] = at(K.client_stats, owner[1], type) end
-  end
+  local client = id and owner_of(id)
+  if client then keys[2] = at(K.client_stats, client, type) end
   for _, stats in ipairs(keys) do
     if from then redis.call('HINCRBY', stats, from, -1) end
     redis.call('HINCRBY', stats, to, 1)
@@ -271,7 +290,7 @@ end
 -- the place it was submitted to (ahead of the later submissions of its priority).
 local function enqueue(id, type)
   local h = redis.call('HMGET', at(K.job, id), 'priority', 'queue_seq')
-  if redis.call('ZADD', pending_queue(type), queue_score(h[1], h[2]), id) == 1 then note_depth(type, 1) end
+  if redis.call('ZADD', pending_queue(type), queue_score(h[1], h[2]), id) == 1 then note_depth(type, 1, id) end
 end
 
 -- Ends a pending or processing job as failed; the caller has checked the status.
@@ -310,7 +329,7 @@ fail_job = function(id, from, message, cancelled)
     local removed
     if redis.call('TYPE', queue).ok == 'list' then removed = redis.call('LREM', queue, 0, id)
     else removed = redis.call('ZREM', queue, id) end
-    if removed > 0 then note_depth(type, -removed) end
+    if removed > 0 then note_depth(type, -removed, id) end
   end
   redis.call('ZREM', at(K.active, type), id)
   count(type, from, 'failed', 'failed_total', id)
@@ -318,7 +337,7 @@ fail_job = function(id, from, message, cancelled)
   redis.call('ZADD', K.expiry, NOW + RETENTION_MS, expiry_member('job', id))
   publish(id, 'complete', { status = 'failed', error = message })
   timeline(id, cancelled and 'cancelled' or 'failed', { message = message })
-  note_ended(type, 'failed')
+  note_ended(type, 'failed', nil, nil, id)
   record(cancelled and 'job.cancelled' or 'job.failed', {
     job_id = id, type = type, batch_id = batch_id, status = 'failed', was = from, request_id = h[5],
     webhook = h[6] and 1,

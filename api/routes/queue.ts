@@ -5,7 +5,7 @@ import { viewerOf } from "../auth.js";
 import { isStoreUnavailable, loggableError } from "../errors.js";
 import type { ApiContext, App } from "../context.js";
 import { History } from "../../core/jobs/records.js";
-import { HISTORY_MAX_MINUTES } from "../../core/stats/history.js";
+import { HISTORY_MAX_MINUTES, HISTORY_MAX_STEP_MINUTES } from "../../core/stats/history.js";
 import { API_KEY_SECURITY, errorResponses, optionalDefaults, QueueStats } from "../schemas.js";
 
 const HistoryQuery = Type.Object(
@@ -15,6 +15,12 @@ const HistoryQuery = Type.Object(
       maximum: HISTORY_MAX_MINUTES,
       default: 60,
       description: `How many minutes back, the current one included (at most ${HISTORY_MAX_MINUTES})`,
+    }),
+    step: Type.Integer({
+      minimum: 1,
+      maximum: HISTORY_MAX_STEP_MINUTES,
+      default: 1,
+      description: `How many minutes one point covers (at most ${HISTORY_MAX_STEP_MINUTES}): e.g. 20 for a day in 73 points. Points cover stretches aligned on multiples of \`step\` minutes since the epoch; the first and the last may cover fewer minutes`,
     }),
   },
   { additionalProperties: false },
@@ -34,7 +40,7 @@ export function queueRoutes(app: App, ctx: ApiContext): void {
     "/stats/history",
     {
       schema: {
-        summary: "Throughput, failures, durations and queue depth per minute",
+        summary: "Throughput, failures, durations and queue depth per minute (or per `step` minutes)",
         description:
           "One point per minute, oldest first, the current minute last: the jobs that completed and failed in it, the median and 95th percentile duration of the completed ones (estimated from the duration histogram's buckets), the depth of the queues as it ended; in total and per job type: of the API key's own jobs for a client that is not an admin, of everyone's otherwise. With the webhook delivery counters. Kept for a day.",
         tags: ["operations"],
@@ -45,7 +51,12 @@ export function queueRoutes(app: App, ctx: ApiContext): void {
     },
     async (request, reply) => {
       try {
-        return await ctx.store.history(request.query.minutes, Date.now(), viewerOf(request));
+        return await ctx.store.history(
+          request.query.minutes,
+          request.query.step,
+          Date.now(),
+          viewerOf(request),
+        );
       } catch (err) {
         storeFailure(request, err, "history unavailable");
         return reply.code(500).send({ error: "history unavailable: the queue store did not answer" });

@@ -44,7 +44,7 @@ test("a client that is not an admin is told of its own jobs; an admin, of everyo
   assert.equal(await store.cancel("job", own[1], "cancelled by request"), "cancelled");
 
   const window = async (viewer?: { client: string }) => {
-    const history = await store.history(3, Date.now(), viewer);
+    const history = await store.history(3, 1, Date.now(), viewer);
     const sum = (field: "completed" | "failed") =>
       history.points.reduce((n, p) => n + p.by_type[A]![field], 0);
     const now = history.points.at(-1)!;

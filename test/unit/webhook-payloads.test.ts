@@ -77,6 +77,13 @@ describe("default style", () => {
     });
   });
 
+  test("a batch whose id its client chose is named as the client knows it, not as it is stored", () => {
+    const stored: Job = { ...failed, batch_id: "alice/nightly" };
+    assert.equal(jobPayload(stored, "2026-11-21T10:00:01.500Z").job.batch_id, "nightly");
+    assert.match(JSON.stringify(chatPayload(stored)), /batch `nightly`/);
+    assert.doesNotMatch(JSON.stringify(chatPayload(stored)), /alice\//);
+  });
+
   test("a cancelled job is a job.failed whose state says cancelled", () => {
     const cancelled: Job = {
       ...failed,

@@ -290,7 +290,24 @@ export const Job = Type.Object(
 export type Job = Static<typeof Job>;
 
 export const JobSummary = Type.Object(
-  { id: Type.String(), type: JobTypeSchema, status: JobStatusSchema, created_at: Type.String() },
+  {
+    id: Type.String(),
+    type: JobTypeSchema,
+    status: JobStatusSchema,
+    created_at: Type.String(),
+    source: Type.Optional(Type.String({ description: "The source file: source_bucket/source_key" })),
+    output: Type.Optional(
+      Type.String({ description: "The output file, for a job that names one: dest_bucket/dest_key" }),
+    ),
+    duration_seconds: Type.Optional(
+      Type.Number({ description: "Processing time in seconds, once the job has ended after starting" }),
+    ),
+    error: Type.Optional(
+      Type.String({
+        description: "Present when failed: the job's error, cut to 200 characters (its record has all of it)",
+      }),
+    ),
+  },
   { $id: "JobSummary" },
 );
 export type JobSummary = Static<typeof JobSummary>;

@@ -73,13 +73,20 @@ async function errorOf(res: Response): Promise<ApiError> {
   return new ApiError(res.status, message);
 }
 
-/** A JSON call to /api/v1`path`; throws ApiError on any answer but 2xx. */
-export async function api<T>(path: string, init: { method?: string; signal?: AbortSignal } = {}): Promise<T> {
+/** A JSON call to /api/v1`path` (a POST of `body` as JSON when given); throws ApiError on any answer but 2xx. */
+export async function api<T>(
+  path: string,
+  init: { method?: string; signal?: AbortSignal; body?: unknown } = {},
+): Promise<T> {
   let res: Response;
   try {
     res = await fetch(`/api/v1${path}`, {
-      method: init.method ?? "GET",
-      headers: authHeaders({ Accept: "application/json" }),
+      method: init.method ?? (init.body !== undefined ? "POST" : "GET"),
+      headers: authHeaders({
+        Accept: "application/json",
+        ...(init.body !== undefined ? { "Content-Type": "application/json" } : {}),
+      }),
+      ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
       ...(init.signal ? { signal: init.signal } : {}),
     });
   } catch (err) {

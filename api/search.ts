@@ -1,10 +1,11 @@
-import type { JobStatus, JobType } from "../core/jobs/types.js";
+import type { JobState, JobStatus, JobType } from "../core/jobs/types.js";
 import type { JobListFilter, JobSearch } from "../core/store/store.js";
 import type { Viewer } from "../core/store/visibility.js";
 
 /** The job filters GET /jobs and the bulk actions share (schemas.ts JobFilterParams). */
 export interface JobFilterQuery {
   status?: JobStatus;
+  state?: JobState;
   type?: JobType;
   batch_id?: string;
   client?: string;
@@ -54,6 +55,7 @@ export function jobFilter(query: JobFilterQuery, viewer: Viewer): Omit<JobListFi
   return {
     viewer,
     ...(query.status ? { status: query.status } : {}),
+    ...(query.state ? { state: query.state } : {}),
     ...(query.type ? { type: query.type } : {}),
     ...(query.batch_id !== undefined ? { batchId: query.batch_id } : {}),
     ...(query.client !== undefined ? { client: query.client } : {}),

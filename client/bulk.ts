@@ -10,6 +10,7 @@ import type { Output } from "./output.js";
 /** The filter options of `jobs` and `bulk` (program.ts adds them). */
 export interface FilterOptions {
   status?: string;
+  state?: string;
   type?: string;
   batch?: string;
   client?: string;
@@ -45,6 +46,7 @@ export function filterQuery(options: FilterOptions, now = Date.now()): Record<st
   }
   return {
     status: options.status,
+    state: options.state,
     // A type is given as on the command line of submit (image/resize or image_resize).
     type: options.type !== undefined ? parseJobType(options.type) : undefined,
     batch_id: options.batch,

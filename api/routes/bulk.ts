@@ -3,7 +3,7 @@ import { retrySpec } from "../../core/jobs/spec.js";
 import type { JobStatus } from "../../core/jobs/types.js";
 import type { Job } from "../../core/jobs/records.js";
 import { CANCELLED_BY_REQUEST } from "../../core/policy.js";
-import { NotFoundError } from "../../core/store/errors.js";
+import { IllegalTransitionError, NotFoundError } from "../../core/store/errors.js";
 import type { Submitter, Viewer } from "../../core/store/visibility.js";
 import { submitterOf, viewerOf } from "../auth.js";
 import type { ApiContext, App } from "../context.js";
@@ -37,7 +37,7 @@ const DESCRIPTIONS: Record<BulkAction, string> = {
   cancel:
     "Cancels the pending (or, with filter.status processing, the processing) jobs a filter matches, or the jobs named by `ids`, each as POST /jobs/{id}/cancel does: atomically, and a job cancelled before is skipped, so a repeated or resumed call cancels no job twice.",
   retry:
-    "Retries the failed jobs a filter matches, or the jobs named by `ids`, each as POST /jobs/{id}/retry does (a new job whose record carries `retry_of`).",
+    "Retries the failed jobs (cancelled ones included; filter.state failed or cancelled narrows it) a filter matches, or the jobs named by `ids`, each as POST /jobs/{id}/retry does: a new job whose record carries `retry_of`, the failed job's `retried_as` written in the same step. A job retried before is skipped (`already retried`, with its retry's id), so a repeated, resumed or concurrent call retries no job twice.",
 };
 
 /**
@@ -95,11 +95,19 @@ async function byFilter(
   requestId: string,
 ): Promise<Static<typeof BulkResponse>> {
   if (!body.filter) throw new BulkRequestError("give `filter` (the jobs to act on) or `ids`, not neither");
-  const status = body.filter.status ?? ACTS_ON[action][0]!;
-  if (!ACTS_ON[action].includes(status)) {
-    throw new BulkRequestError(
-      `filter.status ${status}: ${action} acts on ${ACTS_ON[action].join(" or ")} jobs only`,
-    );
+  const { state } = body.filter;
+  // A state is a status, or (cancelled) a kind of failed.
+  const stateStatus = state === "cancelled" ? "failed" : state;
+  const status = body.filter.status ?? stateStatus ?? ACTS_ON[action][0]!;
+  for (const [name, value] of [
+    ["status", status],
+    ["state", stateStatus],
+  ] as const) {
+    if (value !== undefined && !ACTS_ON[action].includes(value)) {
+      throw new BulkRequestError(
+        `filter.${name} ${name === "state" ? state : value}: ${action} acts on ${ACTS_ON[action].join(" or ")} jobs only`,
+      );
+    }
   }
   const filter = {
     ...listFilter({ ...body.filter, limit: body.dry_run ? 1 : body.limit, cursor: body.cursor }, viewer),
@@ -177,8 +185,16 @@ async function retryOne(
   skipped: (reason: string, extra?: Partial<Outcome>) => Outcome,
 ): Promise<Outcome> {
   if (job.status !== "failed") return skipped("not failed");
-  const submitted = await ctx.store.submit([retrySpec(job, requestId)], undefined, by);
-  return { id: job.id, outcome: "retried", retry_id: submitted.jobIds[0]! };
+  try {
+    // The store's retry: the job's retried_as is written with its retry, so a job retried before
+    // (by this call repeated, a concurrent one, or POST /jobs/{id}/retry) is not retried again.
+    const outcome = await ctx.store.retry(retrySpec(job, requestId), { ...(by ? { by } : {}) });
+    if ("retriedAs" in outcome) return skipped("already retried", { retry_id: outcome.retriedAs });
+    return { id: job.id, outcome: "retried", retry_id: outcome.jobIds[0]! };
+  } catch (err) {
+    if (err instanceof IllegalTransitionError) return skipped("not failed");
+    throw err;
+  }
 }
 
 /** The answer's counts from the outcomes of the jobs a call went through. */

@@ -1,6 +1,6 @@
 import type { Batch, Job, JobSummary, WebhookDelivery } from "../jobs/records.js";
 import { clip } from "../text.js";
-import type { BatchStatus, JobStatus, JobType } from "../jobs/types.js";
+import type { BatchStatus, JobState, JobStatus, JobType } from "../jobs/types.js";
 
 // How records are laid out in Redis hashes: every field a string, objects as JSON.
 export type Hash = Record<string, string>;
@@ -35,6 +35,7 @@ const PUBLIC_FIELDS = [
   "cancelled_at",
   "duration_seconds",
   "retry_of",
+  "retried_as",
 ] as const;
 
 export function decodeJob(hash: Hash): Job | undefined {
@@ -48,6 +49,7 @@ export function decodeJob(hash: Hash): Job | undefined {
     else job[field] = value;
   }
   job.parameters ??= {};
+  job.state = stateOf(hash.status as JobStatus, hash.cancelled);
   const delivery = decodeWebhookDelivery(hash);
   if (delivery) job.webhook_delivery = delivery;
   // Progress is only meaningful while a job runs.
@@ -55,16 +57,22 @@ export function decodeJob(hash: Hash): Job | undefined {
   return job as Job;
 }
 
+/** What a person reads of a job: its status, or `cancelled` for a failed job that was cancelled. */
+export function stateOf(status: JobStatus, cancelled: string | null | undefined): JobState {
+  return status === "failed" && cancelled === "1" ? "cancelled" : status;
+}
+
 /** The longest error a job summary carries (a list's row); the job's record has the whole message. */
 export const SUMMARY_ERROR_CHARS = 200;
 
 export function decodeSummary(fields: Array<string | null>): JobSummary | undefined {
-  const [id, type, status, created_at, sb, sk, db, dk, duration, error] = fields;
+  const [id, type, status, created_at, cancelled, sb, sk, db, dk, duration, error] = fields;
   if (!id || !type || !status || !created_at) return undefined;
   return {
     id,
     type: type as JobType,
     status: status as JobStatus,
+    state: stateOf(status as JobStatus, cancelled),
     created_at,
     ...(sb && sk ? { source: `${sb}/${sk}` } : {}),
     ...(db && dk ? { output: `${db}/${dk}` } : {}),
@@ -77,6 +85,7 @@ export const SUMMARY_FIELDS = [
   "type",
   "status",
   "created_at",
+  "cancelled",
   "source_bucket",
   "source_key",
   "dest_bucket",

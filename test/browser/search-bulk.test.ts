@@ -159,6 +159,23 @@ describe("jobs page: bulk actions", () => {
     );
     const lineage = retryOf.filter((of): of is string => of !== undefined);
     assert.deepEqual(lineage.sort(), failed.jobs.map((j) => j.id).sort(), "each failed job retried once");
+    // Again: every one of them was retried already, and none is retried twice.
+    await page.getByRole("button", { name: "Retry all matching…" }).click();
+    await page.getByRole("button", { name: `Retry ${n} jobs` }).click();
+    await waitForText(
+      page.getByTestId("bulk-result"),
+      new RegExp(`^0 jobs retried; skipped: ${n} already retried\\.$`),
+    );
+    assert.equal(
+      (
+        await stack.services.store.listJobs({
+          limit: 100,
+          status: "pending",
+          search: { sourcePrefix: "test-bucket/in/1/" },
+        })
+      ).total,
+      retries.total,
+    );
     assert.deepEqual(await accessibilityViolations(page), []);
     await screenshot(page, "search-bulk-retried");
     assertClean(watched);

@@ -220,6 +220,10 @@ describe("bulk actions on 1,000 jobs", () => {
     for (const c of calls) assert.ok((c.jobs as unknown[]).length <= 150);
     const retried = changedIds(calls);
     assert.deepEqual(sorted(retried), sorted(failedResizes), "every failed resize retried, each once");
+    // Repeated: every job was retried before, so none is retried again (retried_as).
+    const repeated = await bulkAll(key, "retry", { filter, limit: 500 });
+    assert.deepEqual(changedIds(repeated), [], "a repeated run retries nothing");
+    assert.deepEqual(repeated[0]!.skipped, { "already retried": failedResizes.length });
     const retries = calls.flatMap((c) => (c.jobs as Array<{ retry_id?: string }>).map((j) => j.retry_id!));
     for (const id of retries.slice(0, 20)) {
       const job = (await call(key, `/api/v1/jobs/${id}`)).body;

@@ -188,6 +188,13 @@ describe("media-service bulk", () => {
       "each failed resize retried once, over several calls of 25",
     );
 
+    const repeated = await cli(["bulk", "retry", "--type", "image_resize", "--since", "1h"]);
+    assert.equal(
+      repeated.stdout,
+      `retried 0 of ${resizes.length} matching jobs; skipped: ${resizes.length} already retried\n`,
+      "a repeated run retries no job twice",
+    );
+
     const pending = await json<{ total: number }>(["jobs", "--status", "pending", "--limit", "1"]);
     const dryCancel = await cli(["bulk", "cancel", "--dry-run"]);
     assert.equal(dryCancel.stdout, `${pending.total} jobs would be cancelled (dry run)\n`);

@@ -29,7 +29,9 @@ interface Paging {
   cursor?: string;
 }
 
-export interface Row extends JobSummary {
+/** A row: a job summary, whose state a row made from a live change may not know yet. */
+export interface Row extends Omit<JobSummary, "state"> {
+  state?: JobSummary["state"];
   cancelled?: boolean;
   /** Arrived over the live stream after the page was read. */
   isNew?: boolean;
@@ -253,8 +255,10 @@ export function JobTable(props: {
               </td>
               <td data-label="Type">{typeLabel(row.type)}</td>
               <td data-label="Status" class="status-cell">
-                <StatusBadge status={row.status} />
-                {!row.error && row.cancelled && <span class="row-error">cancelled</span>}
+                <StatusBadge
+                  status={row.status}
+                  cancelled={row.cancelled === true || row.state === "cancelled"}
+                />
               </td>
               <td data-label="Created">
                 <time dateTime={row.created_at} title={formatDateTime(row.created_at)}>

@@ -156,7 +156,14 @@ function QueueTable(props: { stats: QueueStats }) {
   );
 }
 
-const EMPTY: HistoryFigures = { completed: 0, failed: 0, p50_seconds: null, p95_seconds: null, pending: 0 };
+const EMPTY: HistoryFigures = {
+  completed: 0,
+  failed: 0,
+  cancelled: 0,
+  p50_seconds: null,
+  p95_seconds: null,
+  pending: 0,
+};
 
 function HistoryCharts(props: { history: StatsHistory; type: string }) {
   const { history, type } = props;

@@ -155,7 +155,7 @@ describe("GET /api/v1/jobs", () => {
         Object.keys(job)
           .filter((k) => !SUMMARY_EXTENSIONS.includes(k))
           .sort(),
-        ["created_at", "id", "status", "type"],
+        ["created_at", "id", "state", "status", "type"],
       );
       assert.match(String(job.source), /^[^/]+\/.+/, "and its source, bucket/key");
       assert.match(job.created_at as string, ISO_MS_UTC);
@@ -427,7 +427,7 @@ describe("GET /api/v1/jobs/batch/{id}", () => {
         Object.keys(job)
           .filter((k) => !SUMMARY_EXTENSIONS.includes(k))
           .sort(),
-        ["created_at", "id", "status", "type"],
+        ["created_at", "id", "state", "status", "type"],
       );
       assert.match(String(job.source), /^[^/]+\/.+/, "and its source, bucket/key");
       assert.equal(job.status, "pending");

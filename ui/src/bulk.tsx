@@ -48,7 +48,10 @@ export function BulkBar(props: {
   const ask = async (action: BulkAction, target: BulkTarget, what: string) => {
     setStep({ kind: "counting", action, what });
     try {
-      const dry = await api<BulkAnswer>(`/jobs/bulk/${action}`, { body: { ...target, dry_run: true } });
+      const dry = await api<BulkAnswer>(`/jobs/bulk/${action}`, {
+        method: "POST",
+        json: { ...target, dry_run: true },
+      });
       setStep({ kind: "confirm", action, what, target, matched: dry.matched });
     } catch (err) {
       setStep({ kind: "error", text: (err as Error).message });
@@ -64,7 +67,8 @@ export function BulkBar(props: {
     try {
       for (let calls = 0; calls < MAX_CALLS; calls++) {
         const answer = await api<BulkAnswer>(`/jobs/bulk/${action}`, {
-          body: { ...target, limit: 500, ...(cursor ? { cursor } : {}) },
+          method: "POST",
+          json: { ...target, limit: 500, ...(cursor ? { cursor } : {}) },
         });
         changed += answer.changed;
         for (const [reason, n] of Object.entries(answer.skipped)) {

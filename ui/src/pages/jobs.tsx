@@ -6,14 +6,16 @@ import { formatAgo, formatDateTime, isoToLocalInput, localInputToIso, typeLabel 
 import { useJobChanges } from "../live.js";
 import { OutputThumb } from "../preview.js";
 import { Link, navigate, useLocation } from "../router.js";
-import type { Job, JobChange, JobList, JobSummary } from "../types.js";
-import { JOB_STATUSES, JOB_TYPES } from "../../../core/jobs/types.js";
+import type { Job, JobChange, JobList, JobState, JobSummary } from "../types.js";
+import { JOB_STATES, JOB_TYPES } from "../../../core/jobs/types.js";
 
 const PAGE_SIZE = 25;
 // The filters, in the address; `limit` (the page size, 25 unless given) is not in the form.
+// `state` is what the Status choice sets (failed and cancelled apart); `status` stays readable in links.
 const FILTERS = [
   "q",
   "status",
+  "state",
   "type",
   "batch_id",
   "client",
@@ -29,8 +31,8 @@ interface Paging {
   cursor?: string;
 }
 
-/** A row: a job summary, whose state a row made from a live change may not know yet. */
 export interface Row extends Omit<JobSummary, "state"> {
+  /** What a person reads (cancelled apart from failed); absent from an older API's summaries. */
   state?: JobSummary["state"];
   cancelled?: boolean;
   /** Arrived over the live stream after the page was read. */
@@ -46,10 +48,16 @@ function filtersOf(params: URLSearchParams): Filters {
   return filters;
 }
 
+/** A change's state: a failure that is a cancellation is cancelled. */
+function changeState(change: JobChange): JobState {
+  return change.status === "failed" && change.cancelled ? "cancelled" : change.status;
+}
+
 function matches(filters: Filters, change: JobChange): boolean {
   // A search or a client filter: the live stream does not say whether a new job matches it.
   if (filters.q || filters.client) return false;
   if (filters.status && filters.status !== change.status) return false;
+  if (filters.state && filters.state !== changeState(change)) return false;
   if (filters.type && filters.type !== change.type) return false;
   if (filters.batch_id && filters.batch_id !== change.batch_id) return false;
   return true;
@@ -104,6 +112,7 @@ export function JobsPage() {
               ? {
                   ...row,
                   status: change.status,
+                  state: changeState(change),
                   ...(change.error !== undefined ? { error: change.error } : {}),
                   ...(change.cancelled ? { cancelled: true } : {}),
                 }
@@ -132,6 +141,7 @@ export function JobsPage() {
             id: job.id,
             type: job.type,
             status: job.status,
+            ...(job.state ? { state: job.state } : {}),
             created_at: job.created_at,
             source: `${job.source_bucket}/${job.source_key}`,
             ...(job.dest_bucket && job.dest_key ? { output: `${job.dest_bucket}/${job.dest_key}` } : {}),
@@ -318,11 +328,15 @@ function FilterForm(props: { filters: Filters }) {
         <label for="f-status">Status</label>
         <select
           id="f-status"
-          value={draft.status ?? ""}
-          onChange={(e) => set("status", e.currentTarget.value)}
+          value={draft.state ?? draft.status ?? ""}
+          onChange={(e) => {
+            // The choice is a state: failed without the cancelled jobs, cancelled apart.
+            const value = e.currentTarget.value;
+            setDraft((d) => ({ ...d, state: value || undefined, status: undefined }));
+          }}
         >
           <option value="">any</option>
-          {JOB_STATUSES.map((s) => (
+          {JOB_STATES.map((s) => (
             <option value={s}>{s}</option>
           ))}
         </select>

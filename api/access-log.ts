@@ -21,7 +21,7 @@ export function installAccessLog(app: FastifyInstance): void {
   // request.log, without making the request a child logger (request-logger.ts).
   const log = app.log as unknown as Logger;
   app.addHook("onResponse", (request, reply, done) => {
-    const quiet = QUIET.test(request.url) || reply.statusCode === 429;
+    const quiet = QUIET.test(request.url) || reply.statusCode === 429 || reply.statusCode === 503;
     if (!log.isLevelEnabled(quiet ? "debug" : "info")) return done();
     const fields = {
       request_id: request.id,
@@ -32,7 +32,9 @@ export function installAccessLog(app: FastifyInstance): void {
       ...(request.apiClient ? { client: request.apiClient.name } : {}),
       ...request.logContext,
     };
-    // Probes, scrapes and rate-limited requests (a flood is told once, by the limiter) log at debug.
+    // Probes, scrapes, rate-limited requests (a flood is told once, by the limiter) and requests
+    // refused while the queue store is down or the API stops (told once, by the connection) log at
+    // debug.
     if (quiet) log.debug(fields, "request");
     else log.info(fields, "request");
     done();

@@ -1,3 +1,4 @@
+import { shown } from "../core/text.js";
 import type { FastifyInstance } from "fastify";
 
 // With the u flag a proper surrogate pair is one code point, so this finds lone surrogates only.
@@ -65,17 +66,59 @@ function where(entry: Entry): string {
 }
 
 class BodyError extends Error {
-  readonly statusCode = 400;
+  constructor(
+    message: string,
+    readonly statusCode = 400,
+  ) {
+    super(message);
+  }
 }
 
 /**
- * JSON bodies through Fastify's own parser (prototype-poisoning protection, its error codes), then
+ * Why a JSON body cannot be read as it came, or undefined: the API reads JSON in UTF-8 only (RFC
+ * 8259), so a charset other than UTF-8 is refused rather than misread, and it decodes no
+ * Content-Encoding, so a compressed body is refused rather than parsed as the compressed bytes.
+ * Both 415, naming what came.
+ */
+export function encodingProblem(headers: {
+  "content-type"?: string | undefined;
+  "content-encoding"?: string | undefined;
+}): string | undefined {
+  const encoding = headers["content-encoding"]?.trim().toLowerCase();
+  if (encoding && encoding !== "identity") {
+    return `unsupported Content-Encoding ${shown(encoding, 40)}: send the JSON body uncompressed, without Content-Encoding`;
+  }
+  const charset = charsetOf(headers["content-type"] ?? "");
+  if (charset !== undefined && charset !== "utf-8" && charset !== "utf8") {
+    return `unsupported charset ${shown(charset, 40)}: send the JSON body in UTF-8 (charset=utf-8, or no charset)`;
+  }
+  return undefined;
+}
+
+/** The charset parameter of a Content-Type (lower case, unquoted), or undefined without one. */
+function charsetOf(contentType: string): string | undefined {
+  for (const parameter of contentType.split(";").slice(1)) {
+    const eq = parameter.indexOf("=");
+    if (eq < 0 || parameter.slice(0, eq).trim().toLowerCase() !== "charset") continue;
+    return parameter
+      .slice(eq + 1)
+      .trim()
+      .replace(/^"(.*)"$/, "$1")
+      .toLowerCase();
+  }
+  return undefined;
+}
+
+/**
+ * JSON bodies (UTF-8 and not compressed: encodingProblem) through Fastify's own parser (prototype-poisoning protection, its error codes), then
  * through bodyProblem: the one place every route's input passes before validation.
  */
 export function installJsonBodyParser(app: FastifyInstance): void {
   const parse = app.getDefaultJsonParser("error", "error");
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, text, done) => {
+    const refused = encodingProblem(request.headers);
+    if (refused) return done(new BodyError(refused, 415), undefined);
     const parsed = (err: Error | null, body?: unknown): void => {
       if (err) return done(err, undefined);
       const problem = bodyProblem(body);

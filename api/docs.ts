@@ -1,7 +1,35 @@
+import { createHash } from "node:crypto";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import type { App } from "./context.js";
 import { RESULT_SCHEMAS } from "./schemas.js";
+import { securityHeaders } from "./ui.js";
+
+/**
+ * The one inline style Swagger UI needs: the <style> of the logo its top bar draws as an inline SVG
+ * (swagger-ui-standalone-preset.js). Allowed by its hash, so no other inline style is.
+ */
+export const SWAGGER_LOGO_STYLE = ".logo_small_svg__cls-2{fill:#fff}.logo_small_svg__cls-3{fill:#85ea2d}";
+
+/**
+ * The Content-Security-Policy of the API reference (Swagger UI, @fastify/swagger-ui): its page
+ * loads its scripts and styles as files of its own (no inline script: the package's csp.json lists
+ * no hash to allow), its logo's inline style by hash, the favicon and images as its own files or
+ * data: URLs, and calls the API on the same origin ("Try it out"). React sets styles through the
+ * DOM, which style-src does not govern. Trusted Types are not required: Swagger UI writes sanitised
+ * Markdown with innerHTML.
+ */
+export const DOCS_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  `style-src 'self' 'sha256-${createHash("sha256").update(SWAGGER_LOGO_STYLE).digest("base64")}'`,
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "font-src 'self'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join("; ");
 
 /** The OpenAPI 3 document, generated from the route schemas, and the interactive reference. */
 export async function registerDocs(app: App, docsPath: string, version: string): Promise<void> {
@@ -34,8 +62,17 @@ export async function registerDocs(app: App, docsPath: string, version: string):
         typeof json.$id === "string" ? json.$id : `def-${i}`,
     },
   });
+  // Every answer under the prefix (the page, its files, the document) carries the dashboard's kind of
+  // headers, with a policy of its own; the package's static files take no hooks of their own.
+  const under = (url: string) =>
+    url === docsPath || url.startsWith(`${docsPath}/`) || url.startsWith(`${docsPath}?`);
+  app.addHook("onRequest", (request, reply, done) => {
+    if (under(request.url)) securityHeaders(reply, DOCS_CSP);
+    done();
+  });
   await app.register(swaggerUi, {
     routePrefix: docsPath,
-    uiConfig: { docExpansion: "list", deepLinking: true },
+    // No validator badge: it would send the document's address to validator.swagger.io.
+    uiConfig: { docExpansion: "list", deepLinking: true, validatorUrl: null },
   });
 }

@@ -28,7 +28,12 @@ export function installErrorHandlers(app: FastifyInstance, limits: { maxBodyByte
     }
     const message =
       status >= 500 ? publicMessage(status) : clip(clientMessage(err, limits.maxBodyBytes), MAX_ERROR_CHARS);
-    if (status >= 500) {
+    if (status === 503 && isStoreUnavailable(err)) {
+      // The outage is logged once by the connection, when it goes down and when it is back
+      // (core/services.ts), not once per request it refuses: a client retrying in a loop would
+      // otherwise write a line with a stack per attempt.
+      request.log.debug({ status, error: clip(err.message) }, "request refused: queue store unavailable");
+    } else if (status >= 500) {
       request.log.error({ err: loggableError(err) }, "request failed");
     } else if (status === 429) {
       // The rate limiter has said so once for this window (api/rate-limit.ts).

@@ -69,6 +69,13 @@ export async function answerSubmit<T>(
   reply: FastifyReply,
   route: SubmitRoute<T>,
 ): Promise<FastifyReply> {
+  // Node joins a header sent twice into one value ("a1, a2"): that would be a key neither request meant.
+  const sent = headerCount(request, IDEMPOTENCY_KEY_HEADER);
+  if (sent > 1) {
+    return reply.code(400).send({
+      error: `Idempotency-Key was sent ${sent} times: send one Idempotency-Key header per request`,
+    });
+  }
   const header = request.headers[IDEMPOTENCY_KEY_HEADER];
   if (typeof header !== "string") {
     const submitted = await route.submit(undefined);
@@ -128,6 +135,14 @@ export async function answerSubmit<T>(
     return reply;
   }
   return answer(request, reply, route, submitted);
+}
+
+/** How many times the request carries header `name` (lower case). */
+function headerCount(request: FastifyRequest, name: string): number {
+  const raw = request.raw.rawHeaders;
+  let count = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() === name) count++;
+  return count;
 }
 
 function answer<T>(

@@ -9,11 +9,13 @@ import { clip } from "../core/text.js";
  * or not the record still exists, so records added or removed meanwhile never shift a page.
  *
  * CURSOR_PATTERN is the whole grammar, and every text it matches is a place (created_ms below 36^10,
- * an id of the characters job and batch ids are made of), so the schema alone tells a cursor from
+ * an id of the characters job and batch ids are made of, a batch's as it is stored: a client's own
+ * as "<client>/<id>", core/store/keys.ts storedBatchId), so the schema alone tells a cursor from
  * anything else: a malformed one is refused by validation (a 400 naming `cursor`), and one that is
  * well formed but made up is only a place in the order, which shows nothing the reader may not list.
  */
-export const CURSOR_PATTERN = "^[0-9a-z]{1,10}\\.[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$";
+export const CURSOR_PATTERN =
+  "^[0-9a-z]{1,10}\\.(?:[A-Za-z0-9][A-Za-z0-9._-]{0,63}/)?[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$";
 
 /** A 400 whose message the client gets as is (api/errors.ts). */
 class ListQueryError extends Error {

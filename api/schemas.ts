@@ -67,7 +67,7 @@ const ERROR_ANSWERS = {
   404: "Not found",
   409: "Conflict: the id is taken, the job or batch has ended in a way that does not allow it, or a request with the same Idempotency-Key is still in flight",
   413: "Request body larger than limits.max_body_bytes",
-  415: "Content-Type is not application/json",
+  415: "Content-Type is not application/json, its charset is not UTF-8, or the body has a Content-Encoding",
   416: "The Range asked for lies outside the object",
   422: "The Idempotency-Key was used for a different request (method, route or body)",
   429: "Too many requests: rate limited; Retry-After says when to try again",

@@ -92,6 +92,22 @@ export function dashboardCsp(storage: string): string {
 }
 
 /**
+ * What every page the API serves to a browser (the dashboard, the API reference at /docs) sends
+ * beside its Content-Security-Policy: no MIME sniffing, no framing, no referrer, its own browsing
+ * context group, its resources for its own origin only, no powerful features.
+ */
+export function securityHeaders(reply: FastifyReply, csp: string): FastifyReply {
+  return reply
+    .header("Content-Security-Policy", csp)
+    .header("X-Content-Type-Options", "nosniff")
+    .header("X-Frame-Options", "DENY")
+    .header("Referrer-Policy", "no-referrer")
+    .header("Cross-Origin-Opener-Policy", "same-origin")
+    .header("Cross-Origin-Resource-Policy", "same-origin")
+    .header("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=()");
+}
+
+/**
  * The origin a browser loads presigned object links from: the configured storage endpoint's, or
  * any AWS S3 host (bucket.s3.region.amazonaws.com) when none is configured.
  */
@@ -148,15 +164,7 @@ export function uiRoutes(app: App, options: { dir: string; storageEndpoint: stri
   let files = loadFiles(options.dir);
   const current = () => (files ??= loadFiles(options.dir));
 
-  const security = (reply: FastifyReply) =>
-    reply
-      .header("Content-Security-Policy", csp)
-      .header("X-Content-Type-Options", "nosniff")
-      .header("X-Frame-Options", "DENY")
-      .header("Referrer-Policy", "no-referrer")
-      .header("Cross-Origin-Opener-Policy", "same-origin")
-      .header("Cross-Origin-Resource-Policy", "same-origin")
-      .header("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=()");
+  const security = (reply: FastifyReply) => securityHeaders(reply, csp);
 
   const send = (request: FastifyRequest, reply: FastifyReply, file: UiFile) => {
     security(reply)

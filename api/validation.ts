@@ -40,7 +40,7 @@ const PATTERN_TEXT: Record<string, string> = {
   [BUCKET_PATTERN]:
     "must be a valid bucket name (3-63 lowercase letters, digits, dots and hyphens; no adjacent dots, not an IP address, no xn--/sthree- prefix or -s3alias/--ol-s3 suffix)",
   [TIMESTAMP_PATTERN]: "must be HH:MM:SS, MM:SS or a number of seconds",
-  [NO_CONTROL_PATTERN]: "must not contain control characters (NUL, tab, CR, LF, …)",
+  [NO_CONTROL_PATTERN]: "must not contain control characters (NUL, tab, CR, LF, DEL, U+0080 to U+009F, …)",
   [BITRATE_PATTERN]: "must be a bitrate such as 128k",
   "^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$": "must be a hex colour such as #ffffff",
   "^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$": "must be a language code such as en or pt-BR",

@@ -97,9 +97,9 @@ export function batchRoutes(app: App, ctx: ApiContext): void {
       const { id } = request.params;
       addLogContext(request, { batch_id: id });
       const viewer = viewerOf(request);
-      if (!(await ctx.store.getBatch(id, viewer)))
-        return reply.code(404).send({ error: `batch ${id} not found` });
-      const outcome = await ctx.store.cancel("batch", id, CANCELLED_BY_REQUEST);
+      const found = await ctx.store.findBatch(id, viewer);
+      if (!found) return reply.code(404).send({ error: `batch ${id} not found` });
+      const outcome = await ctx.store.cancel("batch", found.storedId, CANCELLED_BY_REQUEST);
       if (outcome !== "cancelled" && outcome !== "unchanged") {
         return reply
           .code(409)
@@ -125,10 +125,12 @@ export function batchRoutes(app: App, ctx: ApiContext): void {
       },
     },
     async (request, reply) => {
-      const batch = await ctx.store.getBatch(request.params.id, viewerOf(request));
-      if (!batch) return reply.code(404).send({ error: `batch ${request.params.id} not found` });
+      const viewer = viewerOf(request);
+      const found = await ctx.store.findBatch(request.params.id, viewer);
+      if (!found) return reply.code(404).send({ error: `batch ${request.params.id} not found` });
+      const { batch, storedId } = found;
       if (!request.query.include_jobs) return { batch };
-      return { batch, jobs: await ctx.store.batchJobs(batch.id) };
+      return { batch, jobs: await ctx.store.batchJobs(storedId) };
     },
   );
 

@@ -2,7 +2,8 @@ import { Type } from "../../core/typebox.js";
 import { JobTypeSchema } from "../../core/jobs/records.js";
 import { isEntryId } from "../../core/store/event-follower.js";
 import type { StoreEvent } from "../../core/store/events.js";
-import { canSee } from "../../core/store/visibility.js";
+import { canSee, shownBatchId, type Viewer } from "../../core/store/visibility.js";
+import { shown } from "../../core/text.js";
 import { viewerOf } from "../auth.js";
 import type { ApiContext, App } from "../context.js";
 import { API_KEY_SECURITY, errorResponses } from "../schemas.js";
@@ -20,13 +21,13 @@ const EventsQuery = Type.Object(
 );
 
 /** The `job` event of a store event, or undefined for one that is not about a job. */
-function jobChange(event: StoreEvent): Record<string, unknown> | undefined {
+function jobChange(event: StoreEvent, viewer: Viewer): Record<string, unknown> | undefined {
   if (!("job_id" in event)) return undefined;
   return {
     id: event.job_id,
     type: event.type,
     status: event.status,
-    ...(event.batch_id ? { batch_id: event.batch_id } : {}),
+    ...(event.batch_id ? { batch_id: shownBatchId(event.batch_id, viewer) } : {}),
     ...(event.event === "job.cancelled" ? { cancelled: true } : {}),
     ...(event.event === "job.requeued" ? { reason: event.reason } : {}),
     ...(event.at ? { at: event.at } : {}),
@@ -45,7 +46,7 @@ export function eventsRoutes(app: App, ctx: ApiContext, open: OpenStreams): void
       schema: {
         summary: "Follow every job over Server-Sent Events",
         description:
-          "One `job` event per change of a job the API key may see: {id, type, status, batch_id?, cancelled?, reason?, at}. `type` and `batch_id` narrow it. Send `Last-Event-ID` when reconnecting to be told what was missed (up to 1000 changes). Comment lines are heartbeats.",
+          "One `job` event per change of a job the API key may see: {id, type, status, batch_id?, cancelled?, reason?, at}. `type` and `batch_id` narrow it. Send `Last-Event-ID` when reconnecting to be told what was missed (up to 1000 changes); one that is not a position in the events stream is a 400. Comment lines are heartbeats.",
         tags: ["jobs"],
         security: API_KEY_SECURITY,
         querystring: EventsQuery,
@@ -74,15 +75,21 @@ export function eventsRoutes(app: App, ctx: ApiContext, open: OpenStreams): void
       const viewer = viewerOf(request);
       const { type, batch_id } = request.query;
       const lastEventId = request.headers["last-event-id"];
-      const resume = typeof lastEventId === "string" && isEntryId(lastEventId) ? lastEventId : undefined;
+      if (lastEventId !== undefined && (typeof lastEventId !== "string" || !isEntryId(lastEventId))) {
+        return reply.code(400).send({
+          error: `Last-Event-ID ${shown(lastEventId, 80)} is not a position in the events stream: send the id: of an event of this stream (<ms>-<seq>, each part at most 2^64-1), or leave it out to follow from now`,
+        });
+      }
+      const resume = lastEventId;
       // Events that come before the answer's head is written wait for it.
       let stream: EventStream | undefined = undefined;
       const send = (event: StoreEvent) => {
         if (!stream) return;
         if (type && "type" in event && event.type !== type) return;
-        if (batch_id && event.batch_id !== batch_id) return;
+        // batch_id as the caller knows it (keys.ts storedBatchId).
+        if (batch_id && (!event.batch_id || shownBatchId(event.batch_id, viewer) !== batch_id)) return;
         if (!canSee(viewer, "client" in event ? event.client : undefined)) return;
-        const change = jobChange(event);
+        const change = jobChange(event, viewer);
         if (change) stream.write(`id: ${event.entryId}\nevent: job\ndata: ${JSON.stringify(change)}\n\n`);
       };
       const early: StoreEvent[] = [];

@@ -1,4 +1,8 @@
+import type { FastifyRequest } from "fastify";
 import { Type } from "../../core/typebox.js";
+import { clip } from "../../core/text.js";
+import { viewerOf } from "../auth.js";
+import { isStoreUnavailable, loggableError } from "../errors.js";
 import type { ApiContext, App } from "../context.js";
 import { History } from "../../core/jobs/records.js";
 import { HISTORY_MAX_MINUTES, HISTORY_MAX_STEP_MINUTES } from "../../core/stats/history.js";
@@ -22,6 +26,15 @@ const HistoryQuery = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * A read of the queue store that failed: at debug while the store is unreachable (the outage is
+ * logged once, by the connection: core/services.ts), an error with what went wrong otherwise.
+ */
+function storeFailure(request: FastifyRequest, err: unknown, what: string): void {
+  if (isStoreUnavailable(err)) request.log.debug({ error: clip((err as Error).message) }, what);
+  else request.log.error({ err: loggableError(err) }, what);
+}
+
 export function queueRoutes(app: App, ctx: ApiContext): void {
   app.get(
     "/stats/history",
@@ -29,7 +42,7 @@ export function queueRoutes(app: App, ctx: ApiContext): void {
       schema: {
         summary: "Throughput, failures, durations and queue depth per minute (or per `step` minutes)",
         description:
-          "One point per minute, oldest first, the current minute last: the jobs that completed and failed in it, the median and 95th percentile duration of the completed ones (estimated from the duration histogram's buckets), the depth of the queues as it ended; in total and per job type. With the webhook delivery counters. Kept for a day.",
+          "One point per minute, oldest first, the current minute last: the jobs that completed and failed in it, the median and 95th percentile duration of the completed ones (estimated from the duration histogram's buckets), the depth of the queues as it ended; in total and per job type: of the API key's own jobs for a client that is not an admin, of everyone's otherwise. With the webhook delivery counters. Kept for a day.",
         tags: ["operations"],
         security: API_KEY_SECURITY,
         querystring: optionalDefaults(HistoryQuery),
@@ -38,9 +51,14 @@ export function queueRoutes(app: App, ctx: ApiContext): void {
     },
     async (request, reply) => {
       try {
-        return await ctx.store.history(request.query.minutes, request.query.step);
+        return await ctx.store.history(
+          request.query.minutes,
+          request.query.step,
+          Date.now(),
+          viewerOf(request),
+        );
       } catch (err) {
-        request.log.error({ err }, "history unavailable");
+        storeFailure(request, err, "history unavailable");
         return reply.code(500).send({ error: "history unavailable: the queue store did not answer" });
       }
     },
@@ -51,7 +69,8 @@ export function queueRoutes(app: App, ctx: ApiContext): void {
     {
       schema: {
         summary: "Queue statistics",
-        description: "Counts per queue (one per job type) and in total. 500 when they cannot be read.",
+        description:
+          "Counts per queue (one per job type) and in total: of the API key's own jobs for a client that is not an admin, of everyone's otherwise. 500 when they cannot be read.",
         tags: ["operations"],
         security: API_KEY_SECURITY,
         response: { 200: Type.Ref(QueueStats), ...errorResponses(500) },
@@ -59,9 +78,9 @@ export function queueRoutes(app: App, ctx: ApiContext): void {
     },
     async (request, reply) => {
       try {
-        return await ctx.store.queueStats();
+        return await ctx.store.queueStats(viewerOf(request));
       } catch (err) {
-        request.log.error({ err }, "queue statistics unavailable");
+        storeFailure(request, err, "queue statistics unavailable");
         return reply
           .code(500)
           .send({ error: "queue statistics unavailable: the queue store did not answer" });

@@ -10,6 +10,7 @@ import {
   type StreamEntry,
   type StreamReply,
 } from "../../core/store/events.js";
+import { ownBatchId } from "../../core/store/keys.js";
 import type { JobStore, WebhookResult } from "../../core/store/store.js";
 import { decodeSigningSecret, signWebhook } from "../../core/webhooks/signing.js";
 import { nextAttemptDelay } from "../../core/retry.js";
@@ -228,7 +229,8 @@ export class WebhookNotifier {
       if (batch?.webhook_delivery && batch.webhook_delivery.status !== "pending") return undefined;
       const body = batchPayload(
         {
-          id: event.batch_id,
+          // The receiver is the batch's client: its own id (keys.ts storedBatchId).
+          id: ownBatchId(event.batch_id),
           status: event.status,
           total_jobs: event.total_jobs,
           completed: event.completed,

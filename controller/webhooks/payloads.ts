@@ -1,4 +1,5 @@
 import type { Job } from "../../core/jobs/records.js";
+import { ownBatchId } from "../../core/store/keys.js";
 
 // The bodies the notifier sends (docs/webhooks.md): a job's completion in the default style or as a
 // Slack-compatible chat message, and a batch's completion with exactly the documented fields.
@@ -47,7 +48,7 @@ export function jobPayload(job: Job, timestamp: string): JobWebhookPayload {
       state: endedState(job),
       ...(completed ? { result: job.result ?? {} } : { error: job.error ?? "failed" }),
       ...(job.request_id !== undefined ? { request_id: job.request_id } : {}),
-      ...(job.batch_id !== undefined ? { batch_id: job.batch_id } : {}),
+      ...(job.batch_id !== undefined ? { batch_id: ownBatchId(job.batch_id) } : {}),
       created_at: job.created_at,
       ...(job.completed_at !== undefined ? { completed_at: job.completed_at } : {}),
       ...(job.duration_seconds !== undefined ? { duration_seconds: job.duration_seconds } : {}),
@@ -107,7 +108,7 @@ export function chatPayload(job: Job): ChatPayload {
     : `*Error*\n\`\`\`${truncate(escape(job.error ?? "failed"), SECTION_MAX - 20)}\`\`\``;
   const context = [
     job.request_id !== undefined ? `request_id \`${escape(job.request_id)}\`` : undefined,
-    job.batch_id !== undefined ? `batch \`${escape(job.batch_id)}\`` : undefined,
+    job.batch_id !== undefined ? `batch \`${escape(ownBatchId(job.batch_id))}\`` : undefined,
     job.completed_at !== undefined ? `finished ${job.completed_at}` : undefined,
   ].filter((part): part is string => part !== undefined);
   return {

@@ -18,9 +18,10 @@ const Timestamp = (description: string) => Type.String({ format: "date-time", de
 export const BUCKET_PATTERN =
   "^(?![0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+$)(?!xn--|sthree-)(?!.*\\.\\.)(?!.*(?:-s3alias|--ol-s3)$)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$";
 export const Bucket = (description: string) => Type.String({ pattern: BUCKET_PATTERN, description });
-// Object keys and caller ids are text: no control characters (NUL, CR, LF, DEL, …), which would reach
-// object names and log lines.
-export const NO_CONTROL_PATTERN = "^[^\\u0000-\\u001f\\u007f]*$";
+// Object keys and caller ids are text: no control characters, C0 (NUL, CR, LF, …), DEL or C1 (U+0080
+// to U+009F: NEL U+0085 is a line break to some log readers and terminals), which would reach object
+// names and log lines. Exactly Unicode's category Cc (test/unit/schema-patterns.test.ts).
+export const NO_CONTROL_PATTERN = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$";
 export const Key = (description: string) =>
   Type.String({ minLength: 1, maxLength: 1024, pattern: NO_CONTROL_PATTERN, description });
 

@@ -8,8 +8,8 @@ const BLOCK_MS = 2000;
 
 /**
  * Follows the store's events stream after `from` ("$": from now on) on a connection of its own
- * (blocking XREAD), handing each read's events to `onEvents` in order. A failed read is logged and
- * tried again a second later. Returns the function that stops it.
+ * (blocking XREAD), handing each read's events to `onEvents` in order. A failed read is tried again
+ * a second later; the first failure and the first read after it are logged. Returns the function that stops it.
  */
 export function followEvents(
   store: JobStore,
@@ -22,16 +22,23 @@ export function followEvents(
   const loop = (async () => {
     const stream = store.keys.events();
     let last = options.from;
+    // A failure is told once, and its end once: not every second while Redis is down.
+    let failing = false;
     while (!stopping) {
       let reply: StreamReply;
       try {
         reply = await connection.xread("COUNT", 200, "BLOCK", BLOCK_MS, "STREAMS", stream, last);
       } catch (err) {
         if (stopping) return;
-        options.logger.warn({ err: (err as Error).message }, "reading the events stream failed; retrying");
+        if (!failing) {
+          options.logger.warn({ err: (err as Error).message }, "reading the events stream failed; retrying");
+        }
+        failing = true;
         await new Promise((r) => setTimeout(r, RETRY_MS));
         continue;
       }
+      if (failing) options.logger.info("reading the events stream again");
+      failing = false;
       const { events, lastId } = decodeStreamReply(reply);
       if (lastId) last = lastId;
       if (events.length > 0) onEvents(events);
@@ -51,9 +58,17 @@ export function compareEntryIds(a: string, b: string): number {
   return am !== bm ? am - bm : as - bs;
 }
 
-/** Whether a string is a stream entry id a client may resume from. */
+/** The largest part of a stream entry id: Redis reads each of "<ms>-<seq>" as an unsigned 64-bit integer. */
+const MAX_ENTRY_ID_PART = 2n ** 64n - 1n;
+const LAST_ENTRY_ID = `${MAX_ENTRY_ID_PART}-${MAX_ENTRY_ID_PART}`;
+
+/**
+ * Whether a string is a stream entry id a client may resume from: "<ms>-<seq>", each part an
+ * unsigned 64-bit integer (Redis refuses a larger one with an error).
+ */
 export function isEntryId(value: string): boolean {
-  return /^\d{1,20}-\d{1,20}$/.test(value);
+  const parts = /^(\d{1,20})-(\d{1,20})$/.exec(value);
+  return !!parts && BigInt(parts[1]!) <= MAX_ENTRY_ID_PART && BigInt(parts[2]!) <= MAX_ENTRY_ID_PART;
 }
 
 export type StoreEventListener = (event: StoreEvent) => void;
@@ -144,6 +159,8 @@ export class StoreEventHub {
   }
 
   private async since(id: string, limit: number): Promise<StoreEvent[]> {
+    // Nothing comes after the last id there can be (and Redis refuses an interval that starts past it).
+    if (id === LAST_ENTRY_ID) return [];
     const entries = (await this.redis.xrange(
       this.store.keys.events(),
       `(${id}`,

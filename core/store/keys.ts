@@ -25,9 +25,9 @@ const LAYOUT = {
   history: "history:*",
   /** Pub/sub channel of one job's changes (SSE), by job id. */
   job_channel: "events:*",
-  /** A batch's hash, by batch id. */
+  /** A batch's hash, by the id it is stored under (storedBatchId: a client's own ids kept apart). */
   batch: "batch:*",
-  /** The ids of a batch's jobs in submission order, by batch id. */
+  /** The ids of a batch's jobs in submission order, by the batch's stored id. */
   batch_jobs: "batch:*:jobs",
   /**
    * A queue's waiting job ids, by job type: a sorted set in the order they are claimed, higher
@@ -88,6 +88,8 @@ const LAYOUT = {
   client_jobs_by_request: "client:*:jobs:requests",
   client_batches_by_created: "client:*:batches:by_created",
   client_batches_by_status: "client:*:batches:status:*",
+  /** A client's own copy of a queue's counters (stats), by client name and job type (lib.lua count). */
+  client_stats: "client:*:stats:*",
   /**
    * A client's Idempotency-Key (lua/idempotency.lua, lua/submit.lua), by client ("-" without
    * authentication, which no client name can be) and the SHA-256 of the key (hex), so that whatever
@@ -147,8 +149,11 @@ export class Keys {
   active(type: string) {
     return keyOf(this.families.active, type);
   }
-  stats(type: string) {
-    return keyOf(this.families.stats, type);
+  /** A queue's counters: everyone's, or a client's own copy. */
+  stats(type: string, client?: string) {
+    return client === undefined
+      ? keyOf(this.families.stats, type)
+      : keyOf(this.families.client_stats, client, type);
   }
   histogram(type: string) {
     return keyOf(this.families.histogram, type);
@@ -242,4 +247,21 @@ export function idempotencyClient(client: string | undefined): string {
 /** What an Idempotency-Key is stored under: its SHA-256, hex. */
 export function idempotencyKeyId(key: string): string {
   return createHash("sha256").update(key, "utf8").digest("hex");
+}
+
+/**
+ * The id a batch whose id its client chose is stored under (its hash, its jobs' batch_id, the
+ * indexes, the events). A client that is not an admin (`scope`, its name) has ids of its own, kept
+ * apart from every other client's as "<client>/<id>" (neither a client name nor a batch id holds a
+ * "/"): a client's id never collides with another's, and an id taken tells nothing of anyone
+ * else. An admin's (and, without authentication, everyone's: `scope` undefined) are stored as
+ * given, and so are the ids the store generates (UUIDs, unique anyway).
+ */
+export function storedBatchId(id: string, scope: string | undefined): string {
+  return scope === undefined ? id : `${scope}/${id}`;
+}
+
+/** A stored batch id as its owner knows it: without the "<client>/" storedBatchId put in front. */
+export function ownBatchId(stored: string): string {
+  return stored.slice(stored.indexOf("/") + 1);
 }

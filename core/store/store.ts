@@ -7,8 +7,8 @@ import { JOB_TYPES, type BatchStatus, type JobState, type JobStatus, type JobTyp
 import { JOB_DURATION_BUCKETS } from "../jobs/duration-buckets.js";
 import { decodeBatch, decodeJob, decodeSummary, SUMMARY_FIELDS, type Hash } from "./codec.js";
 import { IllegalTransitionError, NotFoundError, translateScriptError } from "./errors.js";
-import { idempotencyClient, idempotencyKeyId, keyOf, Keys } from "./keys.js";
-import { canSee, EVERYONE, type Submitter, type Viewer } from "./visibility.js";
+import { idempotencyClient, idempotencyKeyId, keyOf, Keys, storedBatchId } from "./keys.js";
+import { batchScope, canSee, EVERYONE, shownBatchId, type Submitter, type Viewer } from "./visibility.js";
 import { parseRedisTarget } from "./redis-target.js";
 import { defineScripts, scriptKeys, scriptRunner, type ScriptName, type ScriptRunner } from "./scripts.js";
 
@@ -261,13 +261,16 @@ export class JobStore {
   ): Promise<Submitted | { retriedAs: string }> {
     const jobs = specs.map((spec) => ({ id: randomUUID(), type: spec.type, fields: encodeSpec(spec) }));
     const batchId = batch ? (batch.id ?? randomUUID()) : undefined;
+    // An id the client chose is one of its own (keys.ts storedBatchId); a generated one is unique.
+    const storedId = batch?.id !== undefined ? storedBatchId(batch.id, batchScope(by)) : batchId;
     const payload = {
       ...(by ? { client: by.name, ...(by.admin ? { admin: true } : {}) } : {}),
       jobs,
       ...(batch
         ? {
             batch: {
-              id: batchId,
+              id: storedId,
+              shown_id: batchId,
               fail_fast: batch.failFast,
               ...(batch.webhookUrl ? { webhook_url: batch.webhookUrl } : {}),
             },
@@ -555,6 +558,7 @@ export class JobStore {
   async getJobWithSeq(id: string, viewer: Viewer = EVERYONE): Promise<{ job: Job; seq: number } | undefined> {
     const hash = (await this.redis.hgetall(this.keys.job(id))) as Hash;
     const job = canSee(viewer, hash.client) ? decodeJob(hash) : undefined;
+    if (job?.batch_id !== undefined) job.batch_id = shownBatchId(job.batch_id, viewer);
     return job ? { job, seq: Number(hash.seq ?? 0) } : undefined;
   }
 
@@ -565,10 +569,13 @@ export class JobStore {
    */
   async listJobs(filter: JobListFilter): Promise<{ jobs: JobSummary[]; total: number; next?: ListPosition }> {
     const viewer = filter.viewer ?? EVERYONE;
+    // A batch's jobs: those of the batch `viewer` knows by that id (findBatch).
     const page = await this.list("jobs", filter, {
       ...(filter.type ? { type: filter.type } : {}),
       ...(filter.state ? { state: filter.state } : {}),
-      ...(filter.batchId !== undefined ? { batch_id: filter.batchId } : {}),
+      ...(filter.batchId !== undefined
+        ? { batch_id: (await this.findBatch(filter.batchId, viewer))?.storedId ?? filter.batchId }
+        : {}),
       ...(filter.search ? { search: searchArg(filter.search), search_max: SEARCH_MAX } : {}),
       ...(filter.client !== undefined && "all" in viewer ? { client: filter.client } : {}),
       fields: SUMMARY_FIELDS,
@@ -643,25 +650,31 @@ export class JobStore {
    * note_ended, note_depth), one point per `step` minutes (historyPoints), and the webhook delivery
    * counters.
    */
-  async history(minutes: number, step = 1, nowMs = Date.now()): Promise<History> {
+  async history(minutes: number, step = 1, nowMs = Date.now(), viewer: Viewer = EVERYONE): Promise<History> {
     const lookBack = 60;
     const current = Math.floor(nowMs / (HISTORY_INTERVAL_SECONDS * 1000));
     const first = current - minutes + 1;
+    // A client that is not an admin is told of its own jobs: its fields of the minute hashes
+    // ("<client>|<type>:…", lib.lua note_ended and note_depth) and its jobs waiting in the queues.
+    const client = "client" in viewer ? viewer.client : undefined;
     const pipeline = this.redis.pipeline();
     for (let m = first - lookBack; m <= current; m++) {
       pipeline.hgetall(keyOf(this.keys.families.history, String(m)));
     }
-    for (const type of JOB_TYPES) pipeline.zcard(this.keys.pending(type));
+    for (const type of JOB_TYPES) {
+      if (client === undefined) pipeline.zcard(this.keys.pending(type));
+      else pipeline.hget(this.keys.stats(type, client), "queued");
+    }
     const rows = (await pipeline.exec()) ?? [];
     const hashes = rows.slice(0, lookBack + minutes).map(([err, hash]) => {
       if (err) throw err;
-      return hash as MinuteHash;
+      return client === undefined ? (hash as MinuteHash) : clientFields(hash as MinuteHash, client);
     });
     // A queue an earlier version left as a list answers ZCARD with an error: its depth is unknown.
     const depths = Object.fromEntries(
       JOB_TYPES.map((type, i) => {
         const [err, depth] = rows[lookBack + minutes + i] ?? [];
-        return [type, err ? 0 : Number(depth ?? 0)];
+        return [type, err ? 0 : Math.max(0, Number(depth ?? 0))];
       }),
     );
     return {
@@ -671,32 +684,61 @@ export class JobStore {
     };
   }
 
-  /** The batch, or undefined when there is none or `viewer` may not see it. */
-  async getBatch(id: string, viewer: Viewer = EVERYONE): Promise<Batch | undefined> {
-    const hash = (await this.redis.hgetall(this.keys.batch(id))) as Hash;
-    return canSee(viewer, hash.client) ? decodeBatch(hash) : undefined;
+  /**
+   * The batch `viewer` knows by `id`, or undefined when there is none or `viewer` may not see it:
+   * for a client that is not an admin, the batch it gave that id (stored as "<client>/<id>":
+   * keys.ts storedBatchId), else one stored under the id itself (a generated id, or one recorded
+   * before ids were kept apart per client) if it is the client's. `storedId` is what the store's
+   * other calls take.
+   */
+  async findBatch(
+    id: string,
+    viewer: Viewer = EVERYONE,
+  ): Promise<{ batch: Batch; storedId: string } | undefined> {
+    const scope = batchScope(viewer);
+    const pipeline = this.redis.pipeline().hgetall(this.keys.batch(id));
+    if (scope !== undefined) pipeline.hgetall(this.keys.batch(storedBatchId(id, scope)));
+    const [plain, own] = (await replies(pipeline, `batch ${id}`)) as [Hash, Hash | undefined];
+    if (own?.id) return this.foundBatch(own, storedBatchId(id, scope), viewer);
+    return canSee(viewer, plain.client) ? this.foundBatch(plain, id, viewer) : undefined;
   }
 
-  async batchJobs(id: string): Promise<JobSummary[]> {
-    return this.summaries(await this.redis.lrange(this.keys.batchJobs(id), 0, -1));
+  private foundBatch(hash: Hash, storedId: string, viewer: Viewer) {
+    const batch = decodeBatch(hash);
+    return batch ? { batch: { ...batch, id: shownBatchId(batch.id, viewer) }, storedId } : undefined;
+  }
+
+  /** The batch `viewer` knows by `id`, or undefined when there is none or `viewer` may not see it. */
+  async getBatch(id: string, viewer: Viewer = EVERYONE): Promise<Batch | undefined> {
+    return (await this.findBatch(id, viewer))?.batch;
+  }
+
+  /** The jobs of the batch stored as `storedId` (findBatch). */
+  async batchJobs(storedId: string): Promise<JobSummary[]> {
+    return this.summaries(await this.redis.lrange(this.keys.batchJobs(storedId), 0, -1));
   }
 
   /** A page of the batches `viewer` may see, newest first, as listJobs pages jobs. */
   async listBatches(
     filter: ListFilter & { status?: BatchStatus },
   ): Promise<{ batches: Batch[]; total: number; next?: ListPosition }> {
+    const viewer = filter.viewer ?? EVERYONE;
     const page = await this.list("batches", filter, {});
     const batches = page.records.flatMap((flat) => {
       const batch = decodeBatch(hashOf(flat as string[]));
-      return batch ? [batch] : [];
+      return batch ? [{ ...batch, id: shownBatchId(batch.id, viewer) }] : [];
     });
     return { batches, total: page.total, ...(page.next ? { next: page.next } : {}) };
   }
 
-  /** Counters of every queue, read in one round trip. */
-  async counters(): Promise<Record<JobType, TypeCounters>> {
+  /**
+   * Counters of every queue, read in one round trip: everyone's, or, for a client that is not an
+   * admin, its own copy (lib.lua count keeps both).
+   */
+  async counters(viewer: Viewer = EVERYONE): Promise<Record<JobType, TypeCounters>> {
+    const client = "client" in viewer ? viewer.client : undefined;
     const pipeline = this.redis.pipeline();
-    for (const type of JOB_TYPES) pipeline.hgetall(this.keys.stats(type));
+    for (const type of JOB_TYPES) pipeline.hgetall(this.keys.stats(type, client));
     const rows = (await replies(pipeline, "queue counters")) as Hash[];
     const out = {} as Record<JobType, TypeCounters>;
     JOB_TYPES.forEach((type, i) => {
@@ -717,8 +759,9 @@ export class JobStore {
     return out;
   }
 
-  async queueStats(): Promise<QueueStats> {
-    const counters = await this.counters();
+  /** The queues' figures `viewer` may see: everyone's jobs, or a client's own (counters). */
+  async queueStats(viewer: Viewer = EVERYONE): Promise<QueueStats> {
+    const counters = await this.counters(viewer);
     const stats: QueueStats = {
       total_jobs: 0,
       total_pending: 0,
@@ -853,6 +896,16 @@ function searchArg(search: JobSearch): Record<string, unknown> {
 function msArg(ms: number, name: string): string {
   if (!Number.isSafeInteger(ms)) throw new RangeError(`${name} must be an integer number of ms, not ${ms}`);
   return String(ms);
+}
+
+/** A client's fields of a minute hash ("<client>|<type>:…"), named as the shared ones are. */
+function clientFields(hash: MinuteHash, client: string): MinuteHash {
+  const prefix = `${client}|`;
+  const own: MinuteHash = {};
+  for (const [field, value] of Object.entries(hash)) {
+    if (field.startsWith(prefix)) own[field.slice(prefix.length)] = value;
+  }
+  return own;
 }
 
 /** A hash from HGETALL's flat [field, value, …] reply. */

@@ -1,3 +1,5 @@
+import { ownBatchId } from "./keys.js";
+
 /**
  * Whose records a reader may see: every client's (an admin, or any caller when authentication is
  * off or only server.api_keys are configured), or one client's own. A record without a client (one
@@ -21,4 +23,20 @@ export interface Submitter {
 
 export function canSee(viewer: Viewer, owner: string | undefined): boolean {
   return "all" in viewer || owner === viewer.client;
+}
+
+/**
+ * Whose batch ids a reader or a submitter uses (keys.ts storedBatchId): a client that is not an
+ * admin its own; an admin, or anyone without authentication, the stored ids as they are (an admin
+ * reads another client's batch as "<client>/<id>").
+ */
+export function batchScope(who: Viewer | Submitter | undefined): string | undefined {
+  if (!who) return undefined;
+  if ("name" in who) return who.admin ? undefined : who.name;
+  return "client" in who ? who.client : undefined;
+}
+
+/** A stored batch id as `viewer` is shown it: its own without the prefix, an admin's as stored. */
+export function shownBatchId(stored: string, viewer: Viewer): string {
+  return "all" in viewer ? stored : ownBatchId(stored);
 }

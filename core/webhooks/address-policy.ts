@@ -94,6 +94,55 @@ const METADATA = new Set([
 ]);
 const NEVER = new Set(["unspecified", "broadcast", "multicast"]);
 
+/**
+ * The IPv4 addresses an IPv6 address may reach through a translator or tunnel, with the name of
+ * the embedding: NAT64 (64:ff9b::/96 and the local-use 64:ff9b:1::/48, whose prefix length a
+ * network chooses, so every RFC 6052 layout is read), IPv4-translated (::ffff:0:a.b.c.d), the
+ * deprecated IPv4-compatible form (::a.b.c.d), 6to4 (2002:AABB:CCDD::/48) and Teredo (its server,
+ * and its client, stored inverted). An IPv4-mapped address (::ffff:a.b.c.d) is that IPv4 address
+ * itself and is judged as one. A metadata address reached this way is refused like the address
+ * itself, whatever webhooks.allow_private says.
+ */
+export function embeddedIPv4(ip: ipaddr.IPv6): Array<{ ipv4: ipaddr.IPv4; via: string }> {
+  const b = ip.toByteArray();
+  const v4 = (i: number, j: number, k: number, l: number, invert = 0) =>
+    new ipaddr.IPv4([b[i]! ^ invert, b[j]! ^ invert, b[k]! ^ invert, b[l]! ^ invert]);
+  switch (ip.range()) {
+    case "rfc6052": {
+      // RFC 6052 2.2: the IPv4 address after a /32, /40, /48, /56, /64 or /96 prefix, skipping byte 8.
+      const layouts =
+        b[4] === 0 && b[5] === 0 && b[6] === 0 && b[7] === 0
+          ? [[12, 13, 14, 15]]
+          : [
+              [4, 5, 6, 7],
+              [5, 6, 7, 9],
+              [6, 7, 9, 10],
+              [7, 9, 10, 11],
+              [9, 10, 11, 12],
+              [12, 13, 14, 15],
+            ];
+      return layouts.map(([i, j, k, l]) => ({ ipv4: v4(i!, j!, k!, l!), via: "NAT64" }));
+    }
+    case "rfc6145":
+      return [{ ipv4: v4(12, 13, 14, 15), via: "IPv4-translated" }];
+    case "6to4":
+      return [{ ipv4: v4(2, 3, 4, 5), via: "6to4" }];
+    case "teredo":
+      return [
+        { ipv4: v4(4, 5, 6, 7), via: "Teredo server" },
+        { ipv4: v4(12, 13, 14, 15, 0xff), via: "Teredo client" },
+      ];
+    default:
+      return isIPv4Compatible(ip) ? [{ ipv4: v4(12, 13, 14, 15), via: "IPv4-compatible" }] : [];
+  }
+}
+
+/** ::a.b.c.d (RFC 4291 2.5.5.1, deprecated), other than :: and ::1. */
+function isIPv4Compatible(ip: ipaddr.IPv6): boolean {
+  const p = ip.parts;
+  return p.slice(0, 6).every((part) => part === 0) && (p[6] !== 0 || p[7]! > 1);
+}
+
 const DESCRIPTIONS: Record<string, string> = {
   unspecified: "an unspecified address",
   broadcast: "the broadcast address",
@@ -108,6 +157,7 @@ const DESCRIPTIONS: Record<string, string> = {
   rfc6052: "a NAT64 address",
   rfc6145: "an IPv4-translated address",
   "6to4": "a 6to4 address",
+  ipv4Compatible: "an IPv4-compatible address",
   teredo: "a Teredo address",
   benchmarking: "a benchmarking address",
   discard: "a discard-only address",
@@ -139,8 +189,18 @@ export function checkAddress(
     return { allowed: true };
   }
 
+  const metadata =
+    ip.kind() === "ipv6"
+      ? embeddedIPv4(ip as ipaddr.IPv6).find(({ ipv4 }) => METADATA.has(ipv4.toString()))
+      : undefined;
+  if (metadata) {
+    return {
+      allowed: false,
+      reason: `${address} (${metadata.ipv4.toString()} through ${metadata.via}) is a cloud metadata address and is never a webhook target unless listed in webhooks.allowed_hosts`,
+    };
+  }
   const shown = ip === parsed ? address : `${address} (${ip.toString()})`;
-  const range = ip.range();
+  const range = ip.kind() === "ipv6" && isIPv4Compatible(ip as ipaddr.IPv6) ? "ipv4Compatible" : ip.range();
   if (METADATA.has(ip.toString()) || NEVER.has(range)) {
     const what = METADATA.has(ip.toString()) ? "a cloud metadata address" : DESCRIPTIONS[range];
     return {

@@ -122,6 +122,111 @@ describe("named clients", () => {
     assert.ok((await batchIds(ADMIN)).includes(batch));
   });
 
+  test("a batch id a client chooses is its own: another client's taken id is no 409, tells nothing, and each reads its own", async () => {
+    const create = (key: string) =>
+      call(key, "/api/v1/jobs/batch", {
+        method: "POST",
+        json: { batch_id: "nightly-2026-11-28", jobs: [{ type: "image_colors", ...SOURCE }] },
+      });
+    const bobs = await create(BOB);
+    assert.equal(bobs.status, 201, bobs.text);
+    assert.equal(bobs.body.batch_id, "nightly-2026-11-28");
+    const alices = await create(ALICE);
+    assert.equal(alices.status, 201, alices.text);
+    assert.equal(alices.body.batch_id, "nightly-2026-11-28");
+    // Taken among one's own ids is still a 409.
+    const again = await create(ALICE_NEXT);
+    assert.equal(again.status, 409, again.text);
+    assert.deepEqual(again.body, { error: "batch nightly-2026-11-28 already exists" });
+
+    const [alicesJob] = alices.body.job_ids as [string];
+    const [bobsJob] = bobs.body.job_ids as [string];
+    for (const [key, job, other] of [
+      [ALICE, alicesJob, bobsJob],
+      [BOB, bobsJob, alicesJob],
+    ] as const) {
+      const got = await call(key, "/api/v1/jobs/batch/nightly-2026-11-28?include_jobs=true");
+      assert.equal(got.status, 200, got.text);
+      assert.equal((got.body.batch as Body).id, "nightly-2026-11-28");
+      assert.deepEqual(
+        (got.body.jobs as Array<{ id: string }>).map((j) => j.id),
+        [job],
+      );
+      const viaJob = await call(key, `/api/v1/jobs/${job}`);
+      assert.equal(viaJob.body.batch_id, "nightly-2026-11-28");
+      const { ids } = await listed(key, "&batch_id=nightly-2026-11-28");
+      assert.deepEqual(ids, [job]);
+      assert.ok(!ids.includes(other));
+      const listedBatches = (await call(key, "/api/v1/jobs/batch?limit=100")).body.batches as Array<{
+        id: string;
+      }>;
+      assert.equal(listedBatches.filter((b) => b.id === "nightly-2026-11-28").length, 1);
+    }
+    // Cancelling one's own batch leaves the other client's alone.
+    const cancelled = await call(BOB, "/api/v1/jobs/batch/nightly-2026-11-28/cancel", { method: "POST" });
+    assert.equal(cancelled.status, 200, cancelled.text);
+    assert.equal(
+      ((await call(ALICE, `/api/v1/jobs/${alicesJob}`)).body as { status: string }).status,
+      "pending",
+    );
+    // An admin sees both, each under its client's name.
+    const admins = (
+      (await call(ADMIN, "/api/v1/jobs/batch?limit=100")).body.batches as Array<{ id: string }>
+    ).map((b) => b.id);
+    assert.ok(
+      admins.includes("alice/nightly-2026-11-28") && admins.includes("bob/nightly-2026-11-28"),
+      admins.join(),
+    );
+    const adminGets = await call(
+      ADMIN,
+      `/api/v1/jobs/batch/${encodeURIComponent("alice/nightly-2026-11-28")}`,
+    );
+    assert.equal(adminGets.status, 200, adminGets.text);
+    // Another client's id is not reachable in its stored form.
+    assert.equal(
+      (await call(ALICE, `/api/v1/jobs/batch/${encodeURIComponent("bob/nightly-2026-11-28")}`)).status,
+      404,
+    );
+  });
+
+  test("queue statistics: a client counts its own jobs, an admin everyone's", async () => {
+    const stats = async (key: string) => {
+      const res = await call(key, "/api/v1/queue/stats");
+      assert.equal(res.status, 200, res.text);
+      return res.body as {
+        total_jobs: number;
+        total_pending: number;
+        queues: Record<string, { pending: number }>;
+      };
+    };
+    const [alice, bob, admin] = [await stats(ALICE), await stats(BOB), await stats(ADMIN)];
+    await submit(ALICE);
+    await submit(ALICE);
+    await submit(BOB);
+    const after = { alice: await stats(ALICE), bob: await stats(BOB), admin: await stats(ADMIN) };
+    assert.equal(after.alice.total_pending - alice.total_pending, 2);
+    assert.equal(after.alice.queues.image_colors!.pending - alice.queues.image_colors!.pending, 2);
+    assert.equal(after.bob.total_pending - bob.total_pending, 1);
+    assert.equal(after.admin.total_pending - admin.total_pending, 3);
+    // Nobody but an admin is told the totals.
+    assert.ok(after.alice.total_jobs < after.admin.total_jobs);
+    assert.equal(after.alice.total_jobs + after.bob.total_jobs <= after.admin.total_jobs, true);
+    assert.equal(
+      (await stats(ALICE_NEXT)).total_jobs,
+      after.alice.total_jobs,
+      "a rotated key is the same client",
+    );
+    // The figures per minute likewise: the depth of the queues is of one's own jobs.
+    const depth = async (key: string) => {
+      const res = await call(key, "/api/v1/stats/history?minutes=1");
+      assert.equal(res.status, 200, res.text);
+      return (res.body.points as Array<{ pending: number }>).at(-1)!.pending;
+    };
+    assert.equal(await depth(ALICE), after.alice.total_pending);
+    assert.equal(await depth(BOB), after.bob.total_pending);
+    assert.equal(await depth(ADMIN), after.admin.total_pending);
+  });
+
   test("a key that belongs to no client is 401, told in lines that carry the request id and no key", async () => {
     const res = await stack.request("/api/v1/jobs", {
       key: "nobody-0123456789",

@@ -1,7 +1,9 @@
 // Input no route may store or choke on, refused in one place (api/body.ts) or by the shared schemas,
 // for single jobs and batch entries alike; and what a server error may put in a log line.
 import assert from "node:assert/strict";
+import { request as httpRequest } from "node:http";
 import { after, before, describe, test } from "node:test";
+import { gzipSync } from "node:zlib";
 import { loggableError } from "../../api/errors.js";
 import { MAX_BODY_DEPTH } from "../../api/body.js";
 import { startTestStack, type TestStack } from "../support/api.js";
@@ -118,6 +120,11 @@ describe("hostile request bodies", () => {
       ["dest_key", "out/a\r\nSet-Cookie: x"],
       ["request_id", "req\u007f"],
       ["source_key", "in/tab\there.jpg"],
+      // C1 controls: NEL (a line break to some log readers), CSI (a terminal escape), the ends.
+      ["source_key", "in/a\u0085b.jpg"],
+      ["dest_key", "out/\u009b31m.jpg"],
+      ["request_id", "req\u0080"],
+      ["request_id", "req\u009f"],
     ] as const) {
       await refused(
         RESIZE,
@@ -130,11 +137,120 @@ describe("hostile request bodies", () => {
       { jobs: [{ ...ENTRY, dest_key: "a\nb" }] },
       /^jobs\[0\]\.dest_key must not contain control characters/,
     );
+    await refused(
+      "/api/v1/jobs/batch",
+      { jobs: [{ ...ENTRY, source_key: "in/\u0085.jpg" }] },
+      /^jobs\[0\]\.source_key must not contain control characters/,
+    );
     const ok = await stack.request(RESIZE, {
       method: "POST",
       json: { ...JOB, source_key: "in/Ünïcødé – photo (1).jpg", request_id: "trace-ü-1" },
     });
     assert.equal(ok.status, 202);
+  });
+});
+
+/** A POST whose headers are sent as given, a header with several values as several lines. */
+async function rawPost(
+  path: string,
+  headers: Record<string, string | string[]>,
+  body: Buffer,
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${stack.baseUrl}${path}`, { method: "POST" }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => resolve({ status: res.statusCode!, body: Buffer.concat(chunks).toString() }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.setHeader("x-api-key", "hostile-test-key");
+    for (const [name, value] of Object.entries(headers)) req.setHeader(name, value);
+    req.end(body);
+  });
+}
+
+describe("bodies the API cannot read as they came", () => {
+  const json = Buffer.from(JSON.stringify(JOB));
+
+  test("a body with a Content-Encoding (gzip) is a 415 naming it, not parsed as plain JSON; nothing is recorded", async () => {
+    const before = await total();
+    for (const [encoding, body] of [
+      ["gzip", gzipSync(json)],
+      ["gzip", json], // plain JSON labelled gzip was read as plain JSON too
+      ["br", json],
+      ["deflate, gzip", json],
+    ] as const) {
+      const res = await rawPost(
+        RESIZE,
+        { "content-type": "application/json", "content-encoding": encoding },
+        body,
+      );
+      assert.equal(res.status, 415, `${encoding}: ${res.body}`);
+      assert.equal(
+        (JSON.parse(res.body) as { error: string }).error,
+        `unsupported Content-Encoding "${encoding}": send the JSON body uncompressed, without Content-Encoding`,
+      );
+    }
+    assert.equal(await total(), before);
+    const identity = await rawPost(
+      RESIZE,
+      { "content-type": "application/json", "content-encoding": "identity" },
+      json,
+    );
+    assert.equal(identity.status, 202, identity.body);
+  });
+
+  test("a charset other than UTF-8 is a 415 naming it; utf-8 in any spelling is read", async () => {
+    const before = await total();
+    const utf16 = Buffer.from(`\ufeff${JSON.stringify(JOB)}`, "utf16le");
+    for (const [contentType, body] of [
+      ["application/json; charset=utf-16", utf16],
+      ["application/json;charset=UTF-16LE", utf16],
+      ['application/json; charset="iso-8859-1"', json],
+    ] as const) {
+      const res = await rawPost(RESIZE, { "content-type": contentType }, body);
+      assert.equal(res.status, 415, `${contentType}: ${res.body}`);
+      const charset = /charset="?([^";]+)/.exec(contentType)![1]!.toLowerCase();
+      assert.equal(
+        (JSON.parse(res.body) as { error: string }).error,
+        `unsupported charset "${charset}": send the JSON body in UTF-8 (charset=utf-8, or no charset)`,
+      );
+    }
+    assert.equal(await total(), before);
+    for (const contentType of ["application/json; charset=utf-8", 'application/json; charset="UTF-8"']) {
+      const res = await rawPost(RESIZE, { "content-type": contentType }, json);
+      assert.equal(res.status, 202, `${contentType}: ${res.body}`);
+    }
+  });
+
+  test('two Idempotency-Key headers are a 400, not one key "a1, a2"; nothing is recorded or kept', async () => {
+    const before = await total();
+    const res = await rawPost(
+      RESIZE,
+      { "content-type": "application/json", "idempotency-key": ["dup-a1", "dup-a2"] },
+      json,
+    );
+    assert.equal(res.status, 400, res.body);
+    assert.equal(
+      (JSON.parse(res.body) as { error: string }).error,
+      "Idempotency-Key was sent 2 times: send one Idempotency-Key header per request",
+    );
+    const batch = await rawPost(
+      "/api/v1/jobs/batch",
+      { "content-type": "application/json", "idempotency-key": ["dup-b1", "dup-b2", "dup-b3"] },
+      Buffer.from(JSON.stringify({ jobs: [ENTRY] })),
+    );
+    assert.equal(batch.status, 400, batch.body);
+    assert.match(batch.body, /Idempotency-Key was sent 3 times/);
+    assert.equal(await total(), before);
+    // The joined value was never taken as a key: it is free for a request that sends it once.
+    const once = await rawPost(
+      RESIZE,
+      { "content-type": "application/json", "idempotency-key": "dup-a1, dup-a2" },
+      json,
+    );
+    assert.equal(once.status, 202, once.body);
   });
 });
 

@@ -368,7 +368,10 @@ describe("GET /api/v1/jobs and /jobs/batch: what they refuse, and the time windo
       "1.-x",
       "1.x y",
       "1.x\u0000",
-      "1.x/y",
+      // A stored batch id has one "<client>/" in front at most (core/store/keys.ts storedBatchId).
+      "1.x/y/z",
+      "1./y",
+      "1.x:a/y",
       "ABC.x",
       "-1.x",
       "12345678901.x",

@@ -2,11 +2,15 @@
 // statistics, the OpenAPI document and the interactive reference, X-Request-ID; with every
 // dependency up, with the object store unreachable, and with Redis stopped.
 import { randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { JOB_TYPES, type JobType } from "../../core/jobs/types.js";
 import { startTestStack, type TestStack } from "../support/api.js";
 import { startTestRedis, type TestRedis } from "../support/redis.js";
+import { spawnRedisServer, type RedisServerProcess } from "../../local/redis.js";
 import { claimJob, sleep } from "../support/store.js";
 
 const KEY = "ops-test-key-0123456789abcdef";
@@ -565,5 +569,81 @@ describe("operations with Redis stopped", () => {
     const { samples } = parseExposition(await res.text());
     assert.ok(samples.some((s) => s.name === "process_cpu_seconds_total"));
     assert.ok(samples.some((s) => s.name === "nodejs_heap_size_total_bytes"));
+  });
+});
+
+describe("a Redis outage in the log", () => {
+  let dir: string;
+  let server: RedisServerProcess | undefined;
+  let stack: TestStack;
+  const submit = () =>
+    stack.request("/api/v1/jobs/image/resize", {
+      method: "POST",
+      json: { ...location(), width: 8, height: 8 },
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT),
+    });
+  const lines = (from: number, message: string) => stack.logs.slice(from).filter((l) => l.msg === message);
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), "media-service-outage-"));
+    server = await spawnRedisServer({ cwd: dir, args: ["--dir", dir, "--save", "", "--appendonly", "no"] });
+    stack = await startTestStack({
+      redis: { url: server.url, port: server.port, pid: server.pid, stop: async () => undefined },
+    });
+  });
+  after(async () => {
+    await stack?.close();
+    await server?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test("down and back up are one line each; the 503s it causes are logged at debug, without a stack", async () => {
+    assert.equal((await submit()).status, 202);
+    const from = stack.logs.length;
+    const port = server!.port;
+    await server!.stop();
+    server = undefined;
+    const statuses = new Set<number>();
+    for (let i = 0; i < 200; i++) {
+      const res = await submit();
+      await res.arrayBuffer();
+      statuses.add(res.status);
+    }
+    assert.deepEqual([...statuses], [503]);
+    const during = stack.logs.slice(from);
+    // Nothing a flood of refused requests writes lands above debug, or carries a stack.
+    // What is told above debug is told once per outage: by each connection, and by the rate limiter
+    // (its counts stay with this replica meanwhile).
+    const once = [
+      "redis connection error",
+      "rate limit counts cannot reach Redis: each API replica limits on its own until it can",
+    ];
+    const loud = during.filter((l) => (l.level as number) >= 30 && !once.includes(l.msg as string));
+    assert.deepEqual(loud, []);
+    assert.ok(lines(from, once[1]!).length <= 1);
+    assert.doesNotMatch(JSON.stringify(during), /"stack":"[^"]/, "a line carries a stack");
+    // One line per connection (the commands' and the subscriber's) says Redis is down.
+    const down = lines(from, "redis connection error");
+    assert.ok(down.length >= 1 && down.length <= 2, JSON.stringify(down));
+    assert.equal(lines(from, "request refused: queue store unavailable").length, 200);
+    assert.ok(during.filter((l) => l.msg === "request").every((l) => l.level === 20));
+
+    // Back up on the same port: one line per connection says so, and submits are accepted again.
+    server = await spawnRedisServer({
+      port,
+      cwd: dir,
+      args: ["--dir", dir, "--save", "", "--appendonly", "no"],
+    });
+    const deadline = Date.now() + 15_000;
+    while ((await submit()).status !== 202) {
+      if (Date.now() > deadline) assert.fail("submits never accepted again");
+      await sleep(100);
+    }
+    while (lines(from, "redis connection restored").length < down.length) {
+      if (Date.now() > deadline) assert.fail("a connection never said it was restored");
+      await sleep(50);
+    }
+    assert.equal(lines(from, "redis connection restored").length, down.length);
+    assert.equal(lines(from, "redis connection error").length, down.length);
   });
 });

@@ -94,6 +94,30 @@ describe("GET /api/v1/jobs/{id}/stream", () => {
     await eventually(() => stack.services.events.activeChannels === 0, 5000, "no channel left subscribed");
   });
 
+  test("GET /events: a Last-Event-ID beyond Redis' 64-bit ids, or no stream position at all, is a 400 naming it; nothing is logged as an error", async () => {
+    const logsBefore = stack.logs.length;
+    for (const id of ["18446744073709551616-0", "1-99999999999999999999", "not-an-id", "12"]) {
+      const s = await openStream(`${stack.baseUrl}/api/v1/events`, { ...auth, "last-event-id": id });
+      opened.push(s);
+      await within(s.closed, 5000, "the 400 response ends");
+      assert.equal(s.status, 400, `${id}: ${s.body}`);
+      const body = JSON.parse(s.body) as { error: string };
+      assert.match(body.error, /^Last-Event-ID ".*" is not a position in the events stream/);
+      assert.ok(body.error.includes(id), body.error);
+    }
+    const errors = stack.logs.slice(logsBefore).filter((l) => (l.level as number) >= 50);
+    assert.deepEqual(errors, []);
+    // The largest id Redis takes is a position (after everything there can be): the stream opens.
+    const s = await openStream(`${stack.baseUrl}/api/v1/events`, {
+      ...auth,
+      "last-event-id": "18446744073709551615-18446744073709551615",
+    });
+    opened.push(s);
+    assert.equal(s.status, 200, s.body);
+    assert.match(String(s.headers["content-type"]), /^text\/event-stream/);
+    s.close();
+  });
+
   test("with an API key configured the stream requires it (401 JSON without it or with a wrong one)", async () => {
     const id = await submit();
     const refused: Array<Record<string, string>> = [

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { after, before, describe, test } from "node:test";
+import { SWAGGER_LOGO_STYLE } from "../../api/docs.js";
 import { defaultUiDir, storageOrigin } from "../../api/ui.js";
 import { startTestStack, type TestStack } from "../support/api.js";
 
@@ -171,5 +172,41 @@ describe("the dashboard at /ui", () => {
     assert.equal(storageOrigin("http://127.0.0.1:9000/"), "http://127.0.0.1:9000");
     assert.equal(storageOrigin("https://minio.internal:9443/base"), "https://minio.internal:9443");
     assert.equal(storageOrigin(undefined), "https://*.amazonaws.com");
+  });
+});
+
+describe("the API reference at /docs", () => {
+  test("its page, its files and the document carry a Content-Security-Policy, frame-ancestors and nosniff", async () => {
+    const page = await get("/docs/");
+    assert.equal(page.status, 200);
+    const html = await page.text();
+    // What the policy allows is all the page needs: files of its own, nothing inline.
+    assert.doesNotMatch(html, /<script(?![^>]*\bsrc=)[^>]*>/, "an inline script");
+    assert.doesNotMatch(html, /<style|\sstyle=/, "an inline style");
+    const files = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => new URL(m[1]!, page.url).pathname);
+    assert.ok(
+      files.some((f) => f.endsWith("/swagger-initializer.js")),
+      files.join(" "),
+    );
+    for (const path of ["/docs", "/docs/", "/docs/json", "/docs/yaml", ...files]) {
+      const res = await get(path);
+      await res.arrayBuffer();
+      assert.ok(res.status === 200 || res.status === 302, `${path}: ${res.status}`);
+      const csp = res.headers.get("content-security-policy") ?? "";
+      assert.match(csp, /default-src 'none'/, path);
+      assert.match(csp, /script-src 'self'(;|$)/, path);
+      assert.match(csp, /style-src 'self' 'sha256-RL3ie0nH\+Lzz2YNqQN83mnU0J1ot4QL7b99vMdIX99w='(;|$)/, path);
+      assert.match(csp, /frame-ancestors 'none'/, path);
+      assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/, path);
+      assert.equal(res.headers.get("x-content-type-options"), "nosniff", path);
+      assert.equal(res.headers.get("x-frame-options"), "DENY", path);
+      assert.equal(res.headers.get("referrer-policy"), "no-referrer", path);
+    }
+    // The one inline style allowed (by its hash) is the logo's, which Swagger UI draws.
+    const preset = await (await get("/docs/static/swagger-ui-standalone-preset.js")).text();
+    assert.ok(preset.includes(`createElement("style",null,${JSON.stringify(SWAGGER_LOGO_STYLE)})`));
+    // The initializer turns off the validator badge (which would send the document's address away).
+    const initializer = await (await get("/docs/static/swagger-initializer.js")).text();
+    assert.match(initializer, /"validatorUrl":\s*null/);
   });
 });

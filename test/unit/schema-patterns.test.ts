@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import fc from "fast-check";
 import { decimalAtMost, integerRange, quantityPattern } from "../../core/jobs/bounds.js";
-import { WEBHOOK_URL_PATTERN } from "../../core/jobs/records.js";
+import { NO_CONTROL_PATTERN, WEBHOOK_URL_PATTERN } from "../../core/jobs/records.js";
 import { MAX_TIMESTAMP_SECONDS, TIMESTAMP_PATTERN, timestampSeconds } from "../../core/jobs/timestamp.js";
 import { parseQuantity } from "../../core/quantity.js";
 
@@ -216,6 +216,37 @@ describe("per-job quantities", () => {
     }
     for (const no of ["8.001Gi", "8193Mi", "8589934593", "8.590G", "0.008Ti", "1K", "0Mi", "129e6"]) {
       assert.ok(!memory.test(no), no);
+    }
+  });
+});
+
+describe("NO_CONTROL_PATTERN (object keys, request_id)", () => {
+  const pattern = new RegExp(NO_CONTROL_PATTERN);
+
+  test("refuses exactly the strings holding a control character (Unicode's Cc: C0, DEL and C1)", () => {
+    for (let cp = 0; cp <= 0xffff; cp++) {
+      const char = String.fromCharCode(cp);
+      assert.equal(
+        pattern.test(`in/a${char}b.jpg`),
+        !/\p{Cc}/u.test(char),
+        `U+${cp.toString(16).padStart(4, "0")}`,
+      );
+    }
+    fc.assert(
+      fc.property(fc.string({ unit: "grapheme-ascii" }), fc.string({ unit: "binary" }), (a, b) => {
+        const text = a + b;
+        assert.equal(pattern.test(text), !/\p{Cc}/u.test(text), JSON.stringify(text));
+      }),
+      { ...RUNS, numRuns: 300 },
+    );
+  });
+
+  test("the C1 controls a probe sent: NEL, and the rest of U+0080 to U+009F", () => {
+    for (const text of ["in/a\u0085b.jpg", "\u0080", "x\u009b[31m", "\u009f"]) {
+      assert.ok(!pattern.test(text), JSON.stringify(text));
+    }
+    for (const text of ["in/Ünïcødé – photo (1).jpg", "\u00a0", "\u2028", "😀"]) {
+      assert.ok(pattern.test(text), JSON.stringify(text));
     }
   });
 });

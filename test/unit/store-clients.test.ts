@@ -5,7 +5,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { JobStore } from "../../core/store/store.js";
 import { EVERYONE, type Submitter, type Viewer } from "../../core/store/visibility.js";
-import { claimAndStart, makeSpec, rawJob, sleep, storeKeys, storeSuite } from "../support/store.js";
+import { claimAndStart, claimJob, makeSpec, rawJob, sleep, storeKeys, storeSuite } from "../support/store.js";
 
 let store: JobStore;
 storeSuite((s) => (store = s), { retentionMs: 50 });
@@ -97,8 +97,13 @@ describe("named clients in the store", () => {
     assert.equal(await store.prune(), 3, "alice's two jobs and her batch");
     assert.deepEqual(await list(ALICE), { ids: [], total: 0 });
     assert.deepEqual(await ids(ALICE), { ids: [], total: 0 });
-    const left = (await storeKeys(store)).filter((k) => k.includes(":client:alice:"));
+    // Her counters stay (their totals count on, as the shared ones do), with nothing finished in them.
+    const left = (await storeKeys(store)).filter(
+      (k) => k.includes(":client:alice:") && !k.includes(":stats:"),
+    );
     assert.deepEqual(left, [], "no empty or stale index of alice's remains");
+    const counts = (await store.counters(ALICE))[A];
+    assert.deepEqual([counts.pending, counts.processing, counts.completed, counts.failed], [0, 0, 0, 0]);
     assert.deepEqual(await list(BOB), { ids: [other.batchId], total: 1 });
   });
 
@@ -127,5 +132,62 @@ describe("named clients in the store", () => {
     assert.equal(await store.getJob(waiting, ALICE), undefined);
     const later = (await store.submit([makeSpec(A)], undefined, { name: "root", admin: false })).jobIds[0]!;
     assert.deepEqual(await ids(ROOT), { ids: [later], total: 1 });
+  });
+});
+
+describe("a client's own queue counters", () => {
+  const figures = async (viewer: Viewer) => {
+    const q = (await store.queueStats(viewer)).queues[A]!;
+    return { pending: q.pending, processing: q.processing, completed: q.completed, failed: q.failed };
+  };
+
+  test("every transition counts the job in its client's counters as in the shared ones; an admin's only in those", async () => {
+    const [done, failed, requeued, cancelled, waiting] = (
+      await store.submit(
+        [makeSpec(A), makeSpec(A), makeSpec(A), makeSpec(A), makeSpec(A)],
+        undefined,
+        BY_ALICE,
+      )
+    ).jobIds as [string, string, string, string, string];
+    const bobs = (await store.submit([makeSpec(A), makeSpec(A)], undefined, BY_BOB)).jobIds as [
+      string,
+      string,
+    ];
+    await store.submit([makeSpec(A)], undefined, BY_ROOT);
+    assert.deepEqual(await figures(ALICE), { pending: 5, processing: 0, completed: 0, failed: 0 });
+    assert.deepEqual(await figures(BOB), { pending: 2, processing: 0, completed: 0, failed: 0 });
+    assert.deepEqual(await figures(EVERYONE), { pending: 8, processing: 0, completed: 0, failed: 0 });
+
+    for (const id of [done, failed, requeued, bobs[0]]) {
+      await claimJob(store, A, id);
+      assert.equal(await store.start(id, 60_000), true);
+    }
+    await store.complete(done, { ok: true });
+    await store.fail(failed, "boom");
+    await store.requeueJob(requeued, "node drained");
+    assert.equal(await store.cancel("job", cancelled, "cancelled by request"), "cancelled");
+    await store.complete(bobs[0], {});
+    assert.deepEqual(await figures(ALICE), { pending: 2, processing: 0, completed: 1, failed: 2 });
+    assert.deepEqual(await figures(BOB), { pending: 1, processing: 0, completed: 1, failed: 0 });
+    assert.deepEqual(await figures(EVERYONE), { pending: 4, processing: 0, completed: 2, failed: 2 });
+    const counters = (await store.counters(ALICE))[A];
+    assert.equal(counters.submittedTotal, 5);
+    assert.equal(counters.completedTotal, 1);
+    assert.equal(counters.failedTotal, 2);
+    assert.ok(waiting);
+
+    // Prune takes the finished jobs out of both.
+    await sleep(80);
+    await store.prune();
+    assert.deepEqual(await figures(ALICE), { pending: 2, processing: 0, completed: 0, failed: 0 });
+    assert.deepEqual(await figures(BOB), { pending: 1, processing: 0, completed: 0, failed: 0 });
+    assert.deepEqual(await figures(EVERYONE), { pending: 4, processing: 0, completed: 0, failed: 0 });
+    // A client that has submitted nothing has nothing counted.
+    assert.deepEqual(await figures({ client: "carol" }), {
+      pending: 0,
+      processing: 0,
+      completed: 0,
+      failed: 0,
+    });
   });
 });

@@ -5,6 +5,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import type { JobStatus, JobType } from "../../core/jobs/types.js";
+import { storedBatchId } from "../../core/store/keys.js";
 import type { JobListFilter, JobStore, ListPosition } from "../../core/store/store.js";
 import { EVERYONE, type Submitter, type Viewer } from "../../core/store/visibility.js";
 import { claimAndStart, makeSpec, sleep, storeKeys, storeSuite } from "../support/store.js";
@@ -231,7 +232,9 @@ describe("order and positions", () => {
     assert.deepEqual(await page({}), newestFirst);
     assert.deepEqual(await page({ status: "queued" }), newestFirst.slice(0, 6));
     assert.deepEqual(await page({ status: "completed" }), ["batch-0"]);
-    const ms = async (id: string) => Number(await store.redis.zscore(store.keys.batchesByCreated(), id));
+    // The index holds the ids as stored: alice's own, apart from other clients' (keys.ts storedBatchId).
+    const ms = async (id: string) =>
+      Number(await store.redis.zscore(store.keys.batchesByCreated(), storedBatchId(id, "alice")));
     const window = { createdAfter: await ms("batch-2"), createdBefore: await ms("batch-5") };
     assert.deepEqual(await page(window), ["batch-4", "batch-3", "batch-2"]);
     const counted = await store.listBatches({ limit: 1, viewer: ALICE, status: "queued", ...window });

@@ -47,6 +47,22 @@ const table: Array<[string, boolean, boolean, string]> = [
   ["169.254.170.23", false, false, "cloud metadata"],
   ["fd00:ec2::23", false, false, "cloud metadata"],
   ["fd00:0ec2:0000:0000:0000:0000:0000:0023", false, false, "cloud metadata"],
+  // ... and every IPv6 form that reaches one of them through a translator or a tunnel
+  ["::ffff:a9fe:a9fe", false, false, "cloud metadata"], // IPv4-mapped, hex
+  ["64:ff9b::a9fe:a9fe", false, false, "cloud metadata"], // NAT64, well-known prefix
+  ["64:ff9b::169.254.169.254", false, false, "cloud metadata"],
+  ["64:ff9b::a9fe:aa02", false, false, "cloud metadata"], // 169.254.170.2
+  ["64:ff9b:1::a9fe:a9fe", false, false, "cloud metadata"], // local-use NAT64 prefix, /96
+  ["64:ff9b:1:a9fe:a9:fe00::", false, false, "cloud metadata"], // local-use, a /48 prefix (RFC 6052)
+  ["::ffff:0:a9fe:a9fe", false, false, "cloud metadata"], // IPv4-translated
+  ["::ffff:0:169.254.169.254", false, false, "cloud metadata"],
+  ["::a9fe:a9fe", false, false, "cloud metadata"], // IPv4-compatible (deprecated)
+  ["2002:a9fe:a9fe::1", false, false, "cloud metadata"], // 6to4
+  ["2002:6464:64c8::1", false, false, "cloud metadata"], // 6to4 of 100.100.100.200
+  ["2001:0:a9fe:a9fe::1", false, false, "cloud metadata"], // Teredo server
+  ["2001:0:4136:e378:8000:63bf:5601:5601", false, false, "cloud metadata"], // Teredo client (inverted)
+  // IPv4-compatible addresses of anything else are special, not public
+  ["::808:808", false, true, "IPv4-compatible"],
   ["0.0.0.0", false, false, "unspecified"],
   ["0.1.2.3", false, false, "unspecified"],
   ["::", false, false, "unspecified"],
@@ -90,6 +106,27 @@ describe("checkAddress", () => {
       mapped.allowed ? "" : mapped.reason,
       /^::ffff:127\.0\.0\.1 \(127\.0\.0\.1\) is a loopback address;.* ::ffff:7f00:1 is not/,
     );
+  });
+
+  test("a metadata address reached through an embedding says which", () => {
+    assert.deepEqual(checkAddress("64:ff9b::a9fe:a9fe", "hooks.example.com", lenient), {
+      allowed: false,
+      reason:
+        "64:ff9b::a9fe:a9fe (169.254.169.254 through NAT64) is a cloud metadata address and is never a webhook target unless listed in webhooks.allowed_hosts",
+    });
+    const teredo = checkAddress("2001:0:4136:e378:8000:63bf:5601:5601", "x.example", lenient);
+    assert.match(teredo.allowed ? "" : teredo.reason, /\(169\.254\.169\.254 through Teredo client\)/);
+    // Embeddings of other addresses are judged as before: refused unless allow_private.
+    for (const address of [
+      "64:ff9b::a9fe:a9fd",
+      "2002:a9fe:a9fd::1",
+      "::ffff:0:a9fe:1",
+      "64:ff9b:1::808:808",
+    ]) {
+      assert.equal(checkAddress(address, "x.example", lenient).allowed, true, address);
+      assert.equal(checkAddress(address, "x.example", strict).allowed, false, address);
+    }
+    assert.equal(checkAddress("::1", "x.example", lenient).allowed, true);
   });
 
   test("something that is not an IP address is refused", () => {

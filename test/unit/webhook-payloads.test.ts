@@ -77,6 +77,13 @@ describe("default style", () => {
     });
   });
 
+  test("a batch whose id its client chose is named as the client knows it, not as it is stored", () => {
+    const stored: Job = { ...failed, batch_id: "alice/nightly" };
+    assert.equal(jobPayload(stored, "2026-11-21T10:00:01.500Z").job.batch_id, "nightly");
+    assert.match(JSON.stringify(chatPayload(stored)), /batch `nightly`/);
+    assert.doesNotMatch(JSON.stringify(chatPayload(stored)), /alice\//);
+  });
+
   test("a cancelled job is a job.failed whose state says cancelled", () => {
     const cancelled: Job = {
       ...failed,
@@ -89,7 +96,10 @@ describe("default style", () => {
     assert.equal(payload.job.status, "failed");
     assert.equal(payload.job.state, "cancelled");
     const chat = chatPayload(cancelled);
-    assert.match(chat.text, /^:no_entry_sign: image_resize job \S+ cancelled in 1\.25 s: cancelled by request$/);
+    assert.match(
+      chat.text,
+      /^:no_entry_sign: image_resize job \S+ cancelled in 1\.25 s: cancelled by request$/,
+    );
     assert.ok(JSON.stringify(chat.blocks).includes("*Status*\\ncancelled"));
   });
 

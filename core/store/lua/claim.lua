@@ -6,7 +6,7 @@
   call tries every type a dispatcher has room for, instead of one round trip per type.
 
   Input:
-    KEYS  pending active job queue_seq job_events history
+    KEYS  pending active job queue_seq job_events history client_stats
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] job types to try, in order, separated by commas
@@ -33,7 +33,7 @@ for type in string.gmatch(ARGV[3], '[^,]+') do
       redis.call('ZADD', at(K.active, type), NOW + lease_ms, id)
       redis.call('HSET', j, 'claimed_by', owner, 'lease_until', NOW + lease_ms)
       timeline(id, 'claimed', { message = owner })
-      note_depth(type, -1)
+      note_depth(type, -1, id)
       return { id, type }
     end
   end

@@ -8,14 +8,14 @@
       calls it declares them in its header:
         publish             job, job_channel
         record              events, job (a job's event names its client)
-        count               stats
+        count               stats, and job and client_stats when given a job id
         move_status_index   job, jobs_by_status, client_jobs_by_status
         batch_move          batch
         set_batch_status    batch, batches_by_status, client_batches_by_status
         finalize_batch      expiry, events and set_batch_status's
         timeline            job_events
-        note_ended          history
-        note_depth          pending, history
+        note_ended          history (and job, client_stats when given a job id)
+        note_depth          pending, history (and job, client_stats when given a job id)
         pending_queue       pending, queue_seq, job
         enqueue             pending_queue's, note_depth's
         fail_job            pending, active, expiry, batch_jobs, jobs_by_state, client_jobs_by_state
@@ -146,23 +146,44 @@ local function history_minute()
   return key
 end
 
-local function note_ended(type, outcome, duration, bounds)
+-- The client whose own figures a job's changes count in too (client_stats, and its fields of the
+-- minute hashes: "<client>|<type>:…", a client name holding no "|"): the job's owner unless an admin
+-- submitted it; nil for an admin's job or one submitted without a client.
+local function owner_of(id)
+  local owner = redis.call('HMGET', at(K.job, id), 'client', 'client_admin')
+  if owner[1] and not owner[2] then return owner[1] end
+  return nil
+end
+
+-- With the job's id (declaring job and client_stats), its client's fields are counted too.
+local function note_ended(type, outcome, duration, bounds, id)
   local key = history_minute()
-  redis.call('HINCRBY', key, type .. ':' .. outcome, 1)
-  if duration and bounds then
-    for i, bound in ipairs(bounds) do
-      if duration <= bound then redis.call('HINCRBY', key, type .. ':b' .. i, 1) end
+  local client = id and owner_of(id)
+  for _, prefix in ipairs(client and { '', client .. '|' } or { '' }) do
+    redis.call('HINCRBY', key, prefix .. type .. ':' .. outcome, 1)
+    if duration and bounds then
+      for i, bound in ipairs(bounds) do
+        if duration <= bound then redis.call('HINCRBY', key, prefix .. type .. ':b' .. i, 1) end
+      end
     end
   end
 end
 
--- `change`: how the depth just changed (+1 a job queued, -1 one taken out).
-local function note_depth(type, change)
+-- `change`: how the depth just changed (+1 a job queued, -1 one taken out). With the job's id
+-- (declaring job and client_stats), its client's depth too: how many of its jobs wait in the queue
+-- (field `queued` of its client_stats, changed here only).
+local function note_depth(type, change, id)
   local queue = at(K.pending, type)
   local depth = redis.call('TYPE', queue).ok == 'list' and redis.call('LLEN', queue) or redis.call('ZCARD', queue)
   local key = history_minute()
   redis.call('HSETNX', key, type .. ':pending_before', depth - change)
   redis.call('HSET', key, type .. ':pending', depth)
+  local client = id and owner_of(id)
+  if client then
+    local own = redis.call('HINCRBY', at(K.client_stats, client, type), 'queued', change)
+    redis.call('HSETNX', key, client .. '|' .. type .. ':pending_before', own - change)
+    redis.call('HSET', key, client .. '|' .. type .. ':pending', own)
+  end
 end
 
 -- Moves a job or batch from one status index to another. A record submitted by a client carries its
@@ -184,11 +205,18 @@ local function move_status_index(id, from, to, created_ms)
   move_index(at(K.job, id), K.jobs_by_status, K.client_jobs_by_status, id, from, to, created_ms)
 end
 
-local function count(type, from, to, total_field)
-  local stats = at(K.stats, type)
-  if from then redis.call('HINCRBY', stats, from, -1) end
-  redis.call('HINCRBY', stats, to, 1)
-  if total_field then redis.call('HINCRBY', stats, total_field, 1) end
+-- A queue's counters, moved from one status to another; with the job's id, its client's own copy too
+-- (GET /queue/stats for a client that is not an admin: client_stats), in the same call, so the two
+-- cannot drift. An admin's jobs, and those submitted without a client, are in the shared ones only.
+local function count(type, from, to, total_field, id)
+  local keys = { at(K.stats, type) }
+  local client = id and owner_of(id)
+  if client then keys[2] = at(K.client_stats, client, type) end
+  for _, stats in ipairs(keys) do
+    if from then redis.call('HINCRBY', stats, from, -1) end
+    redis.call('HINCRBY', stats, to, 1)
+    if total_field then redis.call('HINCRBY', stats, total_field, 1) end
+  end
 end
 
 local function batch_move(batch_id, from, to)
@@ -283,7 +311,7 @@ end
 -- the place it was submitted to (ahead of the later submissions of its priority).
 local function enqueue(id, type)
   local h = redis.call('HMGET', at(K.job, id), 'priority', 'queue_seq')
-  if redis.call('ZADD', pending_queue(type), queue_score(h[1], h[2]), id) == 1 then note_depth(type, 1) end
+  if redis.call('ZADD', pending_queue(type), queue_score(h[1], h[2]), id) == 1 then note_depth(type, 1, id) end
 end
 
 -- Ends a pending or processing job as failed; the caller has checked the status.
@@ -319,6 +347,12 @@ fail_job = function(id, from, message, cancelled)
     redis.call('HSET', j, 'cancelled', '1', 'cancelled_at', NOW_ISO)
     redis.call('HINCRBY', at(K.stats, type), 'cancelled_total', 1)
     redis.call('HINCRBY', at(K.stats, type), 'cancelled', 1)
+    -- The client's own counters too (lib.lua count).
+    local client = owner_of(id)
+    if client then
+      redis.call('HINCRBY', at(K.client_stats, client, type), 'cancelled_total', 1)
+      redis.call('HINCRBY', at(K.client_stats, client, type), 'cancelled', 1)
+    end
   end
   redis.call('ZADD', at(K.jobs_by_state, state), created_ms, id)
   local owner = redis.call('HMGET', j, 'client', 'client_admin')
@@ -332,16 +366,16 @@ fail_job = function(id, from, message, cancelled)
     local removed
     if redis.call('TYPE', queue).ok == 'list' then removed = redis.call('LREM', queue, 0, id)
     else removed = redis.call('ZREM', queue, id) end
-    if removed > 0 then note_depth(type, -removed) end
+    if removed > 0 then note_depth(type, -removed, id) end
   end
   redis.call('ZREM', at(K.active, type), id)
-  count(type, from, 'failed', 'failed_total')
+  count(type, from, 'failed', 'failed_total', id)
   move_status_index(id, from, 'failed', created_ms)
   redis.call('ZADD', K.expiry, NOW + RETENTION_MS, expiry_member('job', id))
   publish(id, 'complete', { status = 'failed', error = message })
   timeline(id, cancelled and 'cancelled' or 'failed', { message = message })
-  note_ended(type, 'failed')
-  if cancelled then note_ended(type, 'cancelled') end
+  note_ended(type, 'failed', nil, nil, id)
+  if cancelled then note_ended(type, 'cancelled', nil, nil, id) end
   record(cancelled and 'job.cancelled' or 'job.failed', {
     job_id = id, type = type, batch_id = batch_id, status = 'failed', was = from, request_id = h[5],
     webhook = h[6] and 1,
@@ -387,7 +421,7 @@ local function requeue_job(id, reason, max_attempts, handback)
   if status == 'processing' then
     redis.call('HSET', j, 'status', 'pending')
     if handback and attempts > 0 then redis.call('HINCRBY', j, 'attempts', -1) end
-    count(type, 'processing', 'pending')
+    count(type, 'processing', 'pending', nil, id)
     move_status_index(id, 'processing', 'pending', tonumber(h[4]))
     if batch_id and batch_id ~= '' then batch_move(batch_id, 'processing', 'pending') end
   end

@@ -6,6 +6,7 @@
   Input:
     KEYS  job job_channel active stats jobs_by_status client_jobs_by_status batch batches_by_status
           client_batches_by_status events job_events
+          client_stats
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] job id
@@ -38,7 +39,7 @@ redis.call('HSET', j, 'status', 'processing', 'started_at', NOW_ISO, 'started_ms
   'lease_until', NOW + lease_ms, 'progress', 0)
 local attempt = redis.call('HINCRBY', j, 'attempts', 1)
 timeline(id, 'started', { attempt = attempt })
-count(type, 'pending', 'processing')
+count(type, 'pending', 'processing', nil, id)
 move_status_index(id, 'pending', 'processing', tonumber(h[4]))
 publish(id, 'status', { status = 'processing', message = 'processing started' })
 record('job.started', { job_id = id, type = type, batch_id = batch_id, status = 'processing' })

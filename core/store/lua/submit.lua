@@ -7,19 +7,21 @@
     KEYS  job pending stats jobs_by_created jobs_by_status client_jobs_by_created
           client_jobs_by_status batch batch_jobs batches_by_created batches_by_status
           client_batches_by_created client_batches_by_status events queues queue_seq idempotency
-          job_events history jobs_by_type client_jobs_by_type jobs_by_id jobs_by_source
+          job_events history jobs_by_type client_jobs_by_type client_stats jobs_by_id jobs_by_source
           jobs_by_dest jobs_by_request client_jobs_by_id client_jobs_by_source client_jobs_by_dest
           client_jobs_by_request
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
-    ARGV[3] JSON {client?, admin?, batch?: {id, fail_fast, webhook_url?}, jobs: [{id, type, fields}],
+    ARGV[3] JSON {client?, admin?, batch?: {id, shown_id, fail_fast, webhook_url?}, jobs: [{id, type, fields}],
       idempotency?: {client, key, fingerprint, token, ttl_ms}, retry?: {of, force?}}:
       client, the name of the submitting client, is recorded on every job and the batch, and they are
       indexed for it unless admin is true (an admin lists through the shared indexes; its records
-      carry client_admin=1); fields are the job hash's fields, from its JobSpec (core/jobs/spec.ts);
+      carry client_admin=1); batch.id is the id the batch is stored under (keys.ts storedBatchId:
+      a client's own ids kept apart from every other client's), shown_id the id its client gave;
+      fields are the job hash's fields, from its JobSpec (core/jobs/spec.ts);
       idempotency: the Idempotency-Key this request took (idempotency.lua: its client, its key's
       SHA-256, the request's fingerprint and token), whose lock becomes the completed record, kept
-      ttl_ms, holding the result {job_ids, types, queue_positions, batch_id?}
+      ttl_ms, holding the result {job_ids, types, queue_positions, batch_id?} (batch_id as shown)
       retry: the submission is the one job retrying failed job `of` (POST /jobs/{id}/retry), which
       records it as its `retried_as` in the same step. A job retried before is not retried again
       unless force is true: the answer names its retry instead, and nothing is written; so
@@ -31,7 +33,7 @@
     not forced), {"retried", <the id of its retry>}
 
   Errors:
-    CONFLICT batch <id> already exists, CONFLICT job <id> already exists
+    CONFLICT batch <shown_id> already exists (among the client's own), CONFLICT job <id> already exists
     NOTFOUND job <id> does not exist (the job a retry retries)
     ILLEGAL job <id> is <status>, cannot become retried (a retry of a job that has not failed)
     CONFLICT the Idempotency-Key is in use by another request (its lock ran out and was taken again)
@@ -46,7 +48,7 @@ if client == cjson.null then client = nil end
 local indexed = client and payload.admin ~= true
 if #payload.jobs == 0 then return redis.error_reply('ERR a submission needs at least one job') end
 if batch and redis.call('EXISTS', at(K.batch, batch.id)) == 1 then
-  return redis.error_reply('CONFLICT batch ' .. batch.id .. ' already exists')
+  return redis.error_reply('CONFLICT batch ' .. (batch.shown_id or batch.id) .. ' already exists')
 end
 for _, job in ipairs(payload.jobs) do
   if redis.call('EXISTS', at(K.job, job.id)) == 1 then
@@ -100,7 +102,7 @@ for _, job in ipairs(payload.jobs) do
   redis.call('HSET', at(K.job, job.id), unpack(fields))
   enqueue(job.id, job.type)
   timeline(job.id, 'submitted', { priority = tonumber(job.fields.priority) })
-  count(job.type, nil, 'pending', 'submitted_total')
+  count(job.type, nil, 'pending', 'submitted_total', job.id)
   redis.call('ZADD', K.jobs_by_created, NOW, job.id)
   redis.call('ZADD', at(K.jobs_by_status, 'pending'), NOW, job.id)
   redis.call('ZADD', at(K.jobs_by_type, job.type), NOW, job.id)
@@ -152,7 +154,9 @@ if idem then
     job_ids[i] = job.id
     types[i] = job.type
   end
-  local result = { job_ids = job_ids, types = types, queue_positions = positions, batch_id = batch and batch.id }
+  local result = {
+    job_ids = job_ids, types = types, queue_positions = positions, batch_id = batch and (batch.shown_id or batch.id),
+  }
   redis.call('DEL', idem_key)
   redis.call('HSET', idem_key, 'state', 'done', 'fingerprint', idem.fingerprint, 'result', cjson.encode(result))
   redis.call('PEXPIRE', idem_key, math.floor(idem_ttl))

@@ -1,6 +1,11 @@
 import type { FastifyError, FastifyInstance } from "fastify";
 import { InvalidJobError } from "../core/jobs/spec.js";
-import { ConflictError, IllegalTransitionError, NotFoundError } from "../core/store/errors.js";
+import {
+  ConflictError,
+  IllegalTransitionError,
+  NotFoundError,
+  SearchTooBroadError,
+} from "../core/store/errors.js";
 import { clip } from "../core/text.js";
 
 const REDIS_DOWN =
@@ -50,7 +55,7 @@ export function installErrorHandlers(app: FastifyInstance, limits: { maxBodyByte
 const MAX_ERROR_CHARS = 1000;
 
 function statusOf(err: FastifyError): number {
-  if (err instanceof InvalidJobError) return 400;
+  if (err instanceof InvalidJobError || err instanceof SearchTooBroadError) return 400;
   if (err instanceof ConflictError) return 409;
   if (err instanceof NotFoundError) return 404;
   if (err instanceof IllegalTransitionError) return 409;

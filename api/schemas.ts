@@ -10,6 +10,7 @@ import {
   Job,
   JobStatusSchema,
   JobSummary,
+  NO_CONTROL_PATTERN,
   QueueStats,
   History,
   TimelineEntry,
@@ -28,6 +29,7 @@ import { Enum } from "../core/jobs/enum.js";
 import { JOB_STATES, JOB_TYPES, WRITES_OUTPUT, type JobType } from "../core/jobs/types.js";
 import { REPLAYED_HEADER } from "./idempotency.js";
 import { CURSOR_PATTERN } from "./listing.js";
+import { CLIENT_NAME_PATTERN } from "../core/config/schema.js";
 
 /** Limits of the interface that are not per job type. */
 export const API_LIMITS = {
@@ -61,6 +63,7 @@ export const API_KEY_SECURITY: Array<Record<string, string[]>> = [{ ApiKey: [] }
 const ERROR_ANSWERS = {
   400: "Invalid request: the message names the field and the rule",
   401: "Missing or invalid API key",
+  403: "Forbidden: the API key may not do this (the message says why)",
   404: "Not found",
   409: "Conflict: the id is taken, the job or batch has ended in a way that does not allow it, or a request with the same Idempotency-Key is still in flight",
   413: "Request body larger than limits.max_body_bytes",
@@ -386,29 +389,64 @@ const NextCursor = Type.Optional(
   }),
 );
 
+/** A search term: printable text (no control characters), as long as a bucket/key can be. */
+const SearchText = (description: string) =>
+  Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 1100,
+      pattern: NO_CONTROL_PATTERN,
+      description,
+      [ERROR_MESSAGE]: "must be 1 to 1100 printable characters, not {value}",
+    }),
+  );
+
+/**
+ * The filters of the job list that bulk actions take too (api/search.ts reads them): status, type,
+ * batch, client, and the search terms, read through the search indexes.
+ */
+export const JobFilterParams = {
+  status: Type.Optional(JobStatusSchema),
+  state: Type.Optional(
+    Enum(JOB_STATES, {
+      description:
+        "Only jobs of this state (the record's `state`): failed is the failed jobs that were not cancelled, cancelled the cancelled ones (status=failed lists both); the others are the statuses. Jobs that failed before the state index existed are not found by failed or cancelled",
+    }),
+  ),
+  type: Type.Optional(
+    Enum(JOB_TYPES, {
+      description:
+        "Only jobs of this type (jobs submitted before the type filter existed are not found by it)",
+    }),
+  ),
+  batch_id: Type.Optional(
+    Type.String({
+      pattern: BATCH_ID_PATTERN,
+      description: "Only the jobs of this batch",
+      [ERROR_MESSAGE]: "must be a batch id (letters, digits, . _ : -; up to 128), not {value}",
+    }),
+  ),
+  client: Type.Optional(
+    Type.String({
+      pattern: CLIENT_NAME_PATTERN,
+      description:
+        "Admin keys only (403 for others): only the jobs this client submitted (as a client that is not an admin; an admin's own jobs are in the shared indexes only)",
+      [ERROR_MESSAGE]: "must be a client name (letters, digits, . _ -; up to 64), not {value}",
+    }),
+  ),
+  q: SearchText(
+    "One search box: text with a `/` is a source or output prefix (`bucket/key…`; a leading `s3://` is dropped) or a request id; other text is a job id prefix or a request id. A job matching any of these is found. See docs/api.md#search",
+  ),
+  id_prefix: SearchText("Only jobs whose id starts with this (a whole id finds that job)"),
+  request_id: SearchText("Only jobs submitted with this request_id (matched whole)"),
+  source_prefix: SearchText("Only jobs whose source, `source_bucket/source_key`, starts with this"),
+  dest_prefix: SearchText("Only jobs whose output, `dest_bucket/dest_key`, starts with this"),
+};
+
 export const JobListQuery = optionalDefaults(
   Type.Object(
     {
-      status: Type.Optional(JobStatusSchema),
-      state: Type.Optional(
-        Enum(JOB_STATES, {
-          description:
-            "Only jobs of this state (the record's `state`): failed is the failed jobs that were not cancelled, cancelled the cancelled ones (status=failed lists both); the others are the statuses. Jobs that failed before the state index existed are not found by failed or cancelled",
-        }),
-      ),
-      type: Type.Optional(
-        Enum(JOB_TYPES, {
-          description:
-            "Only jobs of this type (jobs submitted before the type filter existed are not found by it)",
-        }),
-      ),
-      batch_id: Type.Optional(
-        Type.String({
-          pattern: BATCH_ID_PATTERN,
-          description: "Only the jobs of this batch",
-          [ERROR_MESSAGE]: "must be a batch id (letters, digits, . _ : -; up to 128), not {value}",
-        }),
-      ),
+      ...JobFilterParams,
       ...ListParams,
       limit: Type.Integer({ minimum: 1, maximum: API_LIMITS.jobListMax, default: API_LIMITS.jobListDefault }),
     },
@@ -422,6 +460,90 @@ export const JobListResponse = Type.Object({
   }),
   total: Total("jobs"),
   next_cursor: NextCursor,
+});
+
+/** The most jobs one bulk call acts on (and the most ids it takes). */
+export const BULK_MAX = 500;
+
+export const BULK_ACTIONS = ["cancel", "retry"] as const;
+export type BulkAction = (typeof BULK_ACTIONS)[number];
+
+export const BulkBody = optionalDefaults(
+  Type.Object(
+    {
+      filter: Type.Optional(
+        Type.Object(
+          {
+            ...JobFilterParams,
+            created_after: ListParams.created_after,
+            created_before: ListParams.created_before,
+          },
+          {
+            additionalProperties: false,
+            description:
+              "The jobs to act on, as GET /jobs filters them. `status` defaults to the one the action applies to (cancel: pending, processing allowed; retry: failed). Give `filter` or `ids`",
+          },
+        ),
+      ),
+      ids: Type.Optional(
+        Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
+          minItems: 1,
+          maxItems: BULK_MAX,
+          uniqueItems: true,
+          description: `The jobs to act on, by id (rows chosen in a list; at most ${BULK_MAX}). Give \`filter\` or \`ids\``,
+        }),
+      ),
+      dry_run: Type.Boolean({
+        default: false,
+        description: "Change nothing: `matched` says how many jobs the call would go through",
+      }),
+      limit: Type.Integer({
+        minimum: 1,
+        maximum: BULK_MAX,
+        default: 100,
+        description:
+          "With `filter`: the most jobs this call goes through; the rest follow with `cursor` (next_cursor)",
+      }),
+      cursor: ListParams.cursor,
+    },
+    { additionalProperties: false },
+  ),
+);
+
+const BulkOutcome = Type.Object({
+  id: Type.String(),
+  outcome: Enum(["cancelled", "retried", "skipped"], {
+    description: "What this call did to the job: cancelled it, retried it, or nothing (reason says why)",
+  }),
+  reason: Type.Optional(
+    Type.String({
+      description:
+        "Why a job was skipped: already cancelled, already completed, already failed, already retried, not failed, not found",
+    }),
+  ),
+  retry_id: Type.Optional(
+    Type.String({ description: "retry: the job that retries it (new, or the existing one)" }),
+  ),
+});
+
+export const BulkResponse = Type.Object({
+  action: Enum(BULK_ACTIONS),
+  dry_run: Type.Boolean(),
+  matched: Type.Integer({
+    description:
+      "How many jobs the filter (or the ids the caller may see) matches now, whatever the cursor and limit: with dry_run, how many a run would go through",
+  }),
+  changed: Type.Integer({ description: "Jobs this call cancelled or retried (0 with dry_run)" }),
+  skipped: Type.Record(Type.String(), Type.Integer(), {
+    description: "Jobs this call went through and left as they were, by reason",
+  }),
+  jobs: Type.Array(BulkOutcome, { description: "Each job this call went through, in list order" }),
+  next_cursor: Type.Optional(
+    Type.String({
+      description:
+        "Present when more jobs match after those of this call: send the same request with it as `cursor` to go on",
+    }),
+  ),
 });
 
 export const BatchGetQuery = optionalDefaults(

@@ -9,6 +9,7 @@ import type { ApiContext, App } from "./context.js";
 import { registerDocs } from "./docs.js";
 import { installErrorHandlers } from "./errors.js";
 import { clientErrorHandler, requestPreamble } from "./transport.js";
+import { bulkRoutes } from "./routes/bulk.js";
 import { batchRoutes } from "./routes/batches.js";
 import { eventsRoutes } from "./routes/events.js";
 import { jobDetailRoutes } from "./routes/job-details.js";
@@ -108,6 +109,7 @@ export async function buildApi(ctx: ApiContext, logger: Logger, options: ApiOpti
       const api = v1.withTypeProvider<TypeBoxTypeProvider>();
       jobRoutes(api, ctx);
       batchRoutes(api, ctx);
+      bulkRoutes(api, ctx);
       streamRoutes(api, ctx, streams);
       eventsRoutes(api, ctx, streams);
       jobDetailRoutes(api, ctx);

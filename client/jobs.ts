@@ -1,7 +1,9 @@
 // The job commands: submit, job, watch, cancel, retry, jobs, stats. Each returns its exit code.
 import type { Job, JobSummary, QueueStats } from "../core/jobs/records.js";
 import { WRITES_OUTPUT } from "../core/jobs/types.js";
+import { clip } from "../core/text.js";
 import { parseJobType, parseParams, parseS3Url, typePath } from "./args.js";
+import { filterQuery, type FilterOptions } from "./bulk.js";
 import type { ApiClient } from "./api.js";
 import { describeEnd, describeJob, stateOf } from "./describe.js";
 import { EXIT, UsageError } from "./errors.js";
@@ -149,17 +151,14 @@ export async function retry(
   return queued(api, out, answer, options.wait === true);
 }
 
-export interface ListOptions {
-  status?: string;
-  state?: string;
-  type?: string;
-  batch?: string;
+export interface ListOptions extends FilterOptions {
   limit?: number;
   cursor?: string;
-  createdAfter?: string;
-  createdBefore?: string;
   all?: boolean;
 }
+
+/** The most of a job's error a row of the jobs table shows (`job <id>` shows all of it). */
+const LIST_ERROR_CHARS = 60;
 
 /** GET /jobs: one page, or with --all every page (following next_cursor). */
 interface JobList {
@@ -169,16 +168,7 @@ interface JobList {
 }
 
 export async function list(api: ApiClient, out: Output, options: ListOptions): Promise<number> {
-  const query = {
-    status: options.status,
-    state: options.state,
-    // A type is given as on the command line of submit (image/resize or image_resize).
-    type: options.type !== undefined ? parseJobType(options.type) : undefined,
-    batch_id: options.batch,
-    limit: options.limit,
-    created_after: options.createdAfter,
-    created_before: options.createdBefore,
-  };
+  const query = { ...filterQuery(options), limit: options.limit };
   let page = await api.json<JobList>("GET", "/jobs", { query: { ...query, cursor: options.cursor } });
   if (options.all) {
     const jobs = [...page.jobs];
@@ -200,8 +190,17 @@ export async function list(api: ApiClient, out: Output, options: ListOptions): P
     out.print(
       table(
         out.out,
-        ["ID", "TYPE", "STATUS", "CREATED"],
-        page.jobs.map((j) => [j.id, j.type, status(out.out, j.state ?? j.status), j.created_at]),
+        ["ID", "TYPE", "STATUS", "CREATED", "DURATION", "SOURCE", "OUTPUT", "ERROR"],
+        page.jobs.map((j) => [
+          j.id,
+          j.type,
+          status(out.out, j.state ?? j.status),
+          j.created_at,
+          j.duration_seconds !== undefined ? `${j.duration_seconds.toFixed(1)}s` : "",
+          j.source ?? "",
+          j.output ?? "",
+          j.error !== undefined ? clip(j.error, LIST_ERROR_CHARS) : "",
+        ]),
       ),
     );
   }

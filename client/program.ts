@@ -36,6 +36,34 @@ function integer(raw: string): number {
 
 type Run = (api: ApiClient, out: Output) => Promise<number>;
 
+/** The job filters of `jobs` and `bulk` (client/bulk.ts filterQuery reads them). */
+function addFilterOptions(command: Command): Command {
+  const status = new Option("--status <status>", "only jobs of this status (failed: cancelled too)").choices(
+    JOB_STATUSES,
+  );
+  return command
+    .addOption(status)
+    .addOption(
+      new Option("--state <state>", "only jobs in this state (failed: not cancelled; cancelled)").choices(
+        JOB_STATES,
+      ),
+    )
+    .option("--type <type>", "only jobs of this type (image_resize or image/resize)")
+    .option("--batch <id>", "only the jobs of this batch")
+    .option("--client <name>", "only the jobs of this client (admin keys only)")
+    .option("--since <duration>", "only jobs created in this last while (30m, 1h, 7d)")
+    .option("--created-after <time>", "only jobs created after this ISO 8601 time")
+    .option("--created-before <time>", "only jobs created before this ISO 8601 time")
+    .option(
+      "--search <text>",
+      "one search box: a job id or id prefix, a request id, or a bucket/key prefix of a source or output",
+    )
+    .option("--id-prefix <prefix>", "only jobs whose id starts with this")
+    .option("--request-id <id>", "only jobs submitted with this request id")
+    .option("--source <prefix>", "only jobs whose source starts with this (s3://bucket/key… or bucket/key…)")
+    .option("--dest <prefix>", "only jobs whose output starts with this (s3://bucket/key… or bucket/key…)");
+}
+
 /**
  * Adds the client commands. `done` receives each command's exit code; a CliError is printed as one
  * line (`error: …`) and ends with its code, anything unexpected with 1, never with a stack trace.
@@ -156,26 +184,14 @@ jobs.jsonl:
     ),
   );
 
-  const jobs = program
-    .command("jobs")
-    .summary("list jobs, newest first")
-    .description(
-      "List jobs, newest first (GET /api/v1/jobs). Filters pass through to the API; when there are more, the last line says the --cursor of the next page, and --all follows every page.",
-    )
-    .addOption(
-      new Option("--status <status>", "only jobs of this status (failed: cancelled too)").choices(
-        JOB_STATUSES,
+  const jobs = addFilterOptions(
+    program
+      .command("jobs")
+      .summary("list and search jobs, newest first")
+      .description(
+        "List jobs, newest first (GET /api/v1/jobs), with their source, output, duration and error. Filters pass through to the API; --search and the prefix options find jobs by id, request id, source or output. When there are more, the last line says the --cursor of the next page, and --all follows every page.",
       ),
-    )
-    .addOption(
-      new Option("--state <state>", "only jobs in this state (failed: not cancelled; cancelled)").choices(
-        JOB_STATES,
-      ),
-    )
-    .option("--type <type>", "only jobs of this type (image_resize or image/resize)")
-    .option("--batch <id>", "only the jobs of this batch")
-    .option("--created-after <time>", "only jobs created after this ISO 8601 time")
-    .option("--created-before <time>", "only jobs created before this ISO 8601 time")
+  )
     .option("--limit <n>", "at most this many jobs a page", integer)
     .option("--cursor <cursor>", "the page after the one that gave this cursor")
     .option("--all", "every page")
@@ -184,6 +200,8 @@ jobs.jsonl:
       example(
         "media-service jobs --state failed --limit 20",
         "media-service jobs --state cancelled",
+        "media-service jobs --search 3f0c2a8e",
+        "media-service jobs --source s3://media/in/2026/ --state failed",
         "media-service jobs --all --json",
       ),
     );
@@ -233,6 +251,50 @@ jobs.jsonl:
   retry.action((id: string) =>
     run(retry, async (api, out) => (await import("./jobs.js")).retry(api, out, id, retry.opts())),
   );
+
+  const bulk = program
+    .command("bulk")
+    .summary("cancel or retry many jobs")
+    .description(
+      "Cancel or retry every job a filter matches, or the jobs named: `bulk cancel`, `bulk retry`. Calls POST /api/v1/jobs/bulk/… until every matching job has been gone through (each call at most --limit jobs, the next resuming after the last); a job is changed once however often the command runs. --dry-run only says how many jobs match.",
+    )
+    .addHelpText(
+      "after",
+      example(
+        "media-service bulk cancel --batch 8d1e… --dry-run",
+        "media-service bulk retry --type image_resize --since 1h",
+      ),
+    );
+  for (const action of ["cancel", "retry"] as const) {
+    const command = addFilterOptions(
+      bulk
+        .command(action)
+        .summary(
+          action === "cancel" ? "cancel pending jobs by filter or id" : "retry failed jobs by filter or id",
+        )
+        .description(
+          action === "cancel"
+            ? "Cancel every pending job the filter matches (--status processing: the processing ones), or the jobs named by id. Prints how many were cancelled and why others were skipped."
+            : "Retry every failed job the filter matches, or the jobs named by id: each becomes a new job (retry_of). Prints how many were retried and why others were skipped.",
+        )
+        .argument("[ids...]", "job ids (instead of filter options)"),
+    )
+      .option("--dry-run", "change nothing: say how many jobs match")
+      .option("--limit <n>", "at most this many jobs a call (1-500; the API's default 100)", integer)
+      .addHelpText(
+        "after",
+        example(
+          action === "cancel"
+            ? "media-service bulk cancel --batch 8d1e… --dry-run"
+            : "media-service bulk retry --type image_resize --since 1h",
+        ),
+      );
+    command.action((ids: string[]) =>
+      run(command, async (api, out) =>
+        (await import("./bulk.js")).bulk(api, out, action, { ...command.opts(), ids }),
+      ),
+    );
+  }
 
   const stats = program
     .command("stats")

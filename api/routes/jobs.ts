@@ -9,6 +9,7 @@ import { addLogContext } from "../access-log.js";
 import { submitterOf, viewerOf } from "../auth.js";
 import type { ApiContext, App } from "../context.js";
 import { listFilter, nextCursor } from "../listing.js";
+import { jobFilter } from "../search.js";
 import {
   API_KEY_SECURITY,
   BODY_ERRORS,
@@ -237,21 +238,18 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
       schema: {
         summary: "List jobs, newest first",
         description:
-          "Filters combine (status, state, type, batch_id, created_after/created_before); `total` counts every job matching them. Page with `cursor`: each answer with more jobs after it carries `next_cursor`.",
+          "Filters combine (status, state, type, batch_id, client, created_after/created_before, and the search terms q, id_prefix, request_id, source_prefix, dest_prefix); `total` counts every job matching them. Page with `cursor`: each answer with more jobs after it carries `next_cursor`. A search reads the search indexes: at most 10000 of their entries a call, beyond which it is refused (400) with what to give instead (docs/api.md#search).",
         tags: ["jobs"],
         security: API_KEY_SECURITY,
         querystring: JobListQuery,
-        response: { 200: JobListResponse, ...errorResponses(400) },
+        response: { 200: JobListResponse, ...errorResponses(400, 403) },
       },
     },
     async (request) => {
-      const { status, state, type, batch_id } = request.query;
+      const viewer = viewerOf(request);
       const { jobs, total, next } = await ctx.store.listJobs({
-        ...listFilter(request.query, viewerOf(request)),
-        ...(status ? { status } : {}),
-        ...(state ? { state } : {}),
-        ...(type ? { type } : {}),
-        ...(batch_id !== undefined ? { batchId: batch_id } : {}),
+        ...listFilter(request.query, viewer),
+        ...jobFilter(request.query, viewer),
       });
       return { jobs, total, ...nextCursor(next) };
     },

@@ -323,6 +323,18 @@ export const JobSummary = Type.Object(
     status: JobStatusSchema,
     state: JobStateSchema,
     created_at: Type.String(),
+    source: Type.Optional(Type.String({ description: "The source file: source_bucket/source_key" })),
+    output: Type.Optional(
+      Type.String({ description: "The output file, for a job that names one: dest_bucket/dest_key" }),
+    ),
+    duration_seconds: Type.Optional(
+      Type.Number({ description: "Processing time in seconds, once the job has ended after starting" }),
+    ),
+    error: Type.Optional(
+      Type.String({
+        description: "Present when failed: the job's error, cut to 200 characters (its record has all of it)",
+      }),
+    ),
   },
   { $id: "JobSummary" },
 );

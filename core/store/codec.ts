@@ -1,4 +1,5 @@
 import type { Batch, Job, JobSummary, WebhookDelivery } from "../jobs/records.js";
+import { clip } from "../text.js";
 import type { BatchStatus, JobState, JobStatus, JobType } from "../jobs/types.js";
 
 // How records are laid out in Redis hashes: every field a string, objects as JSON.
@@ -61,8 +62,11 @@ export function stateOf(status: JobStatus, cancelled: string | null | undefined)
   return status === "failed" && cancelled === "1" ? "cancelled" : status;
 }
 
+/** The longest error a job summary carries (a list's row); the job's record has the whole message. */
+export const SUMMARY_ERROR_CHARS = 200;
+
 export function decodeSummary(fields: Array<string | null>): JobSummary | undefined {
-  const [id, type, status, created_at, cancelled] = fields;
+  const [id, type, status, created_at, cancelled, sb, sk, db, dk, duration, error] = fields;
   if (!id || !type || !status || !created_at) return undefined;
   return {
     id,
@@ -70,9 +74,25 @@ export function decodeSummary(fields: Array<string | null>): JobSummary | undefi
     status: status as JobStatus,
     state: stateOf(status as JobStatus, cancelled),
     created_at,
+    ...(sb && sk ? { source: `${sb}/${sk}` } : {}),
+    ...(db && dk ? { output: `${db}/${dk}` } : {}),
+    ...(duration ? { duration_seconds: Number(duration) } : {}),
+    ...(error ? { error: clip(error, SUMMARY_ERROR_CHARS) } : {}),
   };
 }
-export const SUMMARY_FIELDS = ["id", "type", "status", "created_at", "cancelled"];
+export const SUMMARY_FIELDS = [
+  "id",
+  "type",
+  "status",
+  "created_at",
+  "cancelled",
+  "source_bucket",
+  "source_key",
+  "dest_bucket",
+  "dest_key",
+  "duration_seconds",
+  "error",
+];
 
 export function decodeBatch(hash: Hash): Batch | undefined {
   if (!hash.id) return undefined;

@@ -10,13 +10,19 @@ export class ConflictError extends Error {
   override name = "ConflictError";
 }
 
+/** A search whose terms match more index entries than one call reads (lua/list.lua, SEARCH_MAX). */
+export class SearchTooBroadError extends Error {
+  override name = "SearchTooBroadError";
+}
+
 // The scripts answer refusals as error replies that start with a code word.
 export function translateScriptError(err: unknown): unknown {
   if (!(err instanceof Error)) return err;
-  const match = /(ILLEGAL|NOTFOUND|CONFLICT) (.*)$/s.exec(err.message);
+  const match = /(ILLEGAL|NOTFOUND|CONFLICT|TOOMANY) (.*)$/s.exec(err.message);
   if (!match) return err;
   const message = match[2]!.replace(/\s*script: .*$/s, "").trim();
   if (match[1] === "ILLEGAL") return new IllegalTransitionError(message);
   if (match[1] === "NOTFOUND") return new NotFoundError(message);
+  if (match[1] === "TOOMANY") return new SearchTooBroadError(message);
   return new ConflictError(message);
 }

@@ -64,6 +64,17 @@ const LAYOUT = {
   jobs_by_state: "jobs:state:*",
   /** Job ids of one type by creation, by job type (jobs submitted before it existed are not in it). */
   jobs_by_type: "jobs:type:*",
+  /**
+   * The search indexes (lua/list.lua's search): sorted sets whose members all have score 0, so that
+   * ZRANGEBYLEX reads them by prefix. jobs_by_id holds job ids; the others hold "<value>\0<job id>",
+   * the value being the job's source ("bucket/key"), its output ("dest_bucket/dest_key") or its
+   * request_id (no value holds a NUL: the schemas refuse control characters). Jobs submitted before
+   * they existed are not in them.
+   */
+  jobs_by_id: "jobs:ids",
+  jobs_by_source: "jobs:sources",
+  jobs_by_dest: "jobs:dests",
+  jobs_by_request: "jobs:requests",
   batches_by_created: "batches:by_created",
   batches_by_status: "batches:status:*",
   /** A client's own copies of the indexes above, by client name (then status or type). */
@@ -71,6 +82,10 @@ const LAYOUT = {
   client_jobs_by_status: "client:*:jobs:status:*",
   client_jobs_by_type: "client:*:jobs:type:*",
   client_jobs_by_state: "client:*:jobs:state:*",
+  client_jobs_by_id: "client:*:jobs:ids",
+  client_jobs_by_source: "client:*:jobs:sources",
+  client_jobs_by_dest: "client:*:jobs:dests",
+  client_jobs_by_request: "client:*:jobs:requests",
   client_batches_by_created: "client:*:batches:by_created",
   client_batches_by_status: "client:*:batches:status:*",
   /** A client's own copy of a queue's counters (stats), by client name and job type (lib.lua count). */

@@ -135,6 +135,29 @@ export interface ListFilter {
   after?: ListPosition;
 }
 
+/** What a search looks for (lua/list.lua): each term given narrows it. */
+export interface SearchTerms {
+  /** Jobs whose id starts with this. */
+  idPrefix?: string;
+  /** Jobs submitted with this request_id. */
+  requestId?: string;
+  /** Jobs whose source, "bucket/key", starts with this. */
+  sourcePrefix?: string;
+  /** Jobs whose output, "dest_bucket/dest_key", starts with this. */
+  destPrefix?: string;
+}
+
+/** A search: its terms, all of which a job matches, and `any`, terms of which one is enough. */
+export interface JobSearch extends SearchTerms {
+  any?: SearchTerms;
+}
+
+/**
+ * The most search-index entries one list call reads (lua/list.lua search_max): a search whose terms
+ * match more is refused (SearchTooBroadError), so that no call costs more than sorting this many.
+ */
+export const SEARCH_MAX = 10_000;
+
 export interface JobListFilter extends ListFilter {
   status?: JobStatus;
   /** Only jobs of this state: failed and cancelled apart (jobs failed before the state index are not found). */
@@ -143,6 +166,16 @@ export interface JobListFilter extends ListFilter {
   type?: JobType;
   /** Only the jobs of this batch. */
   batchId?: string;
+  /**
+   * Only the jobs a search finds (the search indexes: jobs submitted since they exist), at most
+   * SEARCH_MAX index entries.
+   */
+  search?: JobSearch;
+  /**
+   * Only the jobs of this client (those it submitted as a client that is not an admin: its own
+   * indexes). For a viewer that sees everyone's; a client viewer lists its own whatever this says.
+   */
+  client?: string;
 }
 
 export interface DurationHistogram {
@@ -543,6 +576,8 @@ export class JobStore {
       ...(filter.batchId !== undefined
         ? { batch_id: (await this.findBatch(filter.batchId, viewer))?.storedId ?? filter.batchId }
         : {}),
+      ...(filter.search ? { search: searchArg(filter.search), search_max: SEARCH_MAX } : {}),
+      ...(filter.client !== undefined && "all" in viewer ? { client: filter.client } : {}),
       fields: SUMMARY_FIELDS,
     });
     const jobs = page.records.flatMap((fields) => {
@@ -844,6 +879,17 @@ function decodeSubmitted(json: string): Submitted {
     queuePositions: r.queue_positions,
     ...(r.batch_id ? { batchId: r.batch_id } : {}),
   };
+}
+
+/** A search as the list script takes it. */
+function searchArg(search: JobSearch): Record<string, unknown> {
+  const terms = (t: SearchTerms) => ({
+    ...(t.idPrefix !== undefined ? { id_prefix: t.idPrefix } : {}),
+    ...(t.requestId !== undefined ? { request_id: t.requestId } : {}),
+    ...(t.sourcePrefix !== undefined ? { source_prefix: t.sourcePrefix } : {}),
+    ...(t.destPrefix !== undefined ? { dest_prefix: t.destPrefix } : {}),
+  });
+  return { ...terms(search), ...(search.any ? { any: terms(search.any) } : {}) };
 }
 
 /** An epoch-ms time as the list script takes it (a decimal string); anything else is a bug of the caller. */

@@ -548,7 +548,7 @@ describe("jobs, job, cancel, retry, stats", () => {
     );
     const table = await cli(["jobs", "--limit", "50"], env);
     assert.equal(table.code, 0, said(table));
-    assert.match(table.stdout, /^ID +TYPE +STATUS +CREATED$/m);
+    assert.match(table.stdout, /^ID +TYPE +STATUS +CREATED +DURATION +SOURCE +OUTPUT +ERROR$/m);
     assert.match(table.stdout, new RegExp(`^${id} +image_colors +pending +\\d{4}-`, "m"));
 
     const record = await json<Job>(["job", id], env);

@@ -22,6 +22,8 @@
                             and those of publish, record, count, move_status_index, finalize_batch,
                             timeline, note_ended, note_depth
         requeue_job         fail_job's and enqueue's (a job past its retry budget fails)
+        search_index        jobs_by_id, jobs_by_source, jobs_by_dest, jobs_by_request and their
+                            client_ copies
 
     ARGV[1] the length the events stream is trimmed to (approximately)
     ARGV[2] how long finished jobs and batches are kept, in ms
@@ -249,6 +251,24 @@ local function finalize_batch(batch_id)
     batch_id = batch_id, status = final, total_jobs = total, completed = completed, failed = failed,
     webhook_url = h[5],
   })
+end
+
+-- Adds a job to the search indexes (op 'ZADD') or removes it ('ZREM'): its id, its source and output
+-- ("bucket/key") and its request_id, each as "<value>\0<id>" in a sorted set of score 0 read by
+-- prefix (keys.ts); `client`: also that client's copies. `h`: the job's source_bucket, source_key,
+-- dest_bucket, dest_key and request_id (nil when it has none).
+local function search_index(op, id, client, h)
+  local function put(shared, own, member)
+    if op == 'ZADD' then redis.call('ZADD', shared, 0, member) else redis.call('ZREM', shared, member) end
+    if client then
+      if op == 'ZADD' then redis.call('ZADD', at(own, client), 0, member)
+      else redis.call('ZREM', at(own, client), member) end
+    end
+  end
+  put(K.jobs_by_id, K.client_jobs_by_id, id)
+  if h[1] and h[2] then put(K.jobs_by_source, K.client_jobs_by_source, h[1] .. '/' .. h[2] .. '\0' .. id) end
+  if h[3] and h[4] then put(K.jobs_by_dest, K.client_jobs_by_dest, h[3] .. '/' .. h[4] .. '\0' .. id) end
+  if h[5] then put(K.jobs_by_request, K.client_jobs_by_request, h[5] .. '\0' .. id) end
 end
 
 -- A number argument that is missing, NaN or out of range refuses the call before anything is written

@@ -6,16 +6,25 @@
     KEYS  job jobs_by_created jobs_by_status jobs_by_type client_jobs_by_created client_jobs_by_status
           client_jobs_by_type batch_jobs batch batches_by_created batches_by_status
           client_batches_by_created client_batches_by_status jobs_by_state client_jobs_by_state
+          jobs_by_id jobs_by_source jobs_by_dest jobs_by_request client_jobs_by_id
+          client_jobs_by_source client_jobs_by_dest client_jobs_by_request
 
     ARGV[1], ARGV[2]  lib.lua's (not used here)
-    ARGV[3] JSON {kind, client?, status?, state?, type?, batch_id?, after?, before?, cursor?, limit,
-      fields?}:
+    ARGV[3] JSON {kind, client?, status?, state?, type?, batch_id?, search?, search_max?, after?,
+      before?, cursor?, limit, fields?}:
       kind      "jobs" or "batches"
       client    read that client's own copies of the indexes (lib.lua move_index), not the shared ones
       status    only records of this status; type (jobs): only jobs of this type (jobs_by_type)
       state     (jobs) only jobs of this state (core/jobs/types.ts JOB_STATES): failed and cancelled
                 read jobs_by_state, the others are statuses and read jobs_by_status
       batch_id  (jobs) only the jobs of this batch (batch_jobs)
+      search    (jobs) {any?, id_prefix?, request_id?, source_prefix?, dest_prefix?}: only the jobs
+                found in the search indexes (keys.ts jobs_by_id ...) of the reader: whose id starts
+                with id_prefix, whose request_id is request_id, whose source or output
+                ("bucket/key") starts with source_prefix or dest_prefix; all that are given. any:
+                {id_prefix?, request_id?, source_prefix?, dest_prefix?} of which one is enough
+                (the one search box of GET /jobs?q=)
+      search_max  the most index entries one search may read (at least 1)
       after     only records created at or after this created_ms; before: only those created before it
       cursor    {s, id}: created_ms and id of the last record of the previous page; the page starts
                 after it, whether or not that record is still there
@@ -34,10 +43,13 @@
     from the page's start, checking the others (ZMSCORE, 500 entries a call) until the page is
     full; the total is ZINTERCARD of them, or with after/before a count over every entry of the
     smallest index in the time window. batch_id reads the batch's jobs (at most 100) and checks
-    each against the other filters.
+    each against the other filters. A search reads the index entries its terms match
+    (ZRANGEBYLEX, O(log n + m)), at most search_max of them, and checks them as batch_id's jobs are
+    checked (sorted by creation: O(m log m)); it refuses to read more.
 
   Errors:
     ERR invalid <argument>: <value>
+    TOOMANY the search matches more than <search_max> jobs, … (what to give instead)
 ]]
 local q = cjson.decode(ARGV[3])
 local function given(value)
@@ -49,8 +61,9 @@ local status, job_type, batch_id = given(q.status), given(q.type), given(q.batch
 local state = given(q.state)
 local after, before, cursor = given(q.after), given(q.before), given(q.cursor)
 if kind ~= 'jobs' and kind ~= 'batches' then return redis.error_reply('ERR invalid kind: ' .. tostring(kind)) end
-if kind == 'batches' and (job_type or batch_id or state) then
-  return redis.error_reply('ERR invalid filter: batches have no type, state or batch_id')
+local search = given(q.search)
+if kind == 'batches' and (job_type or batch_id or state or search) then
+  return redis.error_reply('ERR invalid filter: batches have no type, state, batch_id or search')
 end
 local limit, err = number_arg(q.limit, 'limit', 1)
 if err then return err end
@@ -110,16 +123,104 @@ end
 
 local total, rows, more = 0, {}, false
 
-if batch_id then
-  -- The batch's jobs: each one the reader may list (in its base index, which gives its created_ms)
-  -- and that is in every filter's index and the window.
-  local ids = redis.call('LRANGE', at(K.batch_jobs, batch_id), 0, -1)
+-- The ids a search finds, as a set, or an error reply (TOOMANY). Each term reads a range of the
+-- reader's copy of one search index: members "<value>\0<id>" (or "<id>" in jobs_by_id) whose value
+-- starts with a prefix, or equals a request id.
+local function search_ids(terms)
+  local budget, invalid = number_arg(q.search_max, 'search_max', 1)
+  if invalid then return nil, invalid end
+  local function range(shared, own, min, max, valued)
+    local key = index(shared, own)
+    local n = redis.call('ZLEXCOUNT', key, min, max)
+    budget = budget - n
+    if budget < 0 then
+      return nil, redis.error_reply('TOOMANY the search matches more than ' .. q.search_max ..
+        ' jobs, more than one search reads: give a longer prefix, or list with filters (status, type, batch_id, created_after) without one')
+    end
+    local found = {}
+    if n == 0 then return found end
+    for _, member in ipairs(redis.call('ZRANGEBYLEX', key, min, max)) do
+      if valued then
+        local nul = string.find(member, '\0', 1, true)
+        if nul then found[string.sub(member, nul + 1)] = true end
+      else
+        found[member] = true
+      end
+    end
+    return found
+  end
+  -- One term's ids (a table id -> true), or nil for a term not given.
+  local function term(t, name)
+    local value = given(t[name])
+    if value == nil then return nil end
+    value = tostring(value)
+    if name == 'id_prefix' then return range(K.jobs_by_id, K.client_jobs_by_id, '[' .. value, '[' .. value .. '\255', false) end
+    if name == 'request_id' then
+      return range(K.jobs_by_request, K.client_jobs_by_request, '[' .. value .. '\0', '[' .. value .. '\0\255', true)
+    end
+    if name == 'source_prefix' then
+      return range(K.jobs_by_source, K.client_jobs_by_source, '[' .. value, '[' .. value .. '\255', true)
+    end
+    return range(K.jobs_by_dest, K.client_jobs_by_dest, '[' .. value, '[' .. value .. '\255', true)
+  end
+  local NAMES = { 'id_prefix', 'request_id', 'source_prefix', 'dest_prefix' }
+  local result
+  for _, name in ipairs(NAMES) do
+    local found, err = term(terms, name)
+    if err then return nil, err end
+    if found then
+      if result then
+        for id in pairs(result) do
+          if not found[id] then result[id] = nil end
+        end
+      else
+        result = found
+      end
+    end
+  end
+  local any = given(terms.any)
+  if any then
+    local union = {}
+    for _, name in ipairs(NAMES) do
+      local found, err = term(any, name)
+      if err then return nil, err end
+      for id in pairs(found or {}) do
+        if not result or result[id] then union[id] = true end
+      end
+    end
+    result = union
+  end
+  return result or {}
+end
+
+local candidates
+if batch_id then candidates = redis.call('LRANGE', at(K.batch_jobs, batch_id), 0, -1) end
+if search then
+  local found, err = search_ids(search)
+  if err then return err end
+  local ids = {}
+  if candidates then
+    for _, id in ipairs(candidates) do
+      if found[id] then ids[#ids + 1] = id end
+    end
+  else
+    for id in pairs(found) do ids[#ids + 1] = id end
+  end
+  candidates = ids
+end
+
+if candidates then
+  -- The batch's jobs, or those a search found: each one the reader may list (in its base index,
+  -- which gives its created_ms) and that is in every filter's index and the window; 500 at a time
+  -- (unpack's limit).
+  local ids = candidates
   local matched = {}
-  if #ids > 0 then
-    local scores = redis.call('ZMSCORE', base, unpack(ids))
+  for from = 1, #ids, 500 do
+    local chunk = { unpack(ids, from, math.min(from + 499, #ids)) }
+    local scores = redis.call('ZMSCORE', base, unpack(chunk))
     local checks = {}
-    for k, key in ipairs(filters) do checks[k] = redis.call('ZMSCORE', key, unpack(ids)) end
-    for i, id in ipairs(ids) do
+    for k, key in ipairs(filters) do checks[k] = redis.call('ZMSCORE', key, unpack(chunk)) end
+    for i, id in ipairs(chunk) do
       local score = scores[i] and tonumber(scores[i]) or nil
       local ok = score ~= nil and in_window(score)
       for k = 1, #checks do ok = ok and checks[k][i] ~= false end

@@ -1,13 +1,14 @@
 --[[
   prune: deletes finished jobs and batches whose retention has passed, with their index entries
-  and their counts in the queues' counters (a client's copies of both included).
+  and their counts in the queues' counters (a client's copies of both included), and the jobs'
+  entries in the search indexes.
 
   Input:
     KEYS  expiry job stats jobs_by_created jobs_by_status client_jobs_by_created client_jobs_by_status
           batch batch_jobs batches_by_created batches_by_status client_batches_by_created
           client_batches_by_status job_events jobs_by_type client_jobs_by_type jobs_by_state
-          client_jobs_by_state
-          client_stats
+          client_jobs_by_state client_stats jobs_by_id jobs_by_source jobs_by_dest jobs_by_request
+          client_jobs_by_id client_jobs_by_source client_jobs_by_dest client_jobs_by_request
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] the most records to remove in one call
@@ -22,6 +23,8 @@ for _, member in ipairs(due) do
   if kind == 'job' then
     local j = at(K.job, id)
     local h = redis.call('HMGET', j, 'type', 'status', 'client', 'cancelled', 'client_admin')
+    search_index('ZREM', id, h[3] or nil,
+      redis.call('HMGET', j, 'source_bucket', 'source_key', 'dest_bucket', 'dest_key', 'request_id'))
     if h[1] and (h[2] == 'completed' or h[2] == 'failed') then
       redis.call('HINCRBY', at(K.stats, h[1]), h[2], -1)
       if h[3] and not h[5] then redis.call('HINCRBY', at(K.client_stats, h[3], h[1]), h[2], -1) end

@@ -7,8 +7,9 @@
     KEYS  job pending stats jobs_by_created jobs_by_status client_jobs_by_created
           client_jobs_by_status batch batch_jobs batches_by_created batches_by_status
           client_batches_by_created client_batches_by_status events queues queue_seq idempotency
-          job_events history jobs_by_type client_jobs_by_type
-          client_stats
+          job_events history jobs_by_type client_jobs_by_type client_stats jobs_by_id jobs_by_source
+          jobs_by_dest jobs_by_request client_jobs_by_id client_jobs_by_source client_jobs_by_dest
+          client_jobs_by_request
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] JSON {client?, admin?, batch?: {id, shown_id, fail_fast, webhook_url?}, jobs: [{id, type, fields}],
@@ -110,6 +111,9 @@ for _, job in ipairs(payload.jobs) do
     redis.call('ZADD', at(K.client_jobs_by_status, client, 'pending'), NOW, job.id)
     redis.call('ZADD', at(K.client_jobs_by_type, client, job.type), NOW, job.id)
   end
+  local f = job.fields
+  search_index('ZADD', job.id, indexed and client or nil,
+    { f.source_bucket, f.source_key, f.dest_bucket, f.dest_key, f.request_id })
   record('job.created', { job_id = job.id, type = job.type, batch_id = batch and batch.id, status = 'pending' })
 end
 

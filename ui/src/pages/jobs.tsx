@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { api, query } from "../api.js";
 import { LiveState, Loading, Notice, Pager, StatusBadge } from "../components.js";
+import { BulkBar } from "../bulk.js";
 import { formatAgo, formatDateTime, isoToLocalInput, localInputToIso, typeLabel } from "../format.js";
 import { useJobChanges } from "../live.js";
 import { OutputThumb } from "../preview.js";
@@ -11,7 +12,17 @@ import { JOB_STATES, JOB_TYPES } from "../../../core/jobs/types.js";
 const PAGE_SIZE = 25;
 // The filters, in the address; `limit` (the page size, 25 unless given) is not in the form.
 // `state` is what the Status choice sets (failed and cancelled apart); `status` stays readable in links.
-const FILTERS = ["status", "state", "type", "batch_id", "created_after", "created_before", "limit"] as const;
+const FILTERS = [
+  "q",
+  "status",
+  "state",
+  "type",
+  "batch_id",
+  "client",
+  "created_after",
+  "created_before",
+  "limit",
+] as const;
 type Filters = Partial<Record<(typeof FILTERS)[number], string>>;
 
 interface Paging {
@@ -23,7 +34,6 @@ interface Paging {
 export interface Row extends Omit<JobSummary, "state"> {
   /** What a person reads (cancelled apart from failed); absent from an older API's summaries. */
   state?: JobSummary["state"];
-  error?: string;
   cancelled?: boolean;
   /** Arrived over the live stream after the page was read. */
   isNew?: boolean;
@@ -44,6 +54,8 @@ function changeState(change: JobChange): JobState {
 }
 
 function matches(filters: Filters, change: JobChange): boolean {
+  // A search or a client filter: the live stream does not say whether a new job matches it.
+  if (filters.q || filters.client) return false;
   if (filters.status && filters.status !== change.status) return false;
   if (filters.state && filters.state !== changeState(change)) return false;
   if (filters.type && filters.type !== change.type) return false;
@@ -68,6 +80,7 @@ export function JobsPage() {
   const [next, setNext] = useState<string | undefined>(undefined);
   const [error, setError] = useState<string | null>(null);
   const known = useRef(new Set<string>());
+  const [selected, setSelected] = useState<string[]>([]);
 
   const load = useCallback(async () => {
     try {
@@ -76,6 +89,7 @@ export function JobsPage() {
       );
       known.current = new Set(list.jobs.map((j) => j.id));
       setRows(list.jobs);
+      setSelected((chosen) => chosen.filter((id) => known.current.has(id)));
       setTotal(list.total);
       setNext(list.next_cursor);
       setError(null);
@@ -129,6 +143,9 @@ export function JobsPage() {
             status: job.status,
             ...(job.state ? { state: job.state } : {}),
             created_at: job.created_at,
+            source: `${job.source_bucket}/${job.source_key}`,
+            ...(job.dest_bucket && job.dest_key ? { output: `${job.dest_bucket}/${job.dest_key}` } : {}),
+            ...(job.duration_seconds !== undefined ? { duration_seconds: job.duration_seconds } : {}),
             ...(job.error !== undefined ? { error: job.error } : {}),
             ...(job.cancelled_at !== undefined ? { cancelled: true } : {}),
             isNew: true,
@@ -154,7 +171,13 @@ export function JobsPage() {
           <p class="count" role="status">
             {total === 0 ? "No job matches." : `${total} job${total === 1 ? "" : "s"} match.`}
           </p>
-          {rows.length > 0 && <JobTable rows={rows} />}
+          <BulkBar
+            selected={selected}
+            filter={bulkFilter(filters)}
+            total={total}
+            onDone={() => void load()}
+          />
+          {rows.length > 0 && <JobTable rows={rows} selected={selected} onSelect={setSelected} />}
           <Pager
             label="Job pages"
             page={page}
@@ -178,17 +201,47 @@ export function JobsPage() {
   );
 }
 
-export function JobTable(props: { rows: Row[]; caption?: string }) {
+/** The filters of the page as a bulk action's filter: the list's own, without its page size. */
+function bulkFilter(filters: Filters): Record<string, string> {
+  const { limit: _limit, ...rest } = filters;
+  return rest;
+}
+
+export function JobTable(props: {
+  rows: Row[];
+  caption?: string;
+  /** With onSelect: a checkbox on each row, these ids checked. */
+  selected?: string[];
+  onSelect?: (ids: string[]) => void;
+}) {
+  const { selected = [], onSelect } = props;
+  const allChosen = props.rows.length > 0 && props.rows.every((r) => selected.includes(r.id));
+  const toggle = (id: string, on: boolean) =>
+    onSelect?.(on ? [...selected.filter((s) => s !== id), id] : selected.filter((s) => s !== id));
   return (
     <div class="table-scroll">
       <table class="jobs" data-testid="jobs-table">
         <caption class="visually-hidden">{props.caption ?? "Jobs, newest first"}</caption>
         <thead>
           <tr>
+            {onSelect && (
+              <th scope="col" class="select-cell">
+                <input
+                  type="checkbox"
+                  aria-label="Choose every job of this page"
+                  checked={allChosen}
+                  onChange={(e) => onSelect(e.currentTarget.checked ? props.rows.map((r) => r.id) : [])}
+                />
+              </th>
+            )}
             <th scope="col">Job</th>
             <th scope="col">Type</th>
             <th scope="col">Status</th>
             <th scope="col">Created</th>
+            <th scope="col">Duration</th>
+            <th scope="col">Source</th>
+            <th scope="col">Output</th>
+            <th scope="col">Error</th>
             <th scope="col">
               <span class="visually-hidden">Preview</span>
             </th>
@@ -197,6 +250,16 @@ export function JobTable(props: { rows: Row[]; caption?: string }) {
         <tbody>
           {props.rows.map((row) => (
             <tr data-job-id={row.id} class={row.isNew ? "is-new" : undefined}>
+              {onSelect && (
+                <td class="select-cell">
+                  <input
+                    type="checkbox"
+                    aria-label={`Choose job ${row.id.slice(0, 8)}`}
+                    checked={selected.includes(row.id)}
+                    onChange={(e) => toggle(row.id, e.currentTarget.checked)}
+                  />
+                </td>
+              )}
               <td data-label="Job">
                 <Link href={`/jobs/${encodeURIComponent(row.id)}`} class="mono">
                   {row.id.slice(0, 8)}
@@ -207,14 +270,25 @@ export function JobTable(props: { rows: Row[]; caption?: string }) {
               <td data-label="Status" class="status-cell">
                 <StatusBadge
                   status={row.status}
-                  cancelled={row.state === "cancelled" || row.cancelled === true}
+                  cancelled={row.cancelled === true || row.state === "cancelled"}
                 />
-                {row.error && <span class="row-error">{row.error}</span>}
               </td>
               <td data-label="Created">
                 <time dateTime={row.created_at} title={formatDateTime(row.created_at)}>
                   {formatAgo(row.created_at)}
                 </time>
+              </td>
+              <td data-label="Duration">
+                {row.duration_seconds !== undefined ? `${row.duration_seconds.toFixed(1)} s` : ""}
+              </td>
+              <td data-label="Source" class="mono place" title={row.source}>
+                {row.source}
+              </td>
+              <td data-label="Output" class="mono place" title={row.output}>
+                {row.output}
+              </td>
+              <td data-label="Error" class="error-cell">
+                {row.error && <span class="row-error">{row.error}</span>}
               </td>
               <td class="preview-cell">
                 <OutputThumb id={row.id} type={row.type} status={row.status} />
@@ -239,6 +313,17 @@ function FilterForm(props: { filters: Filters }) {
   };
   return (
     <form class="filters" onSubmit={apply} aria-label="Filter jobs">
+      <div class="field search-field">
+        <label for="f-q">Search</label>
+        <input
+          id="f-q"
+          type="search"
+          spellcheck={false}
+          placeholder="job id, request id, or bucket/key prefix"
+          value={draft.q ?? ""}
+          onInput={(e) => set("q", e.currentTarget.value.trim())}
+        />
+      </div>
       <div class="field">
         <label for="f-status">Status</label>
         <select
@@ -274,6 +359,17 @@ function FilterForm(props: { filters: Filters }) {
           placeholder="batch id"
           value={draft.batch_id ?? ""}
           onInput={(e) => set("batch_id", e.currentTarget.value.trim())}
+        />
+      </div>
+      <div class="field">
+        <label for="f-client">Client</label>
+        <input
+          id="f-client"
+          type="text"
+          spellcheck={false}
+          placeholder="admin keys only"
+          value={draft.client ?? ""}
+          onInput={(e) => set("client", e.currentTarget.value.trim())}
         />
       </div>
       <div class="field">

@@ -333,3 +333,41 @@ describe("start's safe defaults", () => {
     assert.equal(await store.stop(), 0);
   });
 });
+
+describe("start ends with its redis-server, whatever stops it", () => {
+  /** The pid of the redis-server a started stack runs (its pid file). */
+  async function redisPid(stack: Started): Promise<number> {
+    await stack.waitFor(/"msg":"media-service is running"/);
+    return Number((await readFile(join(stack.dataDir, "redis", "redis-server.pid"), "utf8")).trim());
+  }
+  const running = (pid: number) =>
+    existsSync(`/proc/${pid}`) && !readFileSync(`/proc/${pid}/stat`, "utf8").includes(") Z");
+  async function gone(pid: number): Promise<boolean> {
+    // redis-server writes its AOF and exits on SIGTERM: give it the time it takes.
+    for (let i = 0; i < 100 && running(pid); i++) await new Promise((r) => setTimeout(r, 100));
+    return !running(pid);
+  }
+
+  test("SIGHUP (the terminal closing) shuts it down as Ctrl-C does", async () => {
+    const stack = await start();
+    const pid = await redisPid(stack);
+    assert.ok(running(pid));
+    stack.child.kill("SIGHUP");
+    assert.equal(await stack.exited, 0, stack.output().slice(-2000));
+    assert.match(stack.output(), /"reason":"SIGHUP".*"msg":"shutting down"/);
+    assert.ok(await gone(pid), "its redis-server stopped with it");
+  });
+
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    test(`a second ${signal} during the shutdown still stops its redis-server`, async () => {
+      const stack = await start();
+      const pid = await redisPid(stack);
+      // The second one comes while the shutdown has hardly begun (a person pressing Ctrl-C twice).
+      stack.child.kill(signal);
+      await new Promise((r) => setTimeout(r, 30));
+      stack.child.kill(signal);
+      await stack.exited;
+      assert.ok(await gone(pid), `its redis-server stopped:\n${stack.output().slice(-2000)}`);
+    });
+  }
+});

@@ -229,7 +229,17 @@ async function serve(command: ServerCommand, options: RunnerOptions): Promise<nu
     if (command === "start" || command === "api") {
       const api = await listen(command, config, services, logger);
       stops.unshift(() => api.close());
-      if (command === "start") await printBanner(config, started, logger);
+      if (command === "start") {
+        const { writeStartState } = await import("./core/start-state.js");
+        const { apiBaseUrl } = await import("./local/banner.js");
+        const state = {
+          pid: process.pid,
+          api: apiBaseUrl(config),
+          ...(started.s3 ? { s3: started.s3 } : {}),
+        };
+        stops.unshift(await writeStartState(config.dataDir, state));
+        await printBanner(config, started, logger);
+      }
     }
   } catch (err) {
     logger.fatal({ err: err instanceof Error ? err.message : String(err) }, "start failed");

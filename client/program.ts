@@ -67,7 +67,10 @@ export function addClientCommands(program: Command, done: (code: number) => void
     .argument("<destination>", "s3://bucket/key")
     .addHelpText("after", example("media-service put photo.jpg s3://media/in/photo.jpg"));
   put.action((file: string, destination: string) =>
-    run(put, async (_api, out) => (await import("./storage.js")).put(file, destination, out)),
+    run(put, async (api, out) => {
+      const storage = await import("./storage.js");
+      return storage.put(file, destination, out, storage.openStore(process.env, api.baseUrl));
+    }),
   );
 
   const get = program
@@ -86,7 +89,10 @@ export function addClientCommands(program: Command, done: (code: number) => void
       ),
     );
   get.action((source: string, file: string) =>
-    run(get, async (_api, out) => (await import("./storage.js")).get(source, file, out)),
+    run(get, async (api, out) => {
+      const storage = await import("./storage.js");
+      return storage.get(source, file, out, storage.openStore(process.env, api.baseUrl));
+    }),
   );
 
   const submit = program

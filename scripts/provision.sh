@@ -66,7 +66,7 @@ if [[ "$profile" != image && "$profile" != fresh && "$profile" != versitygw && "
   # npm start and npm test run this under Node 24 (scripts/node.sh fetches it when the machine's Node
   # is older); run by hand under another Node, it says so.
   if [[ "$node_major" == none ]] || ((node_major < NODE_TARGET)); then
-    say "this is Node ${node_version}; media-service runs on Node ${NODE_TARGET}, which npm start and npm test fetch for themselves (scripts/node.sh)"
+    say "media-service targets Node ${NODE_TARGET}; this is Node ${node_version} (npm start and npm test run under Node ${NODE_TARGET}, fetched by scripts/node.sh when needed)"
   fi
 fi
 

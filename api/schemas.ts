@@ -20,11 +20,12 @@ import {
   PRIORITY,
   Priority,
   SubmitResponse,
+  RetriedAlreadyResponse,
   WebhookDelivery,
   WebhookUrl,
 } from "../core/jobs/records.js";
 import { Enum } from "../core/jobs/enum.js";
-import { JOB_TYPES, WRITES_OUTPUT, type JobType } from "../core/jobs/types.js";
+import { JOB_STATES, JOB_TYPES, WRITES_OUTPUT, type JobType } from "../core/jobs/types.js";
 import { REPLAYED_HEADER } from "./idempotency.js";
 import { CURSOR_PATTERN } from "./listing.js";
 
@@ -42,6 +43,7 @@ export const API_LIMITS = {
 export const SHARED_SCHEMAS = [
   ErrorBody,
   SubmitResponse,
+  RetriedAlreadyResponse,
   WebhookDelivery,
   Job,
   JobSummary,
@@ -301,6 +303,19 @@ export const BatchCreateResponse = Type.Object({
   status: Type.Literal("queued"),
 });
 
+/** The optional body of POST /jobs/{id}/retry. */
+export const RetryBody = Type.Object(
+  {
+    force: Type.Optional(
+      Type.Boolean({
+        description:
+          "Retry a job that was retried before once more: without it such a retry answers 200 with its existing retry and makes nothing",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
 
 const DATE_TIME_TEXT = "must be an RFC 3339 date-time such as 2026-05-01T12:00:00Z, not {value}";
@@ -347,6 +362,12 @@ export const JobListQuery = optionalDefaults(
   Type.Object(
     {
       status: Type.Optional(JobStatusSchema),
+      state: Type.Optional(
+        Enum(JOB_STATES, {
+          description:
+            "Only jobs of this state (the record's `state`): failed is the failed jobs that were not cancelled, cancelled the cancelled ones (status=failed lists both); the others are the statuses. Jobs that failed before the state index existed are not found by failed or cancelled",
+        }),
+      ),
       type: Type.Optional(
         Enum(JOB_TYPES, {
           description:
@@ -438,4 +459,4 @@ export const ReadyResponse = Type.Object({
   dependencies: Type.Record(Type.String(), Dependency),
 });
 
-export { RESULT_SCHEMAS, QueueStats, Job, SubmitResponse };
+export { RESULT_SCHEMAS, QueueStats, Job, SubmitResponse, RetriedAlreadyResponse };

@@ -115,10 +115,19 @@ export function resultFields(colors: Colors, job: Job): Array<[string, string | 
   return pairs;
 }
 
+/**
+ * What a person reads of a job: its `state` (cancelled for a cancelled job), or from an API without
+ * it, its status (cancelled when it has a cancelled_at).
+ */
+export function stateOf(job: Pick<Job, "status" | "state" | "cancelled_at">): string {
+  if (job.state) return job.state;
+  return job.status === "failed" && job.cancelled_at !== undefined ? "cancelled" : job.status;
+}
+
 /** How a job ended, for `submit --wait` and `watch`: a headline, then its result or error. */
 export function describeEnd(colors: Colors, job: Job): string {
   const took = job.duration_seconds !== undefined ? ` in ${seconds(job.duration_seconds)}` : "";
-  const headline = `${job.type} job ${job.id} ${status(colors, job.status)}${job.status === "completed" ? took : ""}`;
+  const headline = `${job.type} job ${job.id} ${status(colors, stateOf(job))}${job.status === "completed" ? took : ""}`;
   if (job.status !== "completed") return headline;
   const details = fields(colors, resultFields(colors, job));
   return details ? `${headline}\n${details}` : headline;
@@ -135,7 +144,7 @@ export function describeJob(colors: Colors, job: Job): string {
     ["type", job.type],
     [
       "status",
-      status(colors, job.status) +
+      status(colors, stateOf(job)) +
         (job.progress !== undefined && job.status === "processing" ? ` ${job.progress}%` : ""),
     ],
     ["error", job.error !== undefined ? colors.red(job.error) : undefined],
@@ -145,6 +154,7 @@ export function describeJob(colors: Colors, job: Job): string {
     ["priority", job.priority !== undefined ? String(job.priority) : undefined],
     ["batch", job.batch_id],
     ["retry of", job.retry_of],
+    ["retried as", job.retried_as],
     ["request id", job.request_id],
     ["attempts", job.attempts !== undefined ? String(job.attempts) : undefined],
     ["created", job.created_at],

@@ -27,6 +27,8 @@ export const EXIT = {
   failure: 1,
   /** The command line is wrong: caught locally, nothing was sent. */
   usage: 2,
+  /** The followed job was cancelled (its status is failed, its state cancelled): not a failure to retry. */
+  cancelled: 3,
   /** Ctrl-C while waiting for a job: the job goes on. */
   interrupted: 130,
 } as const;

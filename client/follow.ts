@@ -117,9 +117,15 @@ export async function followJob(api: ApiClient, id: string, out: Output): Promis
         const message = typeof data.message === "string" && data.message ? `: ${data.message}` : "";
         bar.update(percent, { state: `processing${message}` });
       } else if (event === "complete") {
-        const status = String(data.status);
-        bar.update(status === "completed" ? 100 : percent, {
-          state: status === "completed" ? out.err.green(status) : out.err.red(status),
+        // What a person reads: `state` (cancelled) where the API sends it, else the status.
+        const state = String(data.state ?? data.status);
+        bar.update(state === "completed" ? 100 : percent, {
+          state:
+            state === "completed"
+              ? out.err.green(state)
+              : state === "cancelled"
+                ? out.err.yellow(state)
+                : out.err.red(state),
         });
       }
     }

@@ -3,10 +3,17 @@ import type { Job, JobSummary, QueueStats } from "../core/jobs/records.js";
 import { WRITES_OUTPUT } from "../core/jobs/types.js";
 import { parseJobType, parseParams, parseS3Url, typePath } from "./args.js";
 import type { ApiClient } from "./api.js";
-import { describeEnd, describeJob } from "./describe.js";
+import { describeEnd, describeJob, stateOf } from "./describe.js";
 import { EXIT, UsageError } from "./errors.js";
 import { followJob } from "./follow.js";
 import { status, table, type Output } from "./output.js";
+
+/** The 200 answer of a retry of a job retried before: its existing retry. */
+interface RetriedAlready {
+  job_id: string;
+  status: Job["status"];
+  message: string;
+}
 
 /** The 202 answer of a submit or a retry. */
 interface Accepted {
@@ -87,11 +94,15 @@ async function queued(api: ApiClient, out: Output, accepted: Accepted, wait: boo
   return ended(out, await followJob(api, accepted.job_id, out));
 }
 
-/** How a followed job ended: 0 completed, 1 failed (its error on stderr). */
+/** How a followed job ended: 0 completed, 1 failed, 3 cancelled (its error on stderr). */
 function ended(out: Output, job: Job): number {
   if (out.json) out.printJson(job);
   else if (job.status === "completed") out.print(describeEnd(out.out, job));
   if (job.status === "completed") return EXIT.ok;
+  if (stateOf(job) === "cancelled") {
+    out.note(`${out.err.yellow("cancelled:")} job ${job.id}: ${job.error ?? "cancelled"}`);
+    return EXIT.cancelled;
+  }
   out.note(`${out.err.red("failed:")} job ${job.id}: ${job.error ?? "no error was recorded"}`);
   return EXIT.failure;
 }
@@ -110,7 +121,7 @@ export async function watch(api: ApiClient, out: Output, id: string): Promise<nu
 export async function cancel(api: ApiClient, out: Output, id: string): Promise<number> {
   const job = await api.json<Job>("POST", `${jobPath(id)}/cancel`);
   if (out.json) out.printJson(job);
-  else out.print(`job ${job.id} ${status(out.out, job.status)}: ${job.error ?? ""}`.trimEnd());
+  else out.print(`job ${job.id} ${status(out.out, stateOf(job))}: ${job.error ?? ""}`.trimEnd());
   return EXIT.ok;
 }
 
@@ -118,16 +129,29 @@ export async function retry(
   api: ApiClient,
   out: Output,
   id: string,
-  options: { wait?: boolean; idempotencyKey?: string },
+  options: { wait?: boolean; idempotencyKey?: string; force?: boolean },
 ): Promise<number> {
-  const accepted = await api.json<Accepted>("POST", `${jobPath(id)}/retry`, {
+  const answer = await api.json<Accepted | RetriedAlready>("POST", `${jobPath(id)}/retry`, {
     headers: idempotency(options.idempotencyKey),
+    ...(options.force ? { body: { force: true } } : {}),
   });
-  return queued(api, out, accepted, options.wait === true);
+  // A job retried before answers with its retry (200, no queue_position) and nothing is made: the
+  // command goes on with that retry, and says so.
+  if (!("queue_position" in answer)) {
+    out.note(`job ${id} was retried already as ${answer.job_id}; --force makes another retry`);
+    if (!options.wait) {
+      if (out.json) out.printJson(answer);
+      else out.print(answer.job_id);
+      return EXIT.ok;
+    }
+    return ended(out, await followJob(api, answer.job_id, out));
+  }
+  return queued(api, out, answer, options.wait === true);
 }
 
 export interface ListOptions {
   status?: string;
+  state?: string;
   type?: string;
   batch?: string;
   limit?: number;
@@ -147,6 +171,7 @@ interface JobList {
 export async function list(api: ApiClient, out: Output, options: ListOptions): Promise<number> {
   const query = {
     status: options.status,
+    state: options.state,
     // A type is given as on the command line of submit (image/resize or image_resize).
     type: options.type !== undefined ? parseJobType(options.type) : undefined,
     batch_id: options.batch,
@@ -176,7 +201,7 @@ export async function list(api: ApiClient, out: Output, options: ListOptions): P
       table(
         out.out,
         ["ID", "TYPE", "STATUS", "CREATED"],
-        page.jobs.map((j) => [j.id, j.type, status(out.out, j.status), j.created_at]),
+        page.jobs.map((j) => [j.id, j.type, status(out.out, j.state ?? j.status), j.created_at]),
       ),
     );
   }
@@ -194,8 +219,17 @@ export async function stats(api: ApiClient, out: Output): Promise<number> {
   }
   const rows: Array<Array<string | number>> = Object.entries(s.queues)
     .sort(([a], [b]) => a.localeCompare(b))
-    .map(([name, q]) => [name, q.pending, q.processing, q.completed, q.failed]);
-  rows.push([out.out.bold("total"), s.total_pending, s.total_processing, s.total_completed, s.total_failed]);
-  out.print(table(out.out, ["QUEUE", "PENDING", "PROCESSING", "COMPLETED", "FAILED"], rows));
+    .map(([name, q]) => [name, q.pending, q.processing, q.completed, q.failed - q.cancelled, q.cancelled]);
+  const cancelled = s.total_cancelled;
+  rows.push([
+    out.out.bold("total"),
+    s.total_pending,
+    s.total_processing,
+    s.total_completed,
+    s.total_failed - cancelled,
+    cancelled,
+  ]);
+  // FAILED without the cancelled ones, which have a column of their own.
+  out.print(table(out.out, ["QUEUE", "PENDING", "PROCESSING", "COMPLETED", "FAILED", "CANCELLED"], rows));
   return EXIT.ok;
 }

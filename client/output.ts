@@ -97,6 +97,8 @@ export function status(colors: Colors, value: string): string {
       return colors.green(value);
     case "failed":
       return colors.red(value);
+    case "cancelled":
+      return colors.yellow(value);
     case "partial":
       return colors.yellow(value);
     case "processing":

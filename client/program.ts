@@ -2,7 +2,7 @@ import { DEFAULT_API_URL } from "../core/config/exposure.js";
 // The client commands of `media-service` (docs/cli.md): their options, help and examples. What
 // they do is imported when one runs, so the server commands of the same binary never load it.
 import { InvalidArgumentError, Option, type Command } from "commander";
-import { JOB_STATUSES } from "../core/jobs/types.js";
+import { JOB_STATES, JOB_STATUSES } from "../core/jobs/types.js";
 import type { ApiClient } from "./api.js";
 import { CliError, EXIT } from "./errors.js";
 import type { Output } from "./output.js";
@@ -118,7 +118,7 @@ export function addClientCommands(program: Command, done: (code: number) => void
     .command("submit")
     .summary("submit a job")
     .description(
-      "Submit a job of TYPE (image_resize or its path image/resize; docs/job-types.md lists the types and their parameters). Parameters are key=value: a value that parses as JSON is taken as JSON (800, true, [1,2]), any other as a string. Prints the job id; with --wait follows the job with a progress bar and prints its result (exit 0 completed, 1 failed).",
+      "Submit a job of TYPE (image_resize or its path image/resize; docs/job-types.md lists the types and their parameters). Parameters are key=value: a value that parses as JSON is taken as JSON (800, true, [1,2]), any other as a string. Prints the job id; with --wait follows the job with a progress bar and prints its result (exit 0 completed, 1 failed, 3 cancelled).",
     )
     .argument("<type>", "the job type, e.g. image_resize or image/resize")
     .argument("[parameters...]", "the job's parameters as key=value")
@@ -191,7 +191,16 @@ jobs.jsonl:
     .description(
       "List jobs, newest first (GET /api/v1/jobs). Filters pass through to the API; when there are more, the last line says the --cursor of the next page, and --all follows every page.",
     )
-    .addOption(new Option("--status <status>", "only jobs in this state").choices(JOB_STATUSES))
+    .addOption(
+      new Option("--status <status>", "only jobs of this status (failed: cancelled too)").choices(
+        JOB_STATUSES,
+      ),
+    )
+    .addOption(
+      new Option("--state <state>", "only jobs in this state (failed: not cancelled; cancelled)").choices(
+        JOB_STATES,
+      ),
+    )
     .option("--type <type>", "only jobs of this type (image_resize or image/resize)")
     .option("--batch <id>", "only the jobs of this batch")
     .option("--created-after <time>", "only jobs created after this ISO 8601 time")
@@ -201,7 +210,11 @@ jobs.jsonl:
     .option("--all", "every page")
     .addHelpText(
       "after",
-      example("media-service jobs --status failed --limit 20", "media-service jobs --all --json"),
+      example(
+        "media-service jobs --state failed --limit 20",
+        "media-service jobs --state cancelled",
+        "media-service jobs --all --json",
+      ),
     );
   jobs.action(() => run(jobs, async (api, out) => (await import("./jobs.js")).list(api, out, jobs.opts())));
 
@@ -217,7 +230,7 @@ jobs.jsonl:
     .command("watch")
     .summary("follow a job to its end")
     .description(
-      "Follow a job with a progress bar until it ends, then print its result (exit 0 completed, 1 failed).",
+      "Follow a job with a progress bar until it ends, then print its result (exit 0 completed, 1 failed, 3 cancelled).",
     )
     .argument("<id>", "the job's id")
     .addHelpText("after", example("media-service watch 3f0c2a8e-5d1b-4c3a-9e7f-1a2b3c4d5e6f"));
@@ -239,11 +252,12 @@ jobs.jsonl:
     .command("retry")
     .summary("submit a failed job again")
     .description(
-      "Submit a failed job again as a new job of the same type, locations and parameters; prints the new job's id, or with --wait follows it.",
+      "Submit a failed job again as a new job of the same type, locations and parameters; prints the new job's id, or with --wait follows it. A job retried before is not retried again: the command names its existing retry (and follows it with --wait) unless --force makes another.",
     )
     .argument("<id>", "the failed job's id")
     .option("--idempotency-key <key>", "repeat the command safely: the same key makes no second retry")
     .option("--wait", "follow the new job to its end and print its result")
+    .option("--force", "retry a job that was retried before once more")
     .addHelpText("after", example("media-service retry 3f0c2a8e-5d1b-4c3a-9e7f-1a2b3c4d5e6f --wait"));
   retry.action((id: string) =>
     run(retry, async (api, out) => (await import("./jobs.js")).retry(api, out, id, retry.opts())),

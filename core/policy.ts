@@ -1,5 +1,6 @@
 // How a job's run ends, decided once for every executor: the runner's exit-code contract, the
-// deadline a run gets and the words of its timeout, and the retry rule. The local executor, the
+// deadline a run gets and the words of its timeout (and, on Kubernetes, of a wait for a node), and
+// the retry rule. The local executor, the
 // Kubernetes executor (its Job manifest and the reading of its pods) and the runner all take their
 // answers from here. The attempt budget itself is enforced by the store's scripts wherever a job is
 // re-queued (a lease that ran out included): a processing job given back after its
@@ -94,6 +95,31 @@ function deadline(ms: number, setting: string): Deadline {
 /** The error of a job that ran out of its time. */
 export function timeoutMessage(deadline: Pick<Deadline, "seconds" | "setting">): string {
   return `job timed out after ${deadline.seconds} s (${deadline.setting})`;
+}
+
+/**
+ * The setting that bounds how long a job's runner may wait to start on Kubernetes: its pod Pending
+ * for a node (no room), being started on one, or not even created. A wait is not the job's time.
+ */
+export const WAIT_SETTING = "kubernetes.unschedulable_timeout";
+
+/**
+ * A Kubernetes Job's activeDeadlineSeconds. It counts from the Job's creation, so the time its pod
+ * waits for a node counts against it: it is the job's own time plus the longest wait allowed
+ * (WAIT_SETTING, `maxWaitMs`). The job's own time is the runner's, counted from its start
+ * (JOB_TIMEOUT_SECONDS); the controller fails a job that waits longer, with waitMessage(). So the
+ * Job's deadline is a backstop that neither cuts a run short nor names a wait a timeout.
+ */
+export function activeDeadlineSeconds(deadline: Pick<Deadline, "seconds">, maxWaitMs: number): number {
+  return deadline.seconds + Math.ceil(maxWaitMs / 1000);
+}
+
+/**
+ * The error of a job whose runner waited too long to start: "job waited 300 s for a node
+ * (kubernetes.unschedulable_timeout)". `what` it waited for; `detail` what Kubernetes said.
+ */
+export function waitMessage(seconds: number, what = "a node", detail?: string): string {
+  return `job waited ${seconds} s for ${what} (${WAIT_SETTING})${detail ? `: ${detail}` : ""}`;
 }
 
 /** What the dispatcher needs of the pool's settings (executor.pool). */

@@ -10,6 +10,33 @@ export class TimeoutError extends PermanentError {
   override name = "TimeoutError";
 }
 
+/**
+ * A process the runner started (ffprobe, ffmpeg) was killed by a signal: the kernel's OOM killer, a
+ * node drain, an operator. Nothing says the input is at fault, whatever the process logged before:
+ * transient, so the job runs again.
+ */
+export class KilledError extends Error {
+  override name = "KilledError";
+  constructor(
+    readonly program: string,
+    readonly signal: string,
+  ) {
+    super(`${program} was killed by signal ${signal} (out of memory, or stopped from outside)`);
+  }
+}
+
+/**
+ * The KilledError of a failure that says its process was killed by a signal: fluent-ffmpeg's
+ * "ffprobe was killed with signal SIGKILL", or a child_process error with its `signal`.
+ */
+export function killedBy(program: string, err: unknown): KilledError | undefined {
+  const signal = (err as { signal?: unknown } | null)?.signal;
+  if (typeof signal === "string" && signal) return new KilledError(program, signal);
+  const message = err instanceof Error ? err.message : String(err);
+  const m = /^\S+ was killed with signal (\S+)/.exec(message);
+  return m ? new KilledError(program, m[1]!) : undefined;
+}
+
 export function isPermanent(err: unknown): err is PermanentError {
   return err instanceof PermanentError;
 }

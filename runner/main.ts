@@ -44,8 +44,9 @@ function openDeps(
 /**
  * `media-service runner --job <id>`: executes one job and exits with the contract's code. The
  * reason of a failure also goes to the termination log (Kubernetes reads it into the pod status).
- * JOB_TIMEOUT_SECONDS, when set, is the job's deadline (the Kubernetes executor passes the
- * activeDeadlineSeconds it gave the Job).
+ * JOB_TIMEOUT_SECONDS, when set, is the job's deadline, counted from the runner's start (the
+ * Kubernetes executor passes the job's time; the Job's activeDeadlineSeconds adds the longest wait
+ * for a node to it).
  */
 export async function runOne(
   jobId: string,

@@ -29,8 +29,9 @@ export interface RunnerDeps {
   /** Aborted when the runner is told to stop (SIGTERM). */
   shutdown?: AbortSignal;
   /**
-   * The deadline, in seconds, the executor gave this run (JOB_TIMEOUT_SECONDS: a Kubernetes Job's
-   * activeDeadlineSeconds). When set it is the job's time, whatever its timeout_seconds or type.
+   * The deadline, in seconds, the executor gave this run (JOB_TIMEOUT_SECONDS: the job's time, as
+   * its Kubernetes Job has it), counted from the runner's start. When set it is the job's time,
+   * whatever its timeout_seconds or type.
    */
   deadlineSeconds?: number;
 }
@@ -43,8 +44,9 @@ export interface RunOutcome {
 }
 
 /**
- * The time a run may take: the deadline the executor gave it (JOB_TIMEOUT_SECONDS: a Kubernetes
- * Job's activeDeadlineSeconds), else the job's own timeout_seconds, else its type's timeout.
+ * The time a run may take, from the runner's start: the deadline the executor gave it
+ * (JOB_TIMEOUT_SECONDS, from a Kubernetes Job), else the job's own timeout_seconds, else its type's
+ * timeout.
  */
 export function runDeadline(
   config: Config,

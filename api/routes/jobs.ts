@@ -20,6 +20,8 @@ import {
   JobListQuery,
   JobListResponse,
   NON_PARAMETER_FIELDS,
+  RetriedAlreadyResponse,
+  RetryBody,
   SUBMIT_ROUTES,
   submitBodySchema,
   SubmitResponse,
@@ -132,25 +134,33 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
       schema: {
         summary: "Retry a failed job",
         description:
-          "A failed job (a cancelled one included) is submitted again as a new job of the same type, locations, parameters, webhook, resources and timeout, whose record carries `retry_of`. A completed or unfinished job is 409.",
+          'A failed job (a cancelled one included) is submitted again as a new job of the same type, locations, parameters, webhook, resources and timeout, whose record carries `retry_of`; the failed job\'s record carries `retried_as`, written in the same step. A job retried before is not retried again: the answer is 200 with its existing retry (`job_id`), and nothing is made, however many retries arrive at once; the body `{"force": true}` makes another retry, which `retried_as` then names. The body is optional. A completed or unfinished job is 409.',
         tags: ["jobs"],
         security: API_KEY_SECURITY,
         headers: IdempotencyHeaders,
         params: IdParams,
+        body: RetryBody,
         response: {
+          200: Type.Ref(RetriedAlreadyResponse),
           202: submitResponse("Accepted: the new job is queued", Type.Ref(SubmitResponse)),
-          ...errorResponses(400, 404, ...IDEMPOTENCY_ERRORS),
+          ...errorResponses(400, 404, ...IDEMPOTENCY_ERRORS, 413, 415),
         },
+      },
+      // The body is optional: none is {} (no force), for validation and the Idempotency-Key alike.
+      preValidation: async (request) => {
+        request.body ??= {};
       },
     },
     async (request, reply) => {
       const { id } = request.params;
+      const force = request.body?.force === true;
+      const viewer = viewerOf(request);
       return answerSubmit(ctx, request, reply, {
         status: 202,
         render: (submitted) => queued(submitted, ` (retry of ${id})`),
         logContext: (submitted) => ({ ...QUEUED.logContext(submitted), retry_of: id }),
         submit: async (idempotency) => {
-          const job = await ctx.store.getJob(id, viewerOf(request));
+          const job = await ctx.store.getJob(id, viewer);
           if (!job) {
             void reply.code(404).send({ error: `job ${id} not found` });
             return undefined;
@@ -161,7 +171,22 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
               .send({ error: `job ${id} is ${job.status}; only a failed job can be retried` });
             return undefined;
           }
-          return ctx.store.submit([retrySpec(job, request.id)], undefined, submitterOf(request), idempotency);
+          const outcome = await ctx.store.retry(retrySpec(job, request.id), {
+            force,
+            by: submitterOf(request),
+            ...(idempotency ? { idempotency } : {}),
+          });
+          if ("retriedAs" in outcome) {
+            const existing = await ctx.store.getJob(outcome.retriedAs, viewer);
+            addLogContext(request, { job_id: id, retried_as: outcome.retriedAs });
+            void reply.code(200).send({
+              job_id: outcome.retriedAs,
+              status: existing?.status ?? "failed",
+              message: `job ${id} was retried already as ${outcome.retriedAs}; send {"force": true} to retry it again`,
+            });
+            return undefined;
+          }
+          return outcome;
         },
       });
     },
@@ -212,7 +237,7 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
       schema: {
         summary: "List jobs, newest first",
         description:
-          "Filters combine (status, type, batch_id, created_after/created_before); `total` counts every job matching them. Page with `cursor`: each answer with more jobs after it carries `next_cursor`.",
+          "Filters combine (status, state, type, batch_id, created_after/created_before); `total` counts every job matching them. Page with `cursor`: each answer with more jobs after it carries `next_cursor`.",
         tags: ["jobs"],
         security: API_KEY_SECURITY,
         querystring: JobListQuery,
@@ -220,10 +245,11 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
       },
     },
     async (request) => {
-      const { status, type, batch_id } = request.query;
+      const { status, state, type, batch_id } = request.query;
       const { jobs, total, next } = await ctx.store.listJobs({
         ...listFilter(request.query, viewerOf(request)),
         ...(status ? { status } : {}),
+        ...(state ? { state } : {}),
         ...(type ? { type } : {}),
         ...(batch_id !== undefined ? { batchId: batch_id } : {}),
       });

@@ -14,8 +14,8 @@ function frame(event: (typeof STREAM_EVENTS)[number], data: unknown, id?: number
 
 function completeData(job: Job): Record<string, unknown> {
   return job.status === "completed"
-    ? { status: job.status, result: job.result ?? {} }
-    : { status: job.status, result: {}, error: job.error ?? "job failed" };
+    ? { status: job.status, state: job.state ?? job.status, result: job.result ?? {} }
+    : { status: job.status, state: job.state ?? job.status, result: {}, error: job.error ?? "job failed" };
 }
 
 /**
@@ -30,7 +30,7 @@ export function streamRoutes(app: App, ctx: ApiContext, open: OpenStreams): void
       schema: {
         summary: "Follow a job over Server-Sent Events",
         description:
-          "Events: `status` {status, message}, `progress` {percent, message}, `complete` {status, result, error?} (then the stream ends), `error` {error}. Comment lines are heartbeats.",
+          "Events: `status` {status, message}, `progress` {percent, message}, `complete` {status, state, result, error?} (then the stream ends; state is cancelled for a cancelled job), `error` {error}. Comment lines are heartbeats.",
         tags: ["jobs"],
         security: API_KEY_SECURITY,
         params: IdParams,

@@ -27,11 +27,13 @@ import { JOB_TYPES, type JobType } from "../../core/jobs/types.js";
 import type { Logger } from "../../core/logger.js";
 import { jobDeadline, type Deadline } from "../../core/policy.js";
 import type { JobStore } from "../../core/store/store.js";
+import { RUNNER_ENV } from "../../core/config/runner-env.js";
 import {
   ANNOTATIONS,
   buildJobManifest,
   kubernetesSettings,
   LABELS,
+  runnerTimeoutSeconds,
   selectorLabels,
   type KubernetesSettings,
 } from "./job-manifest.js";
@@ -417,12 +419,13 @@ export class KubernetesExecutor implements Executor {
     };
   }
 
+  /** The job's own time: the one its Job gave the runner (JOB_TIMEOUT_SECONDS), else the policy's. */
   private deadline(job: Job, kjob?: V1Job): Deadline {
-    const given = kjob?.spec?.activeDeadlineSeconds;
+    const given = kjob && runnerTimeoutSeconds(kjob);
     return jobDeadline(
       job,
       this.config.executor.timeoutsMs,
-      given !== undefined ? { seconds: given, setting: "activeDeadlineSeconds" } : undefined,
+      given !== undefined ? { seconds: given, setting: RUNNER_ENV.jobTimeoutSeconds } : undefined,
     );
   }
 
@@ -532,7 +535,13 @@ export class KubernetesExecutor implements Executor {
       return;
     }
     const pods = [...(term.podsByJob.get(name)?.values() ?? [])];
-    const observed = observeJob(kjob, pods, this.deadline(record, kjob));
+    const startedAt = Date.parse(record.started_at ?? "");
+    const observed = observeJob(kjob, pods, {
+      deadline: this.deadline(record, kjob),
+      maxWaitMs: this.config.kubernetes.unschedulableTimeoutMs,
+      now: Date.now(),
+      ...(Number.isFinite(startedAt) ? { runnerStartedAt: startedAt } : {}),
+    });
     switch (observed.state) {
       case "running":
         if (record.status === "pending") {
@@ -550,17 +559,15 @@ export class KubernetesExecutor implements Executor {
       }
       case "failed":
         await this.failJob(id, observed.reason, observed.error, observed.attempts);
+        // Its pod, still waiting, would start a runner for a job that has ended.
+        if (observed.deleteJob) await this.deleteJob(name, "its runner waited too long to start", log);
         return;
       case "stuck": {
         const key = `${observed.pod}/${observed.reason}`;
         const now = Date.now();
         if (!term.firstSeenStuck.has(key)) term.firstSeenStuck.set(key, now);
-        const since = observed.since ?? term.firstSeenStuck.get(key)!;
-        const limit =
-          observed.reason === "unschedulable"
-            ? this.config.kubernetes.unschedulableTimeoutMs
-            : this.config.kubernetes.startFailureTimeoutMs;
-        if (now - since < limit) return;
+        const since = term.firstSeenStuck.get(key)!;
+        if (now - since < this.config.kubernetes.startFailureTimeoutMs) return;
         const waited = Math.round((now - since) / 1000);
         await this.failJob(id, observed.reason, `${observed.error} (waited ${waited} s)`);
         await this.deleteJob(name, "its pod could not start", log);

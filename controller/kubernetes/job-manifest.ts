@@ -6,7 +6,7 @@ import { AI_JOB_TYPES, chooseProvider } from "../../core/ai/providers.js";
 import type { AiProvider, Config } from "../../core/config/load.js";
 import type { Job } from "../../core/jobs/records.js";
 import { RUNNER_ENV, RUNNER_NODE_FLAGS, RUNNER_PROCESS_ENV } from "../../core/config/runner-env.js";
-import { EXIT, podRetries } from "../../core/policy.js";
+import { activeDeadlineSeconds, EXIT, podRetries } from "../../core/policy.js";
 import { jobName, labelValue } from "./names.js";
 
 /** The container's name; the pod failure policy's exit-code rule is bound to it. */
@@ -180,10 +180,24 @@ function runnerEnv(job: Job, settings: KubernetesSettings, timeoutSeconds: numbe
 }
 
 /**
+ * The job's own time a runner Job was given (its runner's JOB_TIMEOUT_SECONDS), in seconds; undefined
+ * for a Job that does not say.
+ */
+export function runnerTimeoutSeconds(kjob: V1Job): number | undefined {
+  const containers = kjob.spec?.template.spec?.containers ?? [];
+  const runner = containers.find((c) => c.name === RUNNER_CONTAINER);
+  const value = runner?.env?.find((e) => e.name === RUNNER_ENV.jobTimeoutSeconds)?.value;
+  const seconds = value !== undefined ? Number(value) : NaN;
+  return Number.isInteger(seconds) && seconds > 0 ? seconds : undefined;
+}
+
+/**
  * One batch/v1 Job running `media-service runner --job <id>`: deterministic name, per-type resources
- * overridden by the job's, `activeDeadlineSeconds` = timeoutSeconds, a pod failure policy that fails
- * the Job at once on the runner's permanent exit code and ignores disruptions, and a pod with no
- * privileges, no service-account token and credentials only by Secret reference.
+ * overridden by the job's, the job's time (`timeoutSeconds`) for the runner (JOB_TIMEOUT_SECONDS,
+ * counted from its start) and `activeDeadlineSeconds` that time plus the longest wait for a node
+ * (policy's activeDeadlineSeconds), a pod failure policy that fails the Job at once on the runner's
+ * permanent exit code and ignores disruptions, and a pod with no privileges, no service-account
+ * token and credentials only by Secret reference.
  */
 export function buildJobManifest(job: Job, settings: KubernetesSettings, timeoutSeconds: number): V1Job {
   if (!Number.isInteger(timeoutSeconds) || timeoutSeconds < 1) {
@@ -202,7 +216,11 @@ export function buildJobManifest(job: Job, settings: KubernetesSettings, timeout
       completions: 1,
       parallelism: 1,
       backoffLimit: settings.backoffLimit,
-      activeDeadlineSeconds: timeoutSeconds,
+      // From the Job's creation, a wait for a node included (the runner keeps timeoutSeconds).
+      activeDeadlineSeconds: activeDeadlineSeconds(
+        { seconds: timeoutSeconds },
+        settings.unschedulableTimeoutMs,
+      ),
       ttlSecondsAfterFinished: settings.ttlSecondsAfterFinished,
       podFailurePolicy: {
         // In order: a pod stopped by a disruption (eviction, preemption, node drain) is retried without

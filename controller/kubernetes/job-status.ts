@@ -1,8 +1,20 @@
 // What a runner Job and its pods say about the media job, in words a user understands. A pure
-// function of the observed objects, so the executor can apply it to any state it meets (level-
-// triggered) and the tests can check every message without a cluster.
+// function of the observed objects (and the time), so the executor can apply it to any state it
+// meets (level-triggered) and the tests can check every message without a cluster.
+//
+// Time: the runner keeps the job's own time from its start (JOB_TIMEOUT_SECONDS); a wait to start
+// (a pod Pending for a node, or still being started on one, or not created) is bounded by
+// kubernetes.unschedulable_timeout, and the Job's activeDeadlineSeconds is the sum of both (core/
+// policy.ts). So a Job that passed its activeDeadlineSeconds without its runner having had its
+// time waited too long, and says so; only a runner that had its whole time timed out.
 import type { V1ContainerStatus, V1Job, V1Pod } from "@kubernetes/client-node";
-import { isPermanentExit, permanentError, timeoutMessage, type Deadline } from "../../core/policy.js";
+import {
+  isPermanentExit,
+  permanentError,
+  timeoutMessage,
+  waitMessage,
+  type Deadline,
+} from "../../core/policy.js";
 import { RUNNER_CONTAINER } from "./job-manifest.js";
 
 /** Why a job failed in Kubernetes: the `reason` label of media_controller_jobs_failed_total. */
@@ -19,16 +31,34 @@ export type FailureReason =
   | "job_lost"
   | "rejected";
 
-/** A pod that cannot start yet; the executor fails the job when it stays so for too long. */
-export type StuckReason = "unschedulable" | "image_pull" | "config";
+/**
+ * A pod that cannot start (its image, its Secrets); the executor fails the job when it stays so for
+ * kubernetes.start_failure_timeout.
+ */
+export type StuckReason = "image_pull" | "config";
 
 export type JobObservation =
   | { state: "waiting" }
   | { state: "running" }
   | { state: "succeeded" }
-  /** `attempts`: the Job's pods that failed, when it retried (the store says it gave up after them). */
-  | { state: "failed"; reason: FailureReason; error: string; attempts?: number }
-  | { state: "stuck"; reason: StuckReason; error: string; pod: string; since?: number };
+  /**
+   * `attempts`: the Job's pods that failed, when it retried (the store says it gave up after them).
+   * `deleteJob`: the Job is not finished (its pod waits still) and is to be deleted.
+   */
+  | { state: "failed"; reason: FailureReason; error: string; attempts?: number; deleteJob?: true }
+  | { state: "stuck"; reason: StuckReason; error: string; pod: string };
+
+/** What the controller knows besides the Job and its pods. */
+export interface ObserveContext {
+  /** The job's own time (its runner's JOB_TIMEOUT_SECONDS), and where it came from. */
+  deadline: Pick<Deadline, "seconds" | "setting">;
+  /** How long the job's runner may wait to start: kubernetes.unschedulable_timeout, in ms. */
+  maxWaitMs: number;
+  /** The time of the observation, ms since the epoch. */
+  now: number;
+  /** When the job's runner started (its record's started_at), if it has. */
+  runnerStartedAt?: number;
+}
 
 const IMAGE_PULL_REASONS = new Set([
   "ErrImagePull",
@@ -101,17 +131,13 @@ function latestFailedPod(pods: V1Pod[]): V1Pod | undefined {
 }
 
 /**
- * The state of a media job as its Kubernetes Job and pods show it. `pods` are the Job's pods (any
- * order); `deadline` is what the Job's activeDeadlineSeconds came from.
+ * The state of a media job as its Kubernetes Job and pods show it at `context.now`. `pods` are the
+ * Job's pods (any order).
  */
-export function observeJob(
-  job: V1Job,
-  pods: V1Pod[],
-  deadline: Pick<Deadline, "seconds" | "setting">,
-): JobObservation {
+export function observeJob(job: V1Job, pods: V1Pod[], context: ObserveContext): JobObservation {
   if (condition(job, "Complete")) return { state: "succeeded" };
   const failed = condition(job, "Failed");
-  if (failed) return describeJobFailure(job, failed.reason, failed.message, pods, deadline);
+  if (failed) return describeJobFailure(job, failed, pods, context);
 
   const live = pods.filter((p) => !p.metadata?.deletionTimestamp);
   if (live.some((p) => p.status?.phase === "Running" || runnerStatus(p)?.state?.running)) {
@@ -120,16 +146,6 @@ export function observeJob(
   for (const pod of live) {
     if (pod.status?.phase !== "Pending") continue;
     const name = pod.metadata?.name ?? "";
-    const scheduled = pod.status.conditions?.find((c) => c.type === "PodScheduled");
-    if (scheduled?.status === "False" && scheduled.reason === "Unschedulable") {
-      return {
-        state: "stuck",
-        reason: "unschedulable",
-        pod: name,
-        error: `no node can run the job${scheduled.message ? `: ${oneLine(scheduled.message)}` : ""}`,
-        ...(scheduled.lastTransitionTime ? { since: new Date(scheduled.lastTransitionTime).getTime() } : {}),
-      };
-    }
     const waiting = runnerStatus(pod)?.state?.waiting;
     if (waiting?.reason && IMAGE_PULL_REASONS.has(waiting.reason)) {
       const image = pod.spec?.containers[0]?.image ?? "";
@@ -149,22 +165,113 @@ export function observeJob(
       };
     }
   }
+  const wait = currentWait(job, pods, live);
+  if (wait?.since !== undefined && context.now - wait.since >= context.maxWaitMs) {
+    return {
+      state: "failed",
+      reason: "unschedulable",
+      error: waitMessage(Math.round((context.now - wait.since) / 1000), wait.what, wait.detail),
+      deleteJob: true,
+    };
+  }
   return { state: "waiting" };
+}
+
+/** What a job's runner waits for, and since when. */
+interface Wait {
+  /** ms since the epoch; undefined when the objects do not say. */
+  since?: number;
+  what: string;
+  detail?: string;
+}
+
+/**
+ * The wait of a Job whose runner has not started: its newest Pending pod's, since the pod was
+ * created (unscheduled, or scheduled and being started), or, with no pod at all, the Job's since
+ * it started. Undefined between two attempts (a failed pod, the next not created yet).
+ */
+function currentWait(job: V1Job, pods: V1Pod[], live: V1Pod[]): Wait | undefined {
+  const pending = live
+    .filter((p) => p.status?.phase === "Pending" && !containerStarted(p))
+    .sort(
+      (a, b) => (time(b.metadata?.creationTimestamp) ?? 0) - (time(a.metadata?.creationTimestamp) ?? 0),
+    )[0];
+  if (pending) {
+    const scheduled = pending.status?.conditions?.find((c) => c.type === "PodScheduled");
+    const since = time(pending.metadata?.creationTimestamp) ?? time(scheduled?.lastTransitionTime);
+    return { ...(since !== undefined ? { since } : {}), ...waitingFor(pending) };
+  }
+  if (pods.length > 0) return undefined;
+  const since = jobStart(job);
+  return { ...(since !== undefined ? { since } : {}), what: "its runner pod to be created" };
+}
+
+/** What a Pending pod waits for, in words: a node (with the scheduler's reason), or its start there. */
+function waitingFor(pod: V1Pod): { what: string; detail?: string } {
+  const scheduled = pod.status?.conditions?.find((c) => c.type === "PodScheduled");
+  const node = pod.spec?.nodeName;
+  if (scheduled?.status === "False" || !node) {
+    const message = oneLine(scheduled?.message);
+    return { what: "a node", ...(message ? { detail: message } : {}) };
+  }
+  const waiting = runnerStatus(pod)?.state?.waiting;
+  const detail = [waiting?.reason, oneLine(waiting?.message)].filter(Boolean).join(": ");
+  return { what: `its runner to start on node ${node}`, ...(detail ? { detail } : {}) };
+}
+
+/** Whether the runner container of a pod ever started. */
+function containerStarted(pod: V1Pod): boolean {
+  return containerStartedAt(pod) !== undefined || Boolean(runnerStatus(pod)?.state?.running);
+}
+
+function containerStartedAt(pod: V1Pod): number | undefined {
+  const state = runnerStatus(pod)?.state;
+  return time(state?.running?.startedAt) ?? time(state?.terminated?.startedAt);
+}
+
+/** When the Job started: the Job controller's startTime, else its creation. */
+function jobStart(job: V1Job): number | undefined {
+  return time(job.status?.startTime) ?? time(job.metadata?.creationTimestamp);
+}
+
+function time(value: Date | string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = new Date(value).getTime();
+  return Number.isFinite(ms) ? ms : undefined;
+}
+
+/**
+ * A Job past its activeDeadlineSeconds: a wait too long when its runner never started, or started
+ * too late to have its whole time (within a second); a timeout when it had it.
+ */
+function describeDeadline(job: V1Job, at: number, pods: V1Pod[], context: ObserveContext): JobObservation {
+  const starts = pods.map(containerStartedAt).filter((t): t is number => t !== undefined);
+  if (context.runnerStartedAt !== undefined) starts.push(context.runnerStartedAt);
+  const started = starts.length > 0 ? Math.min(...starts) : undefined;
+  const ranMs = started !== undefined ? at - started : 0;
+  if (started !== undefined && ranMs + 1000 >= context.deadline.seconds * 1000) {
+    return { state: "failed", reason: "deadline", error: timeoutMessage(context.deadline) };
+  }
+  const since = jobStart(job) ?? at - (job.spec?.activeDeadlineSeconds ?? 0) * 1000;
+  const waitedMs = Math.max(0, (started ?? at) - since);
+  const pending = pods.find((p) => p.status?.phase === "Pending" && !containerStarted(p));
+  const { what, detail } = pending ? waitingFor(pending) : { what: "a node", detail: undefined };
+  return {
+    state: "failed",
+    reason: "unschedulable",
+    error: waitMessage(Math.round(waitedMs / 1000), what, started === undefined ? detail : undefined),
+  };
 }
 
 function describeJobFailure(
   job: V1Job,
-  reason: string | undefined,
-  message: string | undefined,
+  failed: { reason?: string; message?: string; lastTransitionTime?: Date },
   pods: V1Pod[],
-  deadline: Pick<Deadline, "seconds" | "setting">,
+  context: ObserveContext,
 ): JobObservation {
+  const { reason, message } = failed;
   if (reason === "DeadlineExceeded") {
-    return {
-      state: "failed",
-      reason: "deadline",
-      error: timeoutMessage(deadline),
-    };
+    return describeDeadline(job, time(failed.lastTransitionTime) ?? context.now, pods, context);
   }
   const pod = latestFailedPod(pods);
   if (!pod) {

@@ -10,6 +10,8 @@ export interface JobWebhookPayload {
     id: string;
     type: string;
     status: "completed" | "failed";
+    /** What a person reads: `cancelled` for a failed job that was cancelled (the event stays job.failed). */
+    state: "completed" | "failed" | "cancelled";
     result?: Record<string, unknown>;
     error?: string;
     request_id?: string;
@@ -26,6 +28,12 @@ export interface BatchWebhookPayload {
   batch: { id: string; status: string; total_jobs: number; completed: number; failed: number };
 }
 
+/** How a finished job ended, as a person reads it (its record's `state`). */
+function endedState(job: Job): "completed" | "failed" | "cancelled" {
+  if (job.status === "completed") return "completed";
+  return job.state === "cancelled" || job.cancelled_at !== undefined ? "cancelled" : "failed";
+}
+
 /** `timestamp` is when the job finished (its event), the same on every attempt. */
 export function jobPayload(job: Job, timestamp: string): JobWebhookPayload {
   const completed = job.status === "completed";
@@ -36,6 +44,7 @@ export function jobPayload(job: Job, timestamp: string): JobWebhookPayload {
       id: job.id,
       type: job.type,
       status: completed ? "completed" : "failed",
+      state: endedState(job),
       ...(completed ? { result: job.result ?? {} } : { error: job.error ?? "failed" }),
       ...(job.request_id !== undefined ? { request_id: job.request_id } : {}),
       ...(job.batch_id !== undefined ? { batch_id: job.batch_id } : {}),
@@ -78,14 +87,17 @@ export interface ChatPayload {
 /** A Slack-compatible message (`{text, blocks}`); `text` is the notification fallback. */
 export function chatPayload(job: Job): ChatPayload {
   const completed = job.status === "completed";
+  const state = endedState(job);
   const took = job.duration_seconds !== undefined ? ` in ${formatSeconds(job.duration_seconds)}` : "";
   const headline = completed
     ? `:white_check_mark: ${job.type} job ${job.id} completed${took}`
-    : `:x: ${job.type} job ${job.id} failed${took}`;
+    : state === "cancelled"
+      ? `:no_entry_sign: ${job.type} job ${job.id} cancelled${took}`
+      : `:x: ${job.type} job ${job.id} failed${took}`;
   const fields: TextObject[] = [
     mrkdwn(`*Job*\n\`${escape(job.id)}\``, FIELD_MAX),
     mrkdwn(`*Type*\n${escape(job.type)}`, FIELD_MAX),
-    mrkdwn(`*Status*\n${completed ? "completed" : "failed"}`, FIELD_MAX),
+    mrkdwn(`*Status*\n${state}`, FIELD_MAX),
   ];
   if (job.duration_seconds !== undefined) {
     fields.push(mrkdwn(`*Duration*\n${formatSeconds(job.duration_seconds)}`, FIELD_MAX));

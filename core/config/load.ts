@@ -160,8 +160,8 @@ export function loadConfig(options: LoadOptions = {}): Config {
 }
 
 /**
- * JOB_TIMEOUT_SECONDS: the deadline, in seconds, the executor gave this runner (a Kubernetes Job's
- * activeDeadlineSeconds), or undefined when it is not set. It wins over the job's timeout_seconds
+ * JOB_TIMEOUT_SECONDS: the deadline, in seconds, the executor gave this runner (the job's time, as
+ * its Kubernetes Job has it), or undefined when it is not set. It wins over the job's timeout_seconds
  * and executor.timeouts.<type>. Anything but a positive integer is a ConfigError naming it.
  */
 export function jobTimeoutFromEnv(env: Env = process.env): number | undefined {

@@ -36,7 +36,8 @@ export const RUNNER_ENV = {
   maxOutputDimension: "MAX_OUTPUT_DIMENSION",
   /**
    * Not a configuration setting: the deadline, in whole seconds, that the executor gave this run
-   * (the Job's activeDeadlineSeconds). When set, `runner --job` uses it instead of the job's
+   * (the job's time, as its Kubernetes Job has it; the Job's activeDeadlineSeconds adds the longest
+   * wait for a node). When set, `runner --job` uses it, from its start, instead of the job's
    * timeout_seconds or executor.timeouts.<type>.
    */
   jobTimeoutSeconds: "JOB_TIMEOUT_SECONDS",

@@ -526,7 +526,7 @@ export const KubernetesConfig = Section(
     ),
     unschedulable_timeout: Duration(
       "5m",
-      "A runner pod no node accepts for this long fails its job (with the scheduler's reason).",
+      "How long a job's runner pod may wait to start (Pending for a node with room, or being started on one) before its job fails, naming this setting and the scheduler's reason. A wait is not the job's time: it is added to the runner Job's `activeDeadlineSeconds`.",
     ),
     start_failure_timeout: Duration(
       "1m",

@@ -1,11 +1,15 @@
 import { Type, type Static, type TSchema } from "../typebox.js";
-import { BATCH_STATUSES, EXECUTION_CLASSES, JOB_STATUSES, JOB_TYPES } from "./types.js";
+import { BATCH_STATUSES, EXECUTION_CLASSES, JOB_STATES, JOB_STATUSES, JOB_TYPES } from "./types.js";
 import { Enum } from "./enum.js";
 import { DEFAULT_BOUNDS, ERROR_MESSAGE, perBounds, quantityPattern, type SchemaBounds } from "./bounds.js";
 
 export const JobTypeSchema = Enum(JOB_TYPES, { description: "Job type; also the name of its queue" });
 export const JobStatusSchema = Enum(JOB_STATUSES);
 export const BatchStatusSchema = Enum(BATCH_STATUSES);
+export const JobStateSchema = Enum(JOB_STATES, {
+  description:
+    "What a person reads of the job: its status, except that a failed job that was cancelled (by request, or by its fail_fast batch) is cancelled",
+});
 const Timestamp = (description: string) => Type.String({ format: "date-time", description });
 
 // S3's naming rules: 3-63 lowercase letters, digits, dots and hyphens, starting and ending with a
@@ -140,6 +144,20 @@ export const SubmitResponse = Type.Object(
   { $id: "SubmitResponse" },
 );
 
+export const RetriedAlreadyResponse = Type.Object(
+  {
+    job_id: Type.String({ description: "The job that retries it already (its `retried_as`)" }),
+    status: JobStatusSchema,
+    message: Type.String({ description: "job <id> was retried already as <job_id>" }),
+  },
+  {
+    $id: "RetriedAlreadyResponse",
+    description:
+      'A retry of a job retried before: its existing retry, and nothing new was made; send {"force": true} to make another',
+  },
+);
+export type RetriedAlreadyResponse = Static<typeof RetriedAlreadyResponse>;
+
 const Dimensions = {
   width: Type.Integer(),
   height: Type.Integer(),
@@ -237,6 +255,8 @@ export const Job = Type.Object(
     id: Type.String({ description: "Job identifier (UUID)" }),
     type: JobTypeSchema,
     status: JobStatusSchema,
+    // Optional to the type only: every record the API answers has it (codec.ts decodeJob).
+    state: Type.Optional(JobStateSchema),
     source_bucket: Type.String(),
     source_key: Type.String(),
     dest_bucket: Type.Optional(Type.String()),
@@ -283,6 +303,12 @@ export const Job = Type.Object(
     ),
     duration_seconds: Type.Optional(Type.Number({ description: "Processing time in seconds" })),
     retry_of: Type.Optional(Type.String({ description: "The failed job this one retries" })),
+    retried_as: Type.Optional(
+      Type.String({
+        description:
+          "The job that retries this failed one (POST /jobs/{id}/retry); after a forced retry, the newest",
+      }),
+    ),
     webhook_delivery: Type.Optional(Type.Ref(WebhookDelivery)),
   },
   { $id: "Job" },
@@ -290,7 +316,13 @@ export const Job = Type.Object(
 export type Job = Static<typeof Job>;
 
 export const JobSummary = Type.Object(
-  { id: Type.String(), type: JobTypeSchema, status: JobStatusSchema, created_at: Type.String() },
+  {
+    id: Type.String(),
+    type: JobTypeSchema,
+    status: JobStatusSchema,
+    state: JobStateSchema,
+    created_at: Type.String(),
+  },
   { $id: "JobSummary" },
 );
 export type JobSummary = Static<typeof JobSummary>;
@@ -321,12 +353,17 @@ export const Batch = Type.Object(
 );
 export type Batch = Static<typeof Batch>;
 
+const CancelledCount = (what: string) =>
+  Type.Integer({
+    description: `Of the failed ${what}, those that were cancelled (by request, or by their fail_fast batch); failed jobs kept from before this count existed are not in it`,
+  });
 export const QueueEntry = Type.Object({
   name: Type.String(),
   pending: Type.Integer(),
   processing: Type.Integer(),
   completed: Type.Integer(),
-  failed: Type.Integer(),
+  failed: Type.Integer({ description: "Failed jobs, the cancelled ones included" }),
+  cancelled: CancelledCount("jobs of the queue"),
 });
 export const QueueStats = Type.Object(
   {
@@ -335,6 +372,7 @@ export const QueueStats = Type.Object(
     total_processing: Type.Integer(),
     total_completed: Type.Integer(),
     total_failed: Type.Integer(),
+    total_cancelled: CancelledCount("jobs"),
     queues: Type.Record(Type.String(), QueueEntry),
   },
   { $id: "QueueStats" },
@@ -348,6 +386,7 @@ const Quantile = (what: string) =>
 const HistoryFigureFields = {
   completed: Type.Integer({ description: "Jobs that completed in the minute" }),
   failed: Type.Integer({ description: "Jobs that failed in the minute (cancelled ones included)" }),
+  cancelled: Type.Integer({ description: "Of the jobs that failed in the minute, those that were cancelled" }),
   p50_seconds: Quantile("Median duration"),
   p95_seconds: Quantile("95th percentile duration"),
   pending: Type.Integer({ description: "Jobs waiting in the queue as the minute ended" }),
@@ -386,6 +425,7 @@ export const TIMELINE_EVENTS = [
   "completed",
   "failed",
   "cancelled",
+  "retried",
   "webhook",
 ] as const;
 export const TimelineEntry = Type.Object(
@@ -395,7 +435,7 @@ export const TimelineEntry = Type.Object(
     message: Type.Optional(
       Type.String({
         description:
-          "claimed: by whom; pooled: why the job went to the warm runner pool; progress: the runner's words; requeued: why; failed, cancelled: the error; webhook: what the receiver answered",
+          "claimed: by whom; pooled: why the job went to the warm runner pool; progress: the runner's words; requeued: why; failed, cancelled: the error; retried: the id of the job that retries it; webhook: what the receiver answered",
       }),
     ),
     percent: Type.Optional(Type.Number({ description: "progress: how far, 0-100" })),

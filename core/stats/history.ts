@@ -39,22 +39,25 @@ function figures(
   depth: Map<string, number>,
 ): HistoryFigures & { by_type: Record<string, HistoryFigures> } {
   const n = (field: string) => Number(hash[field] ?? 0) || 0;
-  const total = { completed: 0, failed: 0, pending: 0 };
+  const total = { completed: 0, failed: 0, cancelled: 0, pending: 0 };
   const cumulative = JOB_DURATION_BUCKETS.map(() => 0);
   const byType: Record<string, HistoryFigures> = {};
   for (const type of types) {
     const completed = n(`${type}:completed`);
     const failed = n(`${type}:failed`);
+    const cancelled = n(`${type}:cancelled`);
     if (hash[`${type}:pending`] !== undefined) depth.set(type, n(`${type}:pending`));
     const pending = depth.get(type) ?? 0;
     const buckets = JOB_DURATION_BUCKETS.map((_, i) => n(`${type}:b${i + 1}`));
     buckets.forEach((c, i) => (cumulative[i]! += c));
     total.completed += completed;
     total.failed += failed;
+    total.cancelled += cancelled;
     total.pending += pending;
     byType[type] = {
       completed,
       failed,
+      cancelled,
       p50_seconds: quantile(0.5, buckets, completed, JOB_DURATION_BUCKETS),
       p95_seconds: quantile(0.95, buckets, completed, JOB_DURATION_BUCKETS),
       pending,

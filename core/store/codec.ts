@@ -1,5 +1,5 @@
 import type { Batch, Job, JobSummary, WebhookDelivery } from "../jobs/records.js";
-import type { BatchStatus, JobStatus, JobType } from "../jobs/types.js";
+import type { BatchStatus, JobState, JobStatus, JobType } from "../jobs/types.js";
 
 // How records are laid out in Redis hashes: every field a string, objects as JSON.
 export type Hash = Record<string, string>;
@@ -34,6 +34,7 @@ const PUBLIC_FIELDS = [
   "cancelled_at",
   "duration_seconds",
   "retry_of",
+  "retried_as",
 ] as const;
 
 export function decodeJob(hash: Hash): Job | undefined {
@@ -47,6 +48,7 @@ export function decodeJob(hash: Hash): Job | undefined {
     else job[field] = value;
   }
   job.parameters ??= {};
+  job.state = stateOf(hash.status as JobStatus, hash.cancelled);
   const delivery = decodeWebhookDelivery(hash);
   if (delivery) job.webhook_delivery = delivery;
   // Progress is only meaningful while a job runs.
@@ -54,12 +56,23 @@ export function decodeJob(hash: Hash): Job | undefined {
   return job as Job;
 }
 
-export function decodeSummary(fields: Array<string | null>): JobSummary | undefined {
-  const [id, type, status, created_at] = fields;
-  if (!id || !type || !status || !created_at) return undefined;
-  return { id, type: type as JobType, status: status as JobStatus, created_at };
+/** What a person reads of a job: its status, or `cancelled` for a failed job that was cancelled. */
+export function stateOf(status: JobStatus, cancelled: string | null | undefined): JobState {
+  return status === "failed" && cancelled === "1" ? "cancelled" : status;
 }
-export const SUMMARY_FIELDS = ["id", "type", "status", "created_at"];
+
+export function decodeSummary(fields: Array<string | null>): JobSummary | undefined {
+  const [id, type, status, created_at, cancelled] = fields;
+  if (!id || !type || !status || !created_at) return undefined;
+  return {
+    id,
+    type: type as JobType,
+    status: status as JobStatus,
+    state: stateOf(status as JobStatus, cancelled),
+    created_at,
+  };
+}
+export const SUMMARY_FIELDS = ["id", "type", "status", "created_at", "cancelled"];
 
 export function decodeBatch(hash: Hash): Batch | undefined {
   if (!hash.id) return undefined;

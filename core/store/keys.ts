@@ -56,6 +56,12 @@ const LAYOUT = {
   jobs_by_created: "jobs:by_created",
   /** Job ids of one status by creation, by status. */
   jobs_by_status: "jobs:status:*",
+  /**
+   * Failed job ids by creation, by state (core/jobs/types.ts ENDED_STATES): `failed` (not
+   * cancelled) or `cancelled`; the other states are statuses (jobs_by_status). Jobs that failed
+   * before it existed are not in it.
+   */
+  jobs_by_state: "jobs:state:*",
   /** Job ids of one type by creation, by job type (jobs submitted before it existed are not in it). */
   jobs_by_type: "jobs:type:*",
   batches_by_created: "batches:by_created",
@@ -64,6 +70,7 @@ const LAYOUT = {
   client_jobs_by_created: "client:*:jobs:by_created",
   client_jobs_by_status: "client:*:jobs:status:*",
   client_jobs_by_type: "client:*:jobs:type:*",
+  client_jobs_by_state: "client:*:jobs:state:*",
   client_batches_by_created: "client:*:batches:by_created",
   client_batches_by_status: "client:*:batches:status:*",
   /**
@@ -133,6 +140,12 @@ export class Keys {
   }
   jobsByStatus(status: string) {
     return this.index("jobs", status);
+  }
+  /** The index of the failed jobs of one ended state (failed, cancelled): everyone's, or a client's own copy. */
+  jobsByState(state: string, client?: string) {
+    return client === undefined
+      ? keyOf(this.families.jobs_by_state, state)
+      : keyOf(this.families.client_jobs_by_state, client, state);
   }
   /** The index of one job type's jobs: everyone's, or a client's own copy. */
   jobsByType(type: string, client?: string) {

@@ -3,7 +3,7 @@ import { Redis, type RedisOptions } from "ioredis";
 import type { Batch, History, Job, JobSummary, QueueStats, TimelineEntry } from "../jobs/records.js";
 import { HISTORY_INTERVAL_SECONDS, historyPoints, type MinuteHash } from "../stats/history.js";
 import type { JobSpec } from "../jobs/spec.js";
-import { JOB_TYPES, type BatchStatus, type JobStatus, type JobType } from "../jobs/types.js";
+import { JOB_TYPES, type BatchStatus, type JobState, type JobStatus, type JobType } from "../jobs/types.js";
 import { JOB_DURATION_BUCKETS } from "../jobs/duration-buckets.js";
 import { decodeBatch, decodeJob, decodeSummary, SUMMARY_FIELDS, type Hash } from "./codec.js";
 import { IllegalTransitionError, NotFoundError, translateScriptError } from "./errors.js";
@@ -90,6 +90,8 @@ export interface TypeCounters {
   processing: number;
   completed: number;
   failed: number;
+  /** Of the failed, those cancelled (since the count exists). */
+  cancelled: number;
   submittedTotal: number;
   completedTotal: number;
   failedTotal: number;
@@ -135,6 +137,8 @@ export interface ListFilter {
 
 export interface JobListFilter extends ListFilter {
   status?: JobStatus;
+  /** Only jobs of this state: failed and cancelled apart (jobs failed before the state index are not found). */
+  state?: JobState;
   /** Only jobs of this type: those submitted since the type index exists (lua/submit.lua). */
   type?: JobType;
   /** Only the jobs of this batch. */
@@ -192,6 +196,36 @@ export class JobStore {
     by?: Submitter,
     idempotency?: IdempotentSubmit,
   ): Promise<Submitted> {
+    const submitted = await this.submitJobs(specs, batch, by, idempotency);
+    if ("retriedAs" in submitted) throw new Error("submit.lua answered a retry to a submission");
+    return submitted;
+  }
+
+  /**
+   * Submits `spec` (retrySpec of a failed job: its `retry_of` names the job) as that job's retry and
+   * records it on the job as `retried_as`, in one script (lua/submit.lua). A job retried before is
+   * not retried again unless `force`: the answer is then its retry's id (`retriedAs`) and nothing is
+   * written, so concurrent retries of one job make one. NotFoundError when the job is gone,
+   * IllegalTransitionError when it has not failed.
+   */
+  async retry(
+    spec: JobSpec,
+    options: { force?: boolean; by?: Submitter; idempotency?: IdempotentSubmit } = {},
+  ): Promise<Submitted | { retriedAs: string }> {
+    if (!spec.retry_of) throw new Error("a retry's spec names the job it retries (retry_of)");
+    return this.submitJobs([spec], undefined, options.by, options.idempotency, {
+      of: spec.retry_of,
+      force: options.force === true,
+    });
+  }
+
+  private async submitJobs(
+    specs: JobSpec[],
+    batch: NewBatch | undefined,
+    by: Submitter | undefined,
+    idempotency: IdempotentSubmit | undefined,
+    retry?: { of: string; force: boolean },
+  ): Promise<Submitted | { retriedAs: string }> {
     const jobs = specs.map((spec) => ({ id: randomUUID(), type: spec.type, fields: encodeSpec(spec) }));
     const batchId = batch ? (batch.id ?? randomUUID()) : undefined;
     const payload = {
@@ -217,12 +251,15 @@ export class JobStore {
             },
           }
         : {}),
+      ...(retry ? { retry } : {}),
     };
-    const positions = (await this.script("submit", JSON.stringify(payload))) as number[];
+    const positions = (await this.script("submit", JSON.stringify(payload))) as
+      number[] | ["retried", string];
+    if (positions[0] === "retried") return { retriedAs: String(positions[1]) };
     return {
       jobIds: jobs.map((j) => j.id),
       types: jobs.map((j) => j.type),
-      queuePositions: positions,
+      queuePositions: positions as number[],
       ...(batchId ? { batchId } : {}),
     };
   }
@@ -477,6 +514,7 @@ export class JobStore {
   async listJobs(filter: JobListFilter): Promise<{ jobs: JobSummary[]; total: number; next?: ListPosition }> {
     const page = await this.list("jobs", filter, {
       ...(filter.type ? { type: filter.type } : {}),
+      ...(filter.state ? { state: filter.state } : {}),
       ...(filter.batchId !== undefined ? { batch_id: filter.batchId } : {}),
       fields: SUMMARY_FIELDS,
     });
@@ -613,6 +651,7 @@ export class JobStore {
         processing: n("processing"),
         completed: n("completed"),
         failed: n("failed"),
+        cancelled: n("cancelled"),
         submittedTotal: n("submitted_total"),
         completedTotal: n("completed_total"),
         failedTotal: n("failed_total"),
@@ -630,6 +669,7 @@ export class JobStore {
       total_processing: 0,
       total_completed: 0,
       total_failed: 0,
+      total_cancelled: 0,
       queues: {},
     };
     for (const type of JOB_TYPES) {
@@ -640,11 +680,13 @@ export class JobStore {
         processing: c.processing,
         completed: c.completed,
         failed: c.failed,
+        cancelled: Math.min(c.cancelled, c.failed),
       };
       stats.total_pending += c.pending;
       stats.total_processing += c.processing;
       stats.total_completed += c.completed;
       stats.total_failed += c.failed;
+      stats.total_cancelled += Math.min(c.cancelled, c.failed);
     }
     stats.total_jobs =
       stats.total_pending + stats.total_processing + stats.total_completed + stats.total_failed;

@@ -7,7 +7,7 @@ import { PermanentError } from "../errors.js";
 import type { SourceImage } from "../image/open.js";
 import { checkDecodedAudio } from "../av/declared.js";
 import { INPUT_PROTOCOLS, type MediaInfo } from "../av/probe.js";
-import { runFfmpeg } from "../av/run.js";
+import { runFfmpeg, TruncatedError } from "../av/run.js";
 
 const JPEG_QUALITY = 85;
 
@@ -61,6 +61,7 @@ export async function sampleFrames(
   let next = 0;
   let done = 0;
   let fault: PermanentError | undefined;
+  let cut: TruncatedError | undefined;
   const worker = async () => {
     while (next < times.length) {
       const i = next++;
@@ -90,7 +91,12 @@ export async function sampleFrames(
         { signal: options.signal, maxPixels: options.maxPixels },
       ).catch((err: unknown) => {
         if (options.signal.aborted) throw err;
-        if (err instanceof PermanentError) fault ??= err;
+        // A source cut short fails the job (its frames past the cut would be missing or from before
+        // it): no more frames are taken.
+        if (err instanceof TruncatedError) {
+          cut ??= err;
+          next = times.length;
+        } else if (err instanceof PermanentError) fault ??= err;
       });
       const bytes = await readFile(output).catch(() => undefined);
       if (bytes && bytes.length > 0) {
@@ -100,6 +106,7 @@ export async function sampleFrames(
     }
   };
   await Promise.all(Array.from({ length: Math.min(3, times.length) }, worker));
+  if (cut) throw cut;
   const decoded = frames.filter((f): f is Frame => f !== undefined);
   if (decoded.length === 0) throw fault ?? new PermanentError("source video has no frame that decodes");
   return decoded;

@@ -2,6 +2,8 @@
 // first video and audio streams. A file ffprobe cannot read is bad input: PermanentError, with
 // ffprobe's own reason.
 //
+// ffprobe killed by a signal (the OOM killer) says nothing of the file: KilledError, transient.
+//
 // A job's source is checked further before anything decodes it (checkVideo, checkAudio): video
 // frames within limits.max_input_pixels (ffprobe gives no size for frames too large for ffmpeg;
 // their size is in ffprobe's complaint), and an audio header that does not declare zero samples
@@ -9,7 +11,7 @@
 import { execFile } from "node:child_process";
 import { stat } from "node:fs/promises";
 import ffmpeg, { type FfprobeData, type FfprobeStream } from "fluent-ffmpeg";
-import { PermanentError } from "../errors.js";
+import { killedBy, PermanentError } from "../errors.js";
 import { declaredLength, type DeclaredLength } from "./declared.js";
 
 export interface VideoStreamInfo {
@@ -80,7 +82,8 @@ export const INPUT_PROTOCOLS = ["-protocol_whitelist", "file"];
 
 /**
  * Probes a file. `args` are extra ffprobe options (e.g. `-count_packets`). Rejects with ProbeError
- * when ffprobe cannot read the file; settles early when `signal` aborts.
+ * when ffprobe cannot read the file, with KilledError when a signal killed it; settles early when
+ * `signal` aborts.
  */
 export async function probeFile(
   path: string,
@@ -98,7 +101,7 @@ export async function probeFile(
       ["-hide_banner", "-v", "error", ...INPUT_PROTOCOLS, ...args],
       (err: unknown, data: FfprobeData) => {
         signal?.removeEventListener("abort", onAbort);
-        if (err) return reject(new ProbeError(probeReason(err, path)));
+        if (err) return reject(killedBy("ffprobe", err) ?? new ProbeError(probeReason(err, path)));
         resolve(data);
       },
     );
@@ -208,22 +211,28 @@ export function frameSizeIn(lines: string[]): { width: number; height: number } 
   return undefined;
 }
 
-/** ffprobe's complaints about one stream, one per line (it exits 0 when it only complains). */
+/**
+ * ffprobe's complaints about one stream, one per line (it exits 0 when it only complains). Rejects
+ * with KilledError when a signal other than the job's own abort killed it.
+ */
 function probeStderr(path: string, index: number, signal?: AbortSignal): Promise<string[]> {
   const args = ["-hide_banner", "-v", "error", ...INPUT_PROTOCOLS, "-select_streams", String(index)];
   args.push("-show_entries", "stream=width", "-of", "csv=p=0", path);
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     // As fluent-ffmpeg finds it.
     execFile(
       process.env.FFPROBE_PATH || "ffprobe",
       args,
       { ...(signal ? { signal } : {}), maxBuffer: 1024 * 1024 },
-      (_err, _out, stderr) =>
+      (err, _out, stderr) => {
+        const killed = err && !signal?.aborted ? killedBy("ffprobe", err) : undefined;
+        if (killed) return reject(killed);
         resolve(
           String(stderr ?? "")
             .split(/\r?\n/)
             .filter((line) => line.trim().length > 0),
-        ),
+        );
+      },
     );
   });
 }

@@ -3,8 +3,14 @@
 // `-progress pipe:1` and turned into a fraction of the expected duration, ffmpeg's error lines kept
 // for messages, and a failure sorted into bad input (PermanentError) or anything else (transient).
 //
+// A source the demuxer finds cut short ("File ended prematurely", "partial file": TRUNCATION) fails
+// permanently as truncated (TruncatedError), whether ffmpeg exited 0 or not: ffmpeg stops at the
+// cut without failing, and the job would otherwise deliver part of the media, or a frame from before
+// the cut for a timestamp past it.
+//
 // How a failure (ffmpeg exited non-zero) is sorted:
 // - killed by a signal from outside (the OOM killer, a node drain): transient, whatever it logged;
+// - the demuxer found the file cut short: permanent (TruncatedError);
 // - frames larger than ffmpeg (or `maxPixels`) allows: permanent, naming their size;
 // - one of ffmpeg's words for bad input (INPUT_PROBLEMS): permanent;
 // - the encoder refused its settings: permanent (EncoderSetupError);
@@ -69,6 +75,11 @@ export class EncoderSetupError extends PermanentError {
   }
 }
 
+/** The demuxer found the source cut short: it holds less than its own structure says. */
+export class TruncatedError extends PermanentError {
+  override name = "TruncatedError";
+}
+
 /** ffmpeg failed for a reason other than its input: transient (it may work on another try). */
 export class FfmpegError extends Error {
   override name = "FfmpegError";
@@ -102,6 +113,9 @@ const INPUT_PROBLEMS = [
   /Picture size \d+x\d+ (is invalid|exceeds)/i,
 ];
 
+// The demuxers' words for a file that ends before its data does (Matroska/WebM, MP4/MOV).
+const TRUNCATION = [/File ended prematurely/i, /: partial file$/i];
+
 // A check of the input that failed for one of these says nothing about the input.
 const RESOURCE_PROBLEMS = [
   /Cannot allocate memory/i,
@@ -120,10 +134,16 @@ export function isInputProblem(line: string): boolean {
   return INPUT_PROBLEMS.some((re) => re.test(line));
 }
 
+/** The demuxer's line saying the file ends before its data does, if ffmpeg logged one. */
+export function truncationLine(errors: string[]): string | undefined {
+  return errors.find((line) => TRUNCATION.some((re) => re.test(line)));
+}
+
 /**
  * Runs ffmpeg. Resolves when it exits 0; rejects with the signal's reason when aborted (after
- * the process has exited), with PermanentError when ffmpeg could not decode the input, and with
- * FfmpegError otherwise.
+ * the process has exited), with TruncatedError when the demuxer found the input cut short (exit 0
+ * or not), with PermanentError when ffmpeg could not decode the input, and with FfmpegError
+ * otherwise.
  */
 export function runFfmpeg(spec: FfmpegSpec, options: RunOptions): Promise<RunResult> {
   const { signal, duration, onProgress, onSpawn, maxPixels } = options;
@@ -193,6 +213,8 @@ export function runFfmpeg(spec: FfmpegSpec, options: RunOptions): Promise<RunRes
       signal.removeEventListener("abort", onAbort);
       const errors = errorLines(stderr, spec.input);
       if (aborted) return reject(abortReason(signal));
+      const cut = truncationLine(errors);
+      if (cut) return reject(truncated(spec, options, cut, outTime));
       report(1);
       resolve({
         errors,
@@ -205,7 +227,7 @@ export function runFfmpeg(spec: FfmpegSpec, options: RunOptions): Promise<RunRes
       signal.removeEventListener("abort", onAbort);
       // fluent-ffmpeg reports an error once the process has exited and its pipes are closed.
       if (aborted) return reject(abortReason(signal));
-      failure(spec, options, err, errorLines(stderr, spec.input)).then(reject, reject);
+      failure(spec, options, err, errorLines(stderr, spec.input), outTime).then(reject, reject);
     });
 
     command.run();
@@ -219,7 +241,13 @@ export function tellingLine(errors: string[]): string | undefined {
   );
 }
 
-async function failure(spec: FfmpegSpec, options: RunOptions, err: Error, errors: string[]): Promise<Error> {
+async function failure(
+  spec: FfmpegSpec,
+  options: RunOptions,
+  err: Error,
+  errors: string[],
+  outTime?: number,
+): Promise<Error> {
   const line = tellingLine(errors);
   // "ffmpeg exited with code 1: …" (fluent-ffmpeg appends stderr) or "ffmpeg was killed with signal X".
   const head = err.message.split(/:|\n/)[0]!.trim();
@@ -229,6 +257,8 @@ async function failure(spec: FfmpegSpec, options: RunOptions, err: Error, errors
   );
   // Killed from outside (the OOM killer, a node drain): whatever it logged before, try again.
   if (/^ffmpeg was killed with signal/.test(err.message)) return transient;
+  const cut = truncationLine(errors);
+  if (cut) return truncated(spec, options, cut, outTime);
   const inputFault = inputProblem(spec, options, errors);
   if (inputFault) return inputFault;
   const setup = errors.findIndex((l) => ENCODER_SETUP.test(l));
@@ -242,6 +272,19 @@ async function failure(spec: FfmpegSpec, options: RunOptions, err: Error, errors
   }
   if (options.checkInput === false || options.signal.aborted) return transient;
   return (await checkInput(spec, options)) ?? transient;
+}
+
+/**
+ * "source audio is truncated: it declares 5.02 s but holds 2.36 s (File ended prematurely)": the
+ * seconds when the command was given the length it should produce, and produced less.
+ */
+function truncated(spec: FfmpegSpec, options: RunOptions, line: string, outTime?: number): TruncatedError {
+  const { duration } = options;
+  const held =
+    duration !== undefined && outTime !== undefined && outTime < duration
+      ? `it declares ${duration.toFixed(2)} s but holds ${outTime.toFixed(2)} s (${line})`
+      : line;
+  return new TruncatedError(`${subject(spec)} is truncated: ${held}`);
 }
 
 /** PermanentError when ffmpeg's lines say the input is bad. */

@@ -11,7 +11,8 @@
 // (../av/declared.ts): a header that declares no samples, before ffmpeg runs; after it, nothing
 // decoded, much less than the header declares (a WAV or MP3 cut short decodes silently to its
 // end), or much less than ffprobe's duration with ffmpeg complaining of the data (an M4A whose
-// index is at the front and whose data is cut off).
+// index is at the front and whose data is cut off). A source the demuxer finds cut short fails in
+// runFfmpeg (TruncatedError), whatever decoded before the cut.
 import { join } from "node:path";
 import { LOSSLESS_AUDIO_FORMATS, withDefaults } from "../../core/jobs/parameters.js";
 import { PermanentError } from "../errors.js";

@@ -29,7 +29,7 @@ import { withDefaults, type VideoThumbnailParameters } from "../../core/jobs/par
 import { describeError, PermanentError } from "../errors.js";
 import type { Processor } from "../processor.js";
 import { NOT_MEDIA_FORMATS, probeSource, REFERENCE_FORMATS, type VideoStreamInfo } from "../av/probe.js";
-import { runFfmpeg, tellingLine, type RunResult } from "../av/run.js";
+import { runFfmpeg, tellingLine, TruncatedError, type RunResult } from "../av/run.js";
 import { formatDuration, formatTimestamp, parseTimestamp } from "../av/timestamp.js";
 
 type ThumbnailFormat = VideoThumbnailParameters["format"];
@@ -89,7 +89,8 @@ export const videoThumbnail: Processor = async (ctx) => {
         { signal: ctx.signal, maxPixels: maxInputPixels },
       );
     } catch (err) {
-      if (ctx.signal.aborted) throw err;
+      // A source cut short is what is wrong with it: no probe says more.
+      if (ctx.signal.aborted || err instanceof TruncatedError) throw err;
       ctx.logger.info(
         { timestamp, error: describeError(err) },
         "ffmpeg gave no frame; probing the source to say why",
@@ -247,7 +248,11 @@ let libwebp: Promise<boolean> | undefined;
 async function ffmpegFormatFor(format: ThumbnailFormat): Promise<ThumbnailFormat> {
   if (format !== "webp") return format;
   libwebp ??= new Promise<boolean>((resolve) =>
-    ffmpeg.getAvailableEncoders((err, encoders) => resolve(!err && Boolean(encoders?.libwebp))),
+    ffmpeg.getAvailableEncoders((err, encoders) => {
+      // A failed `ffmpeg -encoders` (killed, say) is asked again by the next job.
+      if (err) libwebp = undefined;
+      resolve(!err && Boolean(encoders?.libwebp));
+    }),
   );
   return (await libwebp) ? "webp" : "png";
 }
@@ -262,7 +267,11 @@ let demuxerList: Promise<string | undefined> | undefined;
 function mediaDemuxers(): Promise<string | undefined> {
   demuxerList ??= new Promise<string | undefined>((resolve) =>
     ffmpeg.getAvailableFormats((err, formats) => {
-      if (err || !formats) return resolve(undefined);
+      if (err || !formats) {
+        // Asked again by the next job: a failed `ffmpeg -formats` (killed, say) is not ffmpeg's answer.
+        demuxerList = undefined;
+        return resolve(undefined);
+      }
       const refused = (name: string) =>
         name.split(",").some((n) => NOT_MEDIA_FORMATS.has(n) || REFERENCE_FORMATS.has(n));
       const names = Object.entries(formats)

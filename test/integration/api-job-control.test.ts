@@ -95,6 +95,63 @@ describe("retry", () => {
   });
 });
 
+describe("retry lineage", () => {
+  type Answer = { job_id: string; status: string; message: string };
+  const retry = async (id: string, json?: unknown) => {
+    const res = await stack.request(`/api/v1/jobs/${id}/retry`, {
+      method: "POST",
+      ...(json !== undefined ? { json } : {}),
+    });
+    return { status: res.status, body: (await res.json()) as Answer };
+  };
+  const job = async (id: string) => (await (await stack.request(`/api/v1/jobs/${id}`)).json()) as Job;
+  const cancelled = async () => {
+    const id = await submit(stack, "image/resize", resizeBody());
+    assert.equal((await post(`${id}/cancel`)).status, 200);
+    return id;
+  };
+
+  test("a job retried before answers 200 with its retry and makes nothing; force makes another", async () => {
+    const id = await cancelled();
+    const first = await retry(id);
+    assert.equal(first.status, 202);
+    assert.equal((await job(id)).retried_as, first.body.job_id);
+    const again = await retry(id, {});
+    assert.equal(again.status, 200);
+    assert.deepEqual(again.body, {
+      job_id: first.body.job_id,
+      status: "pending",
+      message: `job ${id} was retried already as ${first.body.job_id}; send {"force": true} to retry it again`,
+    });
+    const forced = await retry(id, { force: true });
+    assert.equal(forced.status, 202);
+    assert.notEqual(forced.body.job_id, first.body.job_id);
+    assert.equal((await job(forced.body.job_id)).retry_of, id);
+    assert.equal((await job(id)).retried_as, forced.body.job_id, "retried_as names the newest");
+    assert.equal((await retry(id, { force: false })).body.job_id, forced.body.job_id);
+  });
+
+  test("concurrent retries of one job make one job; the others answer it", async () => {
+    const id = await cancelled();
+    const answers = await Promise.all(Array.from({ length: 10 }, () => retry(id)));
+    const made = answers.filter((a) => a.status === 202);
+    assert.equal(made.length, 1);
+    for (const a of answers) assert.equal(a.body.job_id, made[0]!.body.job_id);
+    assert.deepEqual(answers.map((a) => a.status).sort(), [200, 200, 200, 200, 200, 200, 200, 200, 200, 202]);
+  });
+
+  test("a body other than {force: boolean} is a 400 naming what is wrong", async () => {
+    const id = await cancelled();
+    const wrong = await retry(id, { force: "yes" });
+    assert.equal(wrong.status, 400);
+    assert.match((wrong.body as unknown as { error: string }).error, /force/);
+    const extra = await retry(id, { forse: true });
+    assert.equal(extra.status, 400);
+    assert.match((extra.body as unknown as { error: string }).error, /forse/);
+    assert.equal((await job(id)).retried_as, undefined, "nothing retried");
+  });
+});
+
 describe("cancel answers", () => {
   test("a pending job is cancelled once; a repeat answers the same record; failed on its own is 409", async () => {
     const id = await submit(stack, "image/resize", resizeBody());

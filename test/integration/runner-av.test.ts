@@ -517,7 +517,7 @@ describe("bad media fails permanently with a clear message", { concurrency: 2 },
       "video_thumbnail",
       await truncated(fastStartMp4),
       { timestamp: "00:00:03" },
-      /^no video frame could be decoded at 00:00:03: .+; the file may be truncated or corrupt$/,
+      /^source video is truncated: stream \d+, offset 0x[0-9a-f]+: partial file$/,
     );
   });
 
@@ -573,7 +573,7 @@ describe("bad media fails permanently with a clear message", { concurrency: 2 },
       "audio_convert",
       await truncated(m4a),
       { format: "ogg" },
-      /^source audio is truncated or corrupt: it declares 6\.\d\d s but holds \d+\.\d\d s \(.+\)$/,
+      /^source audio is truncated: it declares 6\.\d\d s but holds \d+\.\d\d s \(stream \d+, offset 0x[0-9a-f]+: partial file\)$/,
     );
   });
 

@@ -1,5 +1,5 @@
-// `runner --job` with JOB_TIMEOUT_SECONDS, as a Kubernetes runner pod gets it (the Job's
-// activeDeadlineSeconds): it is the job's deadline, whatever the job's timeout_seconds or its type's
+// `runner --job` with JOB_TIMEOUT_SECONDS, as a Kubernetes runner pod gets it (the job's time, as
+// its Job has it): it is the job's deadline, whatever the job's timeout_seconds or its type's
 // configured timeout. runOne is called in-process against a real redis-server and the embedded
 // S3-protocol store; the job is claimed first, as the controller does.
 import assert from "node:assert/strict";

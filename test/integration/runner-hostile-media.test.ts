@@ -5,9 +5,11 @@
 // classification (exit code, and the job's status in the store) and a message that says what is
 // wrong with the file. The AI jobs have a provider to talk to, which must never be reached.
 import assert from "node:assert/strict";
-import { readFile } from "node:fs/promises";
+import { execFile } from "node:child_process";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Writable } from "node:stream";
+import { promisify } from "node:util";
 import { after, before, describe, test } from "node:test";
 import { pino } from "pino";
 import type { JobType } from "../../core/jobs/types.js";
@@ -25,6 +27,8 @@ import {
 } from "../support/av.js";
 import { makeImage, noiseBytes, truncated } from "../support/media.js";
 import { putObject, runClaimed, submitAndClaim } from "../support/runner.js";
+
+const execFileAsync = promisify(execFile);
 
 // ---------------------------------------------------------------------------------------------
 // Byte surgery.
@@ -136,6 +140,11 @@ async function audio(format: AudioContainer): Promise<Buffer> {
 async function mkv(): Promise<Buffer> {
   // Two seconds fit in one Cluster.
   return readFile(await makeVideo({ durationSeconds: 2, container: "mkv", audio: true }));
+}
+
+async function longMkv(): Promise<Buffer> {
+  // Five seconds: a cut at 46 % leaves about 2.3 s.
+  return readFile(await makeVideo({ durationSeconds: 5, container: "mkv", audio: true }));
 }
 
 async function mjpegAvi(): Promise<Buffer> {
@@ -294,7 +303,16 @@ const CASES: HostileCase[] = [
     make: async () => truncated(await audio("m4a")),
     extension: "m4a",
     types: AUDIO_TYPES,
-    message: "source audio is truncated or corrupt: it declares 3.0",
+    message: "source audio is truncated: it declares 3.0",
+    classification: "permanent",
+  },
+  {
+    name: "an MKV of 5 s cut at 46 % (the demuxer: File ended prematurely)",
+    make: async () => truncated(await longMkv(), 0.46),
+    extension: "mkv",
+    types: [...VIDEO_TYPES, "audio_convert"],
+    message: "source video is truncated: File ended prematurely",
+    messageFor: { audio_convert: "source audio is truncated: it declares 5.0" },
     classification: "permanent",
   },
   {
@@ -372,13 +390,14 @@ function capturingLogger(): { logger: Logger; lines: string[] } {
 }
 
 /** Submits a job of `type` on `key`, runs it as `runner --job` does; its outcome and record. */
-async function runOn(type: JobType, key: string, asWatermark: boolean) {
+async function runOn(type: JobType, key: string, asWatermark: boolean, more: Record<string, unknown> = {}) {
   const { path, parameters, output } = SUBMIT[type];
   const id = await submitAndClaim(stack, type, path, {
     source_bucket: stack.bucket,
     source_key: asWatermark ? "in/good.jpg" : key,
     ...(output ? { dest_bucket: stack.bucket, dest_key: `out/${key}.${output}` } : {}),
     ...parameters,
+    ...more,
     ...(asWatermark ? { watermark_text: undefined, watermark_image: key } : {}),
   });
   const { logger, lines } = capturingLogger();
@@ -429,6 +448,56 @@ describe("hostile media never completes, and fails with a clear message", () => 
     });
   }
 });
+
+describe("a video cut short fails as truncated, at a timestamp just past the cut too", () => {
+  // A thumbnail a moment past the last frame used to take that frame (the near-the-end retry),
+  // and audio_convert delivered the part before the cut.
+  for (const container of ["mkv", "mp4"] as const) {
+    test(`a ${container} of 5 s cut at 46 %`, async () => {
+      const whole = await makeVideo({
+        durationSeconds: 5,
+        container,
+        audio: true,
+        faststart: container === "mp4",
+      });
+      const cut = join(mediaDir("cut"), `cut.${container}`);
+      await writeFile(cut, truncated(await readFile(whole), 0.46));
+      const last = Math.max(...(await videoPacketTimes(cut)));
+      assert.ok(last > 1.5 && last < 3, `the cut leaves about 2.3 s of video (last frame at ${last} s)`);
+      const key = `truncated/cut.${container}`;
+      await putObject(stack, key, await readFile(cut));
+
+      const timestamp = (last + 0.1).toFixed(2);
+      const thumbnail = await runOn("video_thumbnail", key, false, { timestamp });
+      assert.equal(
+        thumbnail.outcome.code,
+        EXIT.permanent,
+        `thumbnail at ${timestamp}: ${thumbnail.outcome.error}`,
+      );
+      assert.equal(thumbnail.job.status, "failed");
+      assert.match(thumbnail.job.error ?? "", /^source video is truncated: /);
+
+      const audio = await runOn("audio_convert", key, false);
+      assert.equal(audio.outcome.code, EXIT.permanent, `audio_convert: ${audio.outcome.error}`);
+      assert.match(
+        audio.job.error ?? "",
+        /^source audio is truncated: it declares 5\.0\d s but holds [12]\.\d\d s/,
+      );
+    });
+  }
+});
+
+/** The times of a file's video packets, from ffprobe. */
+async function videoPacketTimes(path: string): Promise<number[]> {
+  const { stdout } = await execFileAsync("ffprobe", [
+    ...["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time", "-of", "csv=p=0"],
+    path,
+  ]);
+  return stdout
+    .split("\n")
+    .map((line) => Number(line.trim().replace(/,$/, "")))
+    .filter((t) => Number.isFinite(t) && t > 0);
+}
 
 describe("quirks that lose no data still complete", () => {
   test("a JPEG with extraneous bytes before its end marker", async () => {

@@ -9,6 +9,7 @@ import { after, before, describe, test } from "node:test";
 import { HeadObjectCommand } from "@aws-sdk/client-s3";
 import type { V1Job, V1Pod } from "@kubernetes/client-node";
 import type { Job } from "../../core/jobs/records.js";
+import { parseQuantity } from "../../core/quantity.js";
 import { makeAudio, makeVideo, removeMediaDirs } from "../support/av.js";
 import { TEST_BUCKET } from "../support/api.js";
 import { makeImage } from "../support/media.js";
@@ -182,7 +183,9 @@ describe("runner Jobs for media jobs", () => {
     assert.equal(env.get("REDIS_URL")!.valueFrom!.secretKeyRef!.name, "media-service-redis");
     assert.equal(env.get("S3_SECRET_ACCESS_KEY")!.valueFrom!.secretKeyRef!.name, "media-service-s3");
     const [kjob] = await cs.kubeJobs(id);
-    assert.equal(kjob!.spec!.activeDeadlineSeconds, 90);
+    // The job's 90 s for the runner, from its start; the Job's deadline adds the wait for a node (20s).
+    assert.equal(kjob!.spec!.activeDeadlineSeconds, 90 + 20);
+    assert.equal(env.get("JOB_TIMEOUT_SECONDS")!.value, "90");
   });
 
   test("a runner killed at its memory limit fails the job with an out-of-memory error", async () => {
@@ -226,7 +229,7 @@ describe("runner Jobs for media jobs", () => {
       const [j] = await cs.kubeJobs(id);
       return j?.status?.conditions?.some((c) => c.type === "Failed" && c.status === "True") ? j : undefined;
     });
-    assert.equal(kjob.spec!.activeDeadlineSeconds, 2);
+    assert.equal(kjob.spec!.activeDeadlineSeconds, 2 + 20);
     await eventually("the runner container to be gone", async () =>
       (await runnerRunning(cs, id)) ? undefined : true,
     );
@@ -289,10 +292,69 @@ describe("runner Jobs for media jobs", () => {
     }); // prettier-ignore
     const job = await cs.finished(id);
     assert.equal(job.status, "failed");
-    assert.match(job.error!, /no node can run the job: 0\/1 nodes are available: 1 Insufficient cpu/);
+    assert.match(
+      job.error!,
+      /^job waited \d+ s for a node \(kubernetes\.unschedulable_timeout\): 0\/1 nodes are available: 1 Insufficient cpu/,
+    );
     await eventually("the Job to be deleted", async () =>
       (await cs.kubeJobs(id)).length === 0 ? true : undefined,
     );
+  });
+
+  test("a job whose pod waits for a node longer than its timeout, then runs shortly, completes", async () => {
+    // A pod holding the node's CPU but for 100m: the job's pod (250m) waits for a node.
+    const blocker = "cpu-blocker";
+    const [node] = (await cs.admin.core.listNode()).items;
+    const onNode = await cs.admin.core.listPodForAllNamespaces({
+      fieldSelector: `spec.nodeName=${node!.metadata!.name},status.phase!=Succeeded,status.phase!=Failed`,
+    });
+    const requested = onNode.items
+      .flatMap((p) => p.spec?.containers ?? [])
+      .reduce((sum, c) => sum + parseQuantity(String(c.resources?.requests?.cpu ?? "0")), 0);
+    const free = parseQuantity(String(node!.status!.allocatable!.cpu)) - requested;
+    await cs.admin.core.createNamespacedPod({
+      namespace: cs.namespace,
+      body: {
+        metadata: { name: blocker },
+        spec: {
+          terminationGracePeriodSeconds: 0,
+          containers: [
+            {
+              name: "sleep", image: cluster.image, imagePullPolicy: "Never", command: ["sleep", "600"],
+              resources: { requests: { cpu: `${Math.floor((free - 0.1) * 1000)}m` } },
+            },
+          ],
+        },
+      },
+    }); // prettier-ignore
+    await eventually("the blocker to run", async () => {
+      const p = await cs.admin.core.readNamespacedPod({ namespace: cs.namespace, name: blocker });
+      return p.status?.phase === "Running" ? true : undefined;
+    });
+
+    const id = await cs.submit("image/colors", {
+      source_bucket: B, source_key: "in/photo.jpg", timeout_seconds: 5, resources: { cpu: "250m" },
+    }); // prettier-ignore
+    await eventually("the job's pod to wait for a node", async () => {
+      const [p] = await cs.kubePods(id);
+      const scheduled = p?.status?.conditions?.find((c) => c.type === "PodScheduled");
+      return scheduled?.status === "False" && scheduled.reason === "Unschedulable" ? true : undefined;
+    });
+    // Longer than the job's 5 s, shorter than kubernetes.unschedulable_timeout (20s).
+    await new Promise((r) => setTimeout(r, 8000));
+    const [waiting] = await cs.kubePods(id);
+    assert.equal(waiting?.status?.phase, "Pending", "the pod still waits for a node after 8 s");
+    assert.equal((await cs.stack.services.store.getJob(id))?.status, "pending");
+
+    await cs.admin.core.deleteNamespacedPod({
+      namespace: cs.namespace,
+      name: blocker,
+      gracePeriodSeconds: 0,
+    });
+    const job = await cs.finished(id);
+    assert.equal(job.status, "completed", job.error);
+    const [kjob] = await cs.kubeJobs(id);
+    assert.equal(kjob!.spec!.activeDeadlineSeconds, 5 + 20);
   });
 
   test("a cancelled job (batch fail_fast) has its running Job deleted and its runner stopped", async () => {

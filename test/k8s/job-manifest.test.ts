@@ -160,7 +160,8 @@ describe("runner Job manifest on a real control plane", () => {
     await batch.createNamespacedJob({ namespace: NS, body: buildJobManifest(j, settings, 1234) });
     const stored = await batch.readNamespacedJob({ namespace: NS, name });
     const spec = stored.spec!;
-    assert.equal(spec.activeDeadlineSeconds, 1234);
+    // The job's 1234 s plus the longest wait for a node (kubernetes.unschedulable_timeout, 5m).
+    assert.equal(spec.activeDeadlineSeconds, 1234 + 300);
     assert.equal(spec.backoffLimit, 2);
     assert.equal(spec.ttlSecondsAfterFinished, 3600);
     const rules = spec.podFailurePolicy!.rules;

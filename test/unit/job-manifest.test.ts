@@ -14,6 +14,7 @@ import {
   LABELS,
   OOM_KILLED_EXIT_CODE,
   RUNNER_CONTAINER,
+  runnerTimeoutSeconds,
   type KubernetesSettings,
 } from "../../controller/kubernetes/job-manifest.js";
 import { isDnsLabel, isLabelValue, jobName, labelValue } from "../../controller/kubernetes/names.js";
@@ -83,6 +84,11 @@ function job(overrides: Partial<Job> = {}): Job {
     updated_at: now,
     ...overrides,
   };
+}
+
+/** The runner container's inline environment. */
+function env(manifest: ReturnType<typeof buildJobManifest>): Map<string, string | undefined> {
+  return new Map(container(manifest).env!.map((e) => [e.name, e.value]));
 }
 
 function container(manifest: ReturnType<typeof buildJobManifest>) {
@@ -227,7 +233,11 @@ describe("buildJobManifest", () => {
       kubernetesSettings(config({ ttl_seconds_after_finished: 60 }, { executor: { max_attempts: 6 } })),
       900,
     );
-    assert.equal(m.spec!.activeDeadlineSeconds, 900);
+    // The Job's deadline counts from its creation: the job's 900 s plus the longest wait for a node
+    // (kubernetes.unschedulable_timeout, 5m); the runner keeps the job's own 900 s from its start.
+    assert.equal(m.spec!.activeDeadlineSeconds, 900 + 300);
+    assert.equal(env(m).get(RUNNER_ENV.jobTimeoutSeconds), "900");
+    assert.equal(runnerTimeoutSeconds(m), 900);
     assert.equal(m.spec!.backoffLimit, 5);
     assert.equal(m.spec!.ttlSecondsAfterFinished, 60);
     assert.equal(m.spec!.template.spec!.restartPolicy, "Never");
@@ -247,6 +257,9 @@ describe("buildJobManifest", () => {
     const defaults = buildJobManifest(job(), settings(), 30);
     assert.equal(defaults.spec!.backoffLimit, 2);
     assert.equal(defaults.spec!.ttlSecondsAfterFinished, 3600);
+    const shortWait = buildJobManifest(job(), settings({ unschedulable_timeout: "1500ms" }), 30);
+    assert.equal(shortWait.spec!.activeDeadlineSeconds, 30 + 2, "a wait in whole seconds, rounded up");
+    assert.equal(env(shortWait).get(RUNNER_ENV.jobTimeoutSeconds), "30");
     assert.throws(() => buildJobManifest(job(), settings(), 0), RangeError);
     assert.throws(() => buildJobManifest(job(), settings(), 1.5), RangeError);
   });

@@ -2,9 +2,17 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { V1ContainerState, V1Job, V1Pod } from "@kubernetes/client-node";
-import { describePodFailure, isJobFinished, observeJob } from "../../controller/kubernetes/job-status.js";
+import {
+  describePodFailure,
+  isJobFinished,
+  observeJob,
+  type JobObservation,
+} from "../../controller/kubernetes/job-status.js";
 
 const deadline = { seconds: 120, setting: "executor.timeouts.image_resize" };
+const T0 = Date.parse("2026-11-21T10:00:00Z");
+/** kubernetes.unschedulable_timeout's default: 5 minutes. */
+const ctx = { deadline, maxWaitMs: 300_000, now: T0 };
 
 function job(conditions: Array<{ type: string; reason?: string; message?: string }> = [], failed = 0): V1Job {
   return {
@@ -52,17 +60,18 @@ const terminated = (
 
 describe("observeJob", () => {
   test("a Complete Job succeeded; a running container means running; nothing yet means waiting", () => {
-    assert.deepEqual(observeJob(job([{ type: "Complete" }]), [], deadline), { state: "succeeded" });
-    assert.deepEqual(observeJob(job(), [pod("Running", { running: {} })], deadline), { state: "running" });
-    assert.deepEqual(observeJob(job(), [pod("Pending", undefined)], deadline), { state: "waiting" });
+    assert.deepEqual(observeJob(job([{ type: "Complete" }]), [], ctx), { state: "succeeded" });
+    assert.deepEqual(observeJob(job(), [pod("Running", { running: {} })], ctx), { state: "running" });
+    assert.deepEqual(observeJob(job(), [pod("Pending", undefined)], ctx), { state: "waiting" });
     assert.equal(isJobFinished(job([{ type: "Failed" }])), true);
     assert.equal(isJobFinished(job()), false);
   });
 
   test("DeadlineExceeded names the timeout and where it came from", () => {
     const o = observeJob(job([{ type: "Failed", reason: "DeadlineExceeded" }]), [], {
-      seconds: 30,
-      setting: "timeout_seconds",
+      ...ctx,
+      deadline: { seconds: 30, setting: "timeout_seconds" },
+      runnerStartedAt: T0 - 31_000,
     });
     assert.deepEqual(o, {
       state: "failed",
@@ -75,7 +84,7 @@ describe("observeJob", () => {
     const o = observeJob(
       job([{ type: "Failed", reason: "PodFailurePolicy" }], 1),
       [pod("Failed", terminated(137, "OOMKilled"), { memory: "256Mi" })],
-      deadline,
+      ctx,
     );
     assert.equal(o.state, "failed");
     assert.equal(o.state === "failed" && o.reason, "oom");
@@ -86,7 +95,7 @@ describe("observeJob", () => {
     const o = observeJob(
       job([{ type: "Failed", reason: "PodFailurePolicy" }], 1),
       [pod("Failed", terminated(2, "Error", "source s3://b/k not found"))],
-      deadline,
+      ctx,
     );
     assert.deepEqual(o, { state: "failed", reason: "permanent", error: "source s3://b/k not found" });
   });
@@ -99,7 +108,7 @@ describe("observeJob", () => {
         pod("Failed", terminated(1, "Error", "queue store unavailable", "2026-11-21T10:05:00Z")),
         pod("Failed", terminated(1, "Error", "storage unreachable", "2026-11-21T10:01:00Z")),
       ],
-      deadline,
+      ctx,
     );
     assert.deepEqual(o, {
       state: "failed",
@@ -120,34 +129,11 @@ describe("observeJob", () => {
     });
   });
 
-  test("a pod no node accepts is stuck, since the scheduler said so", () => {
-    const o = observeJob(
-      job(),
-      [
-        pod("Pending", undefined, {
-          scheduled: {
-            type: "PodScheduled",
-            status: "False",
-            reason: "Unschedulable",
-            message: "0/3 nodes are available: 3 Insufficient cpu.",
-            lastTransitionTime: new Date("2026-11-21T10:00:00Z"),
-          },
-        }),
-      ],
-      deadline,
-    );
-    assert.equal(o.state, "stuck");
-    if (o.state !== "stuck") return;
-    assert.equal(o.reason, "unschedulable");
-    assert.equal(o.error, "no node can run the job: 0/3 nodes are available: 3 Insufficient cpu.");
-    assert.equal(o.since, Date.parse("2026-11-21T10:00:00Z"));
-  });
-
   test("an image that cannot be pulled and a missing Secret are stuck, with the kubelet's words", () => {
     const pull = observeJob(
       job(),
       [pod("Pending", { waiting: { reason: "ImagePullBackOff", message: 'Back-off pulling image "x"' } })],
-      deadline,
+      ctx,
     );
     assert.equal(pull.state === "stuck" && pull.reason, "image_pull");
     assert.match(
@@ -161,7 +147,7 @@ describe("observeJob", () => {
           waiting: { reason: "CreateContainerConfigError", message: 'secret "redis" not found' },
         }),
       ],
-      deadline,
+      ctx,
     );
     assert.equal(config.state === "stuck" && config.reason, "config");
     assert.match(config.state === "stuck" ? config.error : "", /secret "redis" not found/);
@@ -170,6 +156,226 @@ describe("observeJob", () => {
   test("a pod being deleted is not counted as running", () => {
     const p = pod("Running", { running: {} });
     p.metadata!.deletionTimestamp = new Date();
-    assert.deepEqual(observeJob(job(), [p], deadline), { state: "waiting" });
+    assert.deepEqual(observeJob(job(), [p], ctx), { state: "waiting" });
+  });
+});
+
+// The wait for a node and the job's time, apart. The runner has the job's time (120 s here) from its
+// start; a pod may wait kubernetes.unschedulable_timeout (300 s) to start; the Job's
+// activeDeadlineSeconds is their sum (420 s) from its creation (T0).
+describe("observeJob: a wait to start is bounded by kubernetes.unschedulable_timeout, not the job's time", () => {
+  const at = (seconds: number) => new Date(T0 + seconds * 1000);
+  const INSUFFICIENT = "0/3 nodes are available: 3 Insufficient cpu.";
+
+  function kjob(failedAt?: number): V1Job {
+    return {
+      metadata: { name: "media-x", creationTimestamp: at(0) },
+      spec: { activeDeadlineSeconds: 420, template: { spec: { containers: [] } } },
+      status: {
+        startTime: at(0),
+        ...(failedAt !== undefined
+          ? {
+              conditions: [
+                {
+                  type: "Failed",
+                  status: "True",
+                  reason: "DeadlineExceeded",
+                  lastTransitionTime: at(failedAt),
+                },
+              ],
+            }
+          : {}),
+      },
+    };
+  }
+
+  /** A runner pod created at `created` s: unscheduled, or on `node`, its container as `state`. */
+  function runnerPod(
+    created: number,
+    options: { node?: string; state?: V1ContainerState; phase?: string; deleting?: boolean } = {},
+  ): V1Pod {
+    const { node, state } = options;
+    return {
+      metadata: {
+        name: `media-x-${created}`,
+        creationTimestamp: at(created),
+        ...(options.deleting ? { deletionTimestamp: at(created + 1) } : {}),
+      },
+      spec: { ...(node ? { nodeName: node } : {}), containers: [{ name: "runner", image: "img" }] },
+      status: {
+        phase: options.phase ?? "Pending",
+        conditions: [
+          node
+            ? { type: "PodScheduled", status: "True", lastTransitionTime: at(created) }
+            : {
+                type: "PodScheduled",
+                status: "False",
+                reason: "Unschedulable",
+                message: INSUFFICIENT,
+                lastTransitionTime: at(created),
+              },
+        ],
+        containerStatuses: state
+          ? [{ name: "runner", image: "img", imageID: "", ready: false, restartCount: 0, state }]
+          : [],
+      },
+    };
+  }
+  const ran = (from: number, to: number, exitCode = 1): V1ContainerState => ({
+    terminated: { exitCode, startedAt: at(from), finishedAt: at(to) },
+  });
+
+  const waited = (seconds: number, what = "a node", detail?: string): JobObservation => ({
+    state: "failed",
+    reason: "unschedulable",
+    error: `job waited ${seconds} s for ${what} (kubernetes.unschedulable_timeout)${detail ? `: ${detail}` : ""}`,
+  });
+  const waitedAndDelete = (seconds: number, what?: string, detail?: string): JobObservation =>
+    ({
+      ...(waited(seconds, what, detail) as object),
+      deleteJob: true,
+    }) as JobObservation;
+
+  const CASES: Array<{
+    name: string;
+    job: V1Job;
+    pods: V1Pod[];
+    now: number;
+    runnerStartedAt?: number;
+    expect: JobObservation;
+  }> = [
+    {
+      name: "Pending for a node longer than the job's time, within the bound: still waiting",
+      job: kjob(),
+      pods: [runnerPod(0)],
+      now: 200,
+      expect: { state: "waiting" },
+    },
+    {
+      name: "Pending for a node just under the bound: waiting",
+      job: kjob(),
+      pods: [runnerPod(0)],
+      now: 299,
+      expect: { state: "waiting" },
+    },
+    {
+      name: "Pending for a node for the bound: failed, naming the setting and the scheduler's reason",
+      job: kjob(),
+      pods: [runnerPod(0)],
+      now: 300,
+      expect: waitedAndDelete(300, "a node", INSUFFICIENT),
+    },
+    {
+      name: "scheduled, its container still being created, for the bound",
+      job: kjob(),
+      pods: [runnerPod(0, { node: "node-1", state: { waiting: { reason: "ContainerCreating" } } })],
+      now: 301,
+      expect: waitedAndDelete(301, "its runner to start on node node-1", "ContainerCreating"),
+    },
+    {
+      name: "no pod created (a quota refuses it) for the bound",
+      job: kjob(),
+      pods: [],
+      now: 305,
+      expect: waitedAndDelete(305, "its runner pod to be created"),
+    },
+    {
+      name: "a retry's pod waits from its own creation, not the Job's",
+      job: kjob(),
+      pods: [runnerPod(0, { node: "node-1", phase: "Failed", state: ran(2, 50) }), runnerPod(60)],
+      now: 300,
+      expect: { state: "waiting" },
+    },
+    {
+      name: "a retry's pod Pending for the bound",
+      job: kjob(),
+      pods: [runnerPod(0, { node: "node-1", phase: "Failed", state: ran(2, 50) }), runnerPod(60)],
+      now: 360,
+      expect: waitedAndDelete(300, "a node", INSUFFICIENT),
+    },
+    {
+      name: "between two attempts (a failed pod, the next not created yet): waiting",
+      job: kjob(),
+      pods: [runnerPod(0, { node: "node-1", phase: "Failed", state: ran(2, 50) })],
+      now: 1000,
+      expect: { state: "waiting" },
+    },
+    {
+      name: "running: no wait, whatever the time",
+      job: kjob(),
+      pods: [runnerPod(0, { node: "node-1", phase: "Running", state: { running: { startedAt: at(350) } } })],
+      now: 400,
+      expect: { state: "running" },
+    },
+    {
+      name: "DeadlineExceeded, its runner never started: the wait, with the scheduler's reason",
+      job: kjob(420),
+      pods: [runnerPod(0, { deleting: true })],
+      now: 425,
+      expect: waited(420, "a node", INSUFFICIENT),
+    },
+    {
+      name: "DeadlineExceeded, no pod left and no start recorded: the wait",
+      job: kjob(420),
+      pods: [],
+      now: 500,
+      expect: waited(420),
+    },
+    {
+      name: "DeadlineExceeded, its runner started late and was cut short: the wait before it",
+      job: kjob(420),
+      pods: [runnerPod(0, { node: "node-1", phase: "Failed", state: ran(330, 420, 143) })],
+      now: 421,
+      expect: waited(330),
+    },
+    {
+      name: "DeadlineExceeded, the record's start only (pods gone), late: the wait before it",
+      job: kjob(420),
+      pods: [],
+      now: 430,
+      runnerStartedAt: T0 + 350_000,
+      expect: waited(350),
+    },
+    {
+      name: "DeadlineExceeded after its runner had its whole time: timed out",
+      job: kjob(420),
+      pods: [runnerPod(0, { node: "node-1", phase: "Failed", state: ran(10, 420, 143) })],
+      now: 421,
+      expect: {
+        state: "failed",
+        reason: "deadline",
+        error: "job timed out after 120 s (executor.timeouts.image_resize)",
+      },
+    },
+    {
+      name: "DeadlineExceeded, the record's start only, early: timed out",
+      job: kjob(420),
+      pods: [],
+      now: 430,
+      runnerStartedAt: T0 + 5_000,
+      expect: {
+        state: "failed",
+        reason: "deadline",
+        error: "job timed out after 120 s (executor.timeouts.image_resize)",
+      },
+    },
+  ];
+
+  for (const c of CASES) {
+    test(c.name, () => {
+      const observed = observeJob(c.job, c.pods, {
+        deadline,
+        maxWaitMs: 300_000,
+        now: T0 + c.now * 1000,
+        ...(c.runnerStartedAt !== undefined ? { runnerStartedAt: c.runnerStartedAt } : {}),
+      });
+      assert.deepEqual(observed, c.expect);
+    });
+  }
+
+  test("an image that cannot be pulled stays a start failure (kubernetes.start_failure_timeout), past the bound too", () => {
+    const p = runnerPod(0, { node: "node-1", state: { waiting: { reason: "ImagePullBackOff" } } });
+    const o = observeJob(kjob(), [p], { deadline, maxWaitMs: 300_000, now: T0 + 400_000 });
+    assert.equal(o.state === "stuck" && o.reason, "image_pull");
   });
 });

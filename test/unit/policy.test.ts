@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import {
+  activeDeadlineSeconds,
   EXIT,
   executionClass,
   isPermanentExit,
@@ -11,6 +12,8 @@ import {
   podRetries,
   runVerdict,
   timeoutMessage,
+  WAIT_SETTING,
+  waitMessage,
   type PoolPolicy,
 } from "../../core/policy.js";
 import { JOB_TYPES, type JobType } from "../../core/jobs/types.js";
@@ -84,6 +87,21 @@ describe("deadline rule", () => {
       seconds: 7,
       setting: "executor.timeouts.audio_convert",
     });
+  });
+  test("a Kubernetes Job's deadline is the job's time plus the longest wait for a node, in whole seconds", () => {
+    const own = jobDeadline({ type: "image_colors", timeout_seconds: 120 }, timeouts);
+    assert.equal(activeDeadlineSeconds(own, 300_000), 420);
+    assert.equal(activeDeadlineSeconds(own, 1500), 122);
+    assert.equal(activeDeadlineSeconds(own, 0), 120);
+  });
+  test("a wait too long names what it waited for and the setting that bounds it, apart from a timeout", () => {
+    assert.equal(waitMessage(301), "job waited 301 s for a node (kubernetes.unschedulable_timeout)");
+    assert.equal(
+      waitMessage(300, "a node", "0/1 nodes are available: 1 Insufficient cpu."),
+      "job waited 300 s for a node (kubernetes.unschedulable_timeout): 0/1 nodes are available: 1 Insufficient cpu.",
+    );
+    assert.equal(WAIT_SETTING, "kubernetes.unschedulable_timeout");
+    assert.doesNotMatch(waitMessage(301), /timed out/);
   });
 });
 

@@ -769,7 +769,7 @@ describe("listing", () => {
       [...ids].reverse(),
     );
     const summary = all.jobs[0]!;
-    assert.deepEqual(Object.keys(summary).sort(), ["created_at", "id", "status", "type"]);
+    assert.deepEqual(Object.keys(summary).sort(), ["created_at", "id", "state", "status", "type"]);
     assert.equal(summary.type, B);
     assert.equal(summary.status, "pending");
 

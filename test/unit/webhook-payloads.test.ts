@@ -49,6 +49,7 @@ describe("default style", () => {
         id: completed.id,
         type: "image_resize",
         status: "completed",
+        state: "completed",
         result: completed.result,
         request_id: "req-42",
         created_at: "2026-11-21T10:00:00.000Z",
@@ -66,6 +67,7 @@ describe("default style", () => {
         id: failed.id,
         type: "image_resize",
         status: "failed",
+        state: "failed",
         error: "source s3://media/in.jpg not found",
         batch_id: "nightly",
         created_at: "2026-11-21T10:00:00.000Z",
@@ -73,6 +75,22 @@ describe("default style", () => {
         duration_seconds: 1.25,
       },
     });
+  });
+
+  test("a cancelled job is a job.failed whose state says cancelled", () => {
+    const cancelled: Job = {
+      ...failed,
+      state: "cancelled",
+      error: "cancelled by request",
+      cancelled_at: failed.completed_at!,
+    };
+    const payload = jobPayload(cancelled, "2026-11-21T10:00:01.500Z");
+    assert.equal(payload.event, "job.failed");
+    assert.equal(payload.job.status, "failed");
+    assert.equal(payload.job.state, "cancelled");
+    const chat = chatPayload(cancelled);
+    assert.match(chat.text, /^:no_entry_sign: image_resize job \S+ cancelled in 1\.25 s: cancelled by request$/);
+    assert.ok(JSON.stringify(chat.blocks).includes("*Status*\\ncancelled"));
   });
 
   test("a job that never started has no duration", () => {

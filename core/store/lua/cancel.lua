@@ -8,6 +8,7 @@
   Input:
     KEYS  job job_channel pending active stats jobs_by_status client_jobs_by_status batch batch_jobs
           batches_by_status client_batches_by_status expiry events job_events history
+          jobs_by_state client_jobs_by_state
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] "job" or "batch"

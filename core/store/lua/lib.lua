@@ -18,8 +18,9 @@
         note_depth          pending, history
         pending_queue       pending, queue_seq, job
         enqueue             pending_queue's, note_depth's
-        fail_job            pending, active, expiry, batch_jobs and those of publish, record, count,
-                            move_status_index, finalize_batch, timeline, note_ended, note_depth
+        fail_job            pending, active, expiry, batch_jobs, jobs_by_state, client_jobs_by_state
+                            and those of publish, record, count, move_status_index, finalize_batch,
+                            timeline, note_ended, note_depth
         requeue_job         fail_job's and enqueue's (a job past its retry budget fails)
 
     ARGV[1] the length the events stream is trimmed to (approximately)
@@ -132,7 +133,7 @@ local function timeline(id, event, fields)
 end
 
 -- Figures per minute for the last day (GET /stats/history), one hash per minute: per job type, the
--- jobs that ended (<type>:completed, <type>:failed), the durations of the completed ones as
+-- jobs that ended (<type>:completed, <type>:failed, and of the failed <type>:cancelled), the durations of the completed ones as
 -- cumulative histogram buckets (<type>:b<i>, the bounds of the duration histogram), and the depth of
 -- its queue after its last change in that minute (<type>:pending) and before its first
 -- (<type>:pending_before), so that the depth is known for the minutes before a first change too.
@@ -290,9 +291,19 @@ fail_job = function(id, from, message, cancelled)
   if h[4] then
     redis.call('HSET', j, 'duration_seconds', tostring((NOW - tonumber(h[4])) / 1000))
   end
+  -- What a person reads (the job's `state`): cancelled or failed, each in an index of its own (the
+  -- shared one, and the client's copy as move_index keeps them), and the queue's cancelled count
+  -- (`cancelled`, of its `failed`; prune.lua takes it back).
+  local state = cancelled and 'cancelled' or 'failed'
   if cancelled then
     redis.call('HSET', j, 'cancelled', '1', 'cancelled_at', NOW_ISO)
     redis.call('HINCRBY', at(K.stats, type), 'cancelled_total', 1)
+    redis.call('HINCRBY', at(K.stats, type), 'cancelled', 1)
+  end
+  redis.call('ZADD', at(K.jobs_by_state, state), created_ms, id)
+  local owner = redis.call('HMGET', j, 'client', 'client_admin')
+  if owner[1] and not owner[2] then
+    redis.call('ZADD', at(K.client_jobs_by_state, owner[1], state), created_ms, id)
   end
   redis.call('HDEL', j, 'claimed_by', 'lease_until')
   if from == 'pending' then
@@ -310,6 +321,7 @@ fail_job = function(id, from, message, cancelled)
   publish(id, 'complete', { status = 'failed', error = message })
   timeline(id, cancelled and 'cancelled' or 'failed', { message = message })
   note_ended(type, 'failed')
+  if cancelled then note_ended(type, 'cancelled') end
   record(cancelled and 'job.cancelled' or 'job.failed', {
     job_id = id, type = type, batch_id = batch_id, status = 'failed', was = from, request_id = h[5],
     webhook = h[6] and 1,

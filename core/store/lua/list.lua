@@ -5,13 +5,16 @@
   Input:
     KEYS  job jobs_by_created jobs_by_status jobs_by_type client_jobs_by_created client_jobs_by_status
           client_jobs_by_type batch_jobs batch batches_by_created batches_by_status
-          client_batches_by_created client_batches_by_status
+          client_batches_by_created client_batches_by_status jobs_by_state client_jobs_by_state
 
     ARGV[1], ARGV[2]  lib.lua's (not used here)
-    ARGV[3] JSON {kind, client?, status?, type?, batch_id?, after?, before?, cursor?, limit, fields?}:
+    ARGV[3] JSON {kind, client?, status?, state?, type?, batch_id?, after?, before?, cursor?, limit,
+      fields?}:
       kind      "jobs" or "batches"
       client    read that client's own copies of the indexes (lib.lua move_index), not the shared ones
       status    only records of this status; type (jobs): only jobs of this type (jobs_by_type)
+      state     (jobs) only jobs of this state (core/jobs/types.ts JOB_STATES): failed and cancelled
+                read jobs_by_state, the others are statuses and read jobs_by_status
       batch_id  (jobs) only the jobs of this batch (batch_jobs)
       after     only records created at or after this created_ms; before: only those created before it
       cursor    {s, id}: created_ms and id of the last record of the previous page; the page starts
@@ -26,11 +29,11 @@
     then the page's records in order: created_ms descending, ties by id descending (bytewise), as
     ZREVRANGE orders members. A job's record is its HMGET of `fields`, a batch's its HGETALL.
 
-    What a filter costs: one index (no filter, or only status, or only type; with after/before or
-    not) is read by rank, O(log n + limit). status and type together walk the smaller of the two
-    indexes from the page's start, checking the other (ZMSCORE, 500 entries a call) until the page
-    is full; the total is ZINTERCARD of the two, or with after/before a count over every entry of
-    the smaller index in the time window. batch_id reads the batch's jobs (at most 100) and checks
+    What a filter costs: one index (no filter, or only status, state or type; with after/before or
+    not) is read by rank, O(log n + limit). Two or more of them walk the smallest of their indexes
+    from the page's start, checking the others (ZMSCORE, 500 entries a call) until the page is
+    full; the total is ZINTERCARD of them, or with after/before a count over every entry of the
+    smallest index in the time window. batch_id reads the batch's jobs (at most 100) and checks
     each against the other filters.
 
   Errors:
@@ -43,10 +46,11 @@ local function given(value)
 end
 local kind, client = q.kind, given(q.client)
 local status, job_type, batch_id = given(q.status), given(q.type), given(q.batch_id)
+local state = given(q.state)
 local after, before, cursor = given(q.after), given(q.before), given(q.cursor)
 if kind ~= 'jobs' and kind ~= 'batches' then return redis.error_reply('ERR invalid kind: ' .. tostring(kind)) end
-if kind == 'batches' and (job_type or batch_id) then
-  return redis.error_reply('ERR invalid filter: batches have no type or batch_id')
+if kind == 'batches' and (job_type or batch_id or state) then
+  return redis.error_reply('ERR invalid filter: batches have no type, state or batch_id')
 end
 local limit, err = number_arg(q.limit, 'limit', 1)
 if err then return err end
@@ -81,6 +85,11 @@ if kind == 'jobs' then
   filters = {}
   if status then filters[#filters + 1] = index(K.jobs_by_status, K.client_jobs_by_status, status) end
   if job_type then filters[#filters + 1] = index(K.jobs_by_type, K.client_jobs_by_type, job_type) end
+  if state == 'failed' or state == 'cancelled' then
+    filters[#filters + 1] = index(K.jobs_by_state, K.client_jobs_by_state, state)
+  elseif state then
+    filters[#filters + 1] = index(K.jobs_by_status, K.client_jobs_by_status, state)
+  end
 else
   base = index(K.batches_by_created, K.client_batches_by_created)
   filters = {}

@@ -5,7 +5,8 @@
   Input:
     KEYS  expiry job stats jobs_by_created jobs_by_status client_jobs_by_created client_jobs_by_status
           batch batch_jobs batches_by_created batches_by_status client_batches_by_created
-          client_batches_by_status job_events jobs_by_type client_jobs_by_type
+          client_batches_by_status job_events jobs_by_type client_jobs_by_type jobs_by_state
+          client_jobs_by_state
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] the most records to remove in one call
@@ -19,11 +20,21 @@ for _, member in ipairs(due) do
   local kind, id = string.match(member, '^(%a+):(.*)$')
   if kind == 'job' then
     local j = at(K.job, id)
-    local h = redis.call('HMGET', j, 'type', 'status', 'client')
+    local h = redis.call('HMGET', j, 'type', 'status', 'client', 'cancelled')
     if h[1] and (h[2] == 'completed' or h[2] == 'failed') then
       redis.call('HINCRBY', at(K.stats, h[1]), h[2], -1)
       redis.call('ZREM', at(K.jobs_by_status, h[2]), id)
       if h[3] then redis.call('ZREM', at(K.client_jobs_by_status, h[3], h[2]), id) end
+    end
+    if h[2] == 'failed' then
+      local state = h[4] == '1' and 'cancelled' or 'failed'
+      -- Counted in the queue's `cancelled` when it is in the state index: a job that failed before
+      -- either existed is in neither.
+      local indexed = redis.call('ZREM', at(K.jobs_by_state, state), id)
+      if indexed == 1 and state == 'cancelled' and h[1] then
+        redis.call('HINCRBY', at(K.stats, h[1]), 'cancelled', -1)
+      end
+      if h[3] then redis.call('ZREM', at(K.client_jobs_by_state, h[3], state), id) end
     end
     redis.call('DEL', j, at(K.job_events, id))
     redis.call('ZREM', K.jobs_by_created, id)

@@ -11,20 +11,27 @@
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] JSON {client?, admin?, batch?: {id, fail_fast, webhook_url?}, jobs: [{id, type, fields}],
-      idempotency?: {client, key, fingerprint, token, ttl_ms}}:
+      idempotency?: {client, key, fingerprint, token, ttl_ms}, retry?: {of, force?}}:
       client, the name of the submitting client, is recorded on every job and the batch, and they are
       indexed for it unless admin is true (an admin lists through the shared indexes; its records
       carry client_admin=1); fields are the job hash's fields, from its JobSpec (core/jobs/spec.ts);
       idempotency: the Idempotency-Key this request took (idempotency.lua: its client, its key's
       SHA-256, the request's fingerprint and token), whose lock becomes the completed record, kept
       ttl_ms, holding the result {job_ids, types, queue_positions, batch_id?}
+      retry: the submission is the one job retrying failed job `of` (POST /jobs/{id}/retry), which
+      records it as its `retried_as` in the same step. A job retried before is not retried again
+      unless force is true: the answer names its retry instead, and nothing is written; so
+      concurrent retries of one job make one retry. A forced retry makes `retried_as` the newest.
 
   Output:
     the queue position (1-based) of each job, in order: how many jobs of its queue are before it once
-    the whole submission is queued, itself included
+    the whole submission is queued, itself included; or, for a retry of a job retried before (and
+    not forced), {"retried", <the id of its retry>}
 
   Errors:
     CONFLICT batch <id> already exists, CONFLICT job <id> already exists
+    NOTFOUND job <id> does not exist (the job a retry retries)
+    ILLEGAL job <id> is <status>, cannot become retried (a retry of a job that has not failed)
     CONFLICT the Idempotency-Key is in use by another request (its lock ran out and was taken again)
     ERR invalid idempotency ttl_ms: <value>
     ERR a submission needs at least one job
@@ -43,6 +50,15 @@ for _, job in ipairs(payload.jobs) do
   if redis.call('EXISTS', at(K.job, job.id)) == 1 then
     return redis.error_reply('CONFLICT job ' .. job.id .. ' already exists')
   end
+end
+-- A retry: of a failed job, and once unless forced.
+local retry = payload.retry
+if retry then
+  if #payload.jobs ~= 1 or batch then return redis.error_reply('ERR a retry is one job, not a batch') end
+  local h = redis.call('HMGET', at(K.job, retry.of), 'status', 'retried_as')
+  if not h[1] then return redis.error_reply('NOTFOUND job ' .. retry.of .. ' does not exist') end
+  if h[1] ~= 'failed' then return illegal(retry.of, h[1], 'retried') end
+  if h[2] and h[2] ~= '' and retry.force ~= true then return { 'retried', h[2] } end
 end
 -- Idempotency-Key: the record must still be this request's lock (or gone, its lock having run out).
 local idem, idem_key, idem_ttl = payload.idempotency, nil, nil
@@ -92,6 +108,13 @@ for _, job in ipairs(payload.jobs) do
     redis.call('ZADD', at(K.client_jobs_by_type, client, job.type), NOW, job.id)
   end
   record('job.created', { job_id = job.id, type = job.type, batch_id = batch and batch.id, status = 'pending' })
+end
+
+if retry then
+  local new_id = payload.jobs[1].id
+  redis.call('HSET', at(K.job, retry.of), 'retried_as', new_id)
+  redis.call('HSET', at(K.job, retry.of), 'updated_at', NOW_ISO)
+  timeline(retry.of, 'retried', { message = new_id })
 end
 
 for i, job in ipairs(payload.jobs) do

@@ -473,6 +473,7 @@ const EVENT_WORDS: Record<JobEvents["events"][number]["event"], string> = {
   completed: "Completed",
   failed: "Failed",
   cancelled: "Cancelled",
+  retried: "Retried as",
   webhook: "Webhook",
 };
 

@@ -65,9 +65,11 @@ const ERROR_ANSWERS = {
   409: "Conflict: the id is taken, the job or batch has ended in a way that does not allow it, or a request with the same Idempotency-Key is still in flight",
   413: "Request body larger than limits.max_body_bytes",
   415: "Content-Type is not application/json",
+  416: "The Range asked for lies outside the object",
   422: "The Idempotency-Key was used for a different request (method, route or body)",
   429: "Too many requests: rate limited; Retry-After says when to try again",
   500: "The server failed",
+  502: "The object store failed or could not be reached",
   503: "The queue store is unavailable (or the server is shutting down); Retry-After says when to try again",
 } as const;
 export type ErrorStatus = keyof typeof ERROR_ANSWERS;
@@ -86,15 +88,18 @@ export function errorResponses<S extends ErrorStatus>(
   ...statuses: S[]
 ): Record<S | (typeof ALWAYS)[number], TUnsafe<{ error: string }>> {
   const all = [...new Set<ErrorStatus>([...ALWAYS, ...statuses])].sort((a, b) => a - b);
-  return Object.fromEntries(
-    all.map((status) => [
-      status,
-      Type.Unsafe<{ error: string }>({
-        description: ERROR_ANSWERS[status],
-        content: { "application/json": { schema: ErrorRef } },
-      }),
-    ]),
-  ) as Record<S | (typeof ALWAYS)[number], TUnsafe<{ error: string }>>;
+  return Object.fromEntries(all.map((status) => [status, errorResponse(ERROR_ANSWERS[status])])) as Record<
+    S | (typeof ALWAYS)[number],
+    TUnsafe<{ error: string }>
+  >;
+}
+
+/** One error answer (an `{error}` body in JSON) described as a route means it. */
+export function errorResponse(description: string): TUnsafe<{ error: string }> {
+  return Type.Unsafe<{ error: string }>({
+    description,
+    content: { "application/json": { schema: ErrorRef } },
+  });
 }
 
 /** The statuses a route that takes an Idempotency-Key can answer besides: in flight, another request. */
@@ -317,6 +322,29 @@ export const RetryBody = Type.Object(
 );
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
+
+/** Which of a job's objects a preview or a download is of. */
+const ObjectOf = (defaultOf: "source" | "output", description: string) =>
+  Enum(["source", "output"] as const, { default: defaultOf, description });
+
+export const PreviewQuery = optionalDefaults(
+  Type.Object(
+    {
+      of: ObjectOf(
+        "output",
+        "The job's source image, or its output (an image, or a video_thumbnail's frame)",
+      ),
+    },
+    { additionalProperties: false },
+  ),
+);
+
+export const DownloadQuery = optionalDefaults(
+  Type.Object(
+    { of: ObjectOf("output", "The job's output object (once it has completed), or its source") },
+    { additionalProperties: false },
+  ),
+);
 
 const DATE_TIME_TEXT = "must be an RFC 3339 date-time such as 2026-05-01T12:00:00Z, not {value}";
 

@@ -13,6 +13,7 @@ import { batchRoutes } from "./routes/batches.js";
 import { eventsRoutes } from "./routes/events.js";
 import { jobDetailRoutes } from "./routes/job-details.js";
 import { jobRoutes } from "./routes/jobs.js";
+import { objectRoutes } from "./routes/objects.js";
 import { operationsRoutes } from "./routes/operations.js";
 import { queueRoutes } from "./routes/queue.js";
 import { streamRoutes } from "./routes/stream.js";
@@ -110,6 +111,7 @@ export async function buildApi(ctx: ApiContext, logger: Logger, options: ApiOpti
       streamRoutes(api, ctx, streams);
       eventsRoutes(api, ctx, streams);
       jobDetailRoutes(api, ctx);
+      objectRoutes(api, ctx);
       queueRoutes(api, ctx);
       // Inside the scope: an undeclared method is refused after the key check, like the routes.
       methods.answer(v1, "/api/v1");

@@ -16,8 +16,9 @@ import type { App } from "./context.js";
  *
  * The pages carry no data of their own and need no API key: the dashboard asks for the key and
  * sends it with its API calls. Their Content-Security-Policy allows scripts, styles and API calls
- * from the API's own origin only (nothing inline), and images and audio from the object store
- * whose presigned links the dashboard shows.
+ * from the API's own origin only (nothing inline), images and audio the dashboard read from the API
+ * itself (blob: URLs of previews and downloads fetched with the key), and from the object store
+ * whose presigned links the dashboard offers besides.
  *
  * When the dashboard has not been built (the API runs from its sources, as the tests do), /ui
  * answers 503 saying so; each request looks again, so a build made meanwhile is served.
@@ -77,8 +78,8 @@ export function dashboardCsp(storage: string): string {
     "default-src 'none'",
     "script-src 'self'",
     "style-src 'self'",
-    `img-src 'self' ${storage}`,
-    `media-src ${storage}`,
+    `img-src 'self' blob: ${storage}`,
+    `media-src blob: ${storage}`,
     "connect-src 'self'",
     "font-src 'self'",
     "manifest-src 'self'",

@@ -217,10 +217,19 @@ export async function stats(api: ApiClient, out: Output): Promise<number> {
     out.printJson(s);
     return EXIT.ok;
   }
+  // An API from before the cancelled counts answers none: 0 of its failed jobs are told apart.
+  const of = (n: number | undefined) => n ?? 0;
   const rows: Array<Array<string | number>> = Object.entries(s.queues)
     .sort(([a], [b]) => a.localeCompare(b))
-    .map(([name, q]) => [name, q.pending, q.processing, q.completed, q.failed - q.cancelled, q.cancelled]);
-  const cancelled = s.total_cancelled;
+    .map(([name, q]) => [
+      name,
+      q.pending,
+      q.processing,
+      q.completed,
+      q.failed - of(q.cancelled),
+      of(q.cancelled),
+    ]);
+  const cancelled = of(s.total_cancelled);
   rows.push([
     out.out.bold("total"),
     s.total_pending,

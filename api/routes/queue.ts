@@ -1,7 +1,7 @@
 import { Type } from "../../core/typebox.js";
 import type { ApiContext, App } from "../context.js";
 import { History } from "../../core/jobs/records.js";
-import { HISTORY_MAX_MINUTES } from "../../core/stats/history.js";
+import { HISTORY_MAX_MINUTES, HISTORY_MAX_STEP_MINUTES } from "../../core/stats/history.js";
 import { API_KEY_SECURITY, errorResponses, optionalDefaults, QueueStats } from "../schemas.js";
 
 const HistoryQuery = Type.Object(
@@ -12,6 +12,12 @@ const HistoryQuery = Type.Object(
       default: 60,
       description: `How many minutes back, the current one included (at most ${HISTORY_MAX_MINUTES})`,
     }),
+    step: Type.Integer({
+      minimum: 1,
+      maximum: HISTORY_MAX_STEP_MINUTES,
+      default: 1,
+      description: `How many minutes one point covers (at most ${HISTORY_MAX_STEP_MINUTES}): e.g. 20 for a day in 73 points. Points cover stretches aligned on multiples of \`step\` minutes since the epoch; the first and the last may cover fewer minutes`,
+    }),
   },
   { additionalProperties: false },
 );
@@ -21,7 +27,7 @@ export function queueRoutes(app: App, ctx: ApiContext): void {
     "/stats/history",
     {
       schema: {
-        summary: "Throughput, failures, durations and queue depth per minute",
+        summary: "Throughput, failures, durations and queue depth per minute (or per `step` minutes)",
         description:
           "One point per minute, oldest first, the current minute last: the jobs that completed and failed in it, the median and 95th percentile duration of the completed ones (estimated from the duration histogram's buckets), the depth of the queues as it ended; in total and per job type. With the webhook delivery counters. Kept for a day.",
         tags: ["operations"],
@@ -32,7 +38,7 @@ export function queueRoutes(app: App, ctx: ApiContext): void {
     },
     async (request, reply) => {
       try {
-        return await ctx.store.history(request.query.minutes);
+        return await ctx.store.history(request.query.minutes, request.query.step);
       } catch (err) {
         request.log.error({ err }, "history unavailable");
         return reply.code(500).send({ error: "history unavailable: the queue store did not answer" });

@@ -381,29 +381,36 @@ export type QueueStats = Static<typeof QueueStats>;
 
 const Quantile = (what: string) =>
   Type.Union([Type.Number(), Type.Null()], {
-    description: `${what} of the jobs that completed in the minute, in seconds, estimated from the duration histogram; null when none did`,
+    description: `${what} of the jobs that completed in the point's minutes, in seconds, estimated from the duration histogram; null when none did`,
   });
 const HistoryFigureFields = {
-  completed: Type.Integer({ description: "Jobs that completed in the minute" }),
-  failed: Type.Integer({ description: "Jobs that failed in the minute (cancelled ones included)" }),
-  cancelled: Type.Integer({ description: "Of the jobs that failed in the minute, those that were cancelled" }),
+  completed: Type.Integer({ description: "Jobs that completed in the point's minutes" }),
+  failed: Type.Integer({ description: "Jobs that failed in the point's minutes (cancelled ones included)" }),
+  cancelled: Type.Integer({
+    description: "Of the jobs that failed in the point's minutes, those that were cancelled",
+  }),
   p50_seconds: Quantile("Median duration"),
   p95_seconds: Quantile("95th percentile duration"),
-  pending: Type.Integer({ description: "Jobs waiting in the queue as the minute ended" }),
+  pending: Type.Integer({ description: "Jobs waiting in the queue as the point's last minute ended" }),
 };
 export const HistoryFigures = Type.Object(HistoryFigureFields);
 export type HistoryFigures = Static<typeof HistoryFigures>;
 
 export const History = Type.Object(
   {
-    interval_seconds: Type.Integer({ description: "The length of each point: a minute" }),
+    interval_seconds: Type.Integer({
+      description: "The length of each point: a minute, or `step` minutes",
+    }),
     points: Type.Array(
       Type.Object({
-        at: Timestamp("The start of the minute"),
+        at: Timestamp("The start of the point's first minute"),
         ...HistoryFigureFields,
         by_type: Type.Record(Type.String(), HistoryFigures, { description: "The same figures per job type" }),
       }),
-      { description: "One point per minute, oldest first; the last is the current minute" },
+      {
+        description:
+          "One point per minute (per `step` minutes), oldest first; the last holds the current minute",
+      },
     ),
     webhooks: Type.Record(Type.String(), Type.Integer(), {
       description:

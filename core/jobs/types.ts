@@ -38,6 +38,24 @@ export const WRITES_OUTPUT: Readonly<Record<JobType, boolean>> = {
   analyze: false,
 };
 
+/** What a file is: an image, a video, audio, or (an analyze job's source) any of them. */
+export type MediaKind = "image" | "video" | "audio" | "any";
+
+/**
+ * What each type's source and output are (null: the type writes no output file): what a preview
+ * (GET /jobs/{id}/preview) can be made of, and what the dashboard shows them as.
+ */
+export const JOB_MEDIA: Readonly<Record<JobType, { source: MediaKind; output: MediaKind | null }>> = {
+  image_resize: { source: "image", output: "image" },
+  image_optimize: { source: "image", output: "image" },
+  image_watermark: { source: "image", output: "image" },
+  image_colors: { source: "image", output: null },
+  image_ai_keywords: { source: "image", output: null },
+  video_thumbnail: { source: "video", output: "image" },
+  audio_convert: { source: "audio", output: "audio" },
+  analyze: { source: "any", output: null },
+};
+
 /**
  * Where a job runs: `job` its own run (a Kubernetes Job, or a local runner), `pool` a warm pool
  * worker, `auto` the pool when the job fits it (see executor.pool).

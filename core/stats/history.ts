@@ -72,17 +72,44 @@ function figures(
 }
 
 /**
+ * The figures of consecutive minutes as one minute's hash: the jobs ended and the duration buckets
+ * summed, each queue's depth as last noted, and the depth its first change in them started from.
+ */
+export function mergeMinutes(hashes: MinuteHash[]): MinuteHash {
+  if (hashes.length === 1) return hashes[0]!;
+  const merged: MinuteHash = {};
+  for (const hash of hashes) {
+    for (const [field, value] of Object.entries(hash)) {
+      if (field.endsWith(":pending_before")) merged[field] ??= value;
+      else if (field.endsWith(":pending")) merged[field] = value;
+      else merged[field] = String((Number(merged[field] ?? 0) || 0) + (Number(value) || 0));
+    }
+  }
+  return merged;
+}
+
+/** The most minutes one point of the history covers (`step`). */
+export const HISTORY_MAX_STEP_MINUTES = 60;
+
+/**
  * The points of the last minutes, oldest first, the current minute last, from their hashes
  * (`hashes[i]` is minute `firstMinute + i`; `before`, the hashes of the minutes before the window,
  * oldest first). A queue's depth at a minute is the last one noted at or before it (each change of
  * a queue notes it); before its first note in sight, the depth that first change started from; when
  * the queue did not change in sight at all, its depth now (`current`).
+ *
+ * With a `step` above 1, a point covers the minutes of one step-long stretch of time, aligned on
+ * multiples of `step` minutes since the epoch (so a stretch keeps its bounds as time goes on): the
+ * jobs ended in them, the quantiles of their durations, the depth as the last of them ended. The
+ * first and the last point may cover fewer minutes (the window starts or ends inside a stretch); a
+ * point's `at` is the start of its first minute in the window.
  */
 export function historyPoints(
   firstMinute: number,
   hashes: MinuteHash[],
   before: MinuteHash[],
   current: Readonly<Record<string, number>>,
+  step = 1,
 ): History["points"] {
   const depth = new Map<string, number>();
   for (const hash of before) figures(hash, JOB_TYPES, depth);
@@ -92,8 +119,15 @@ export function historyPoints(
     const start = first?.[`${type}:pending_before`] ?? first?.[`${type}:pending`];
     depth.set(type, start !== undefined ? Number(start) || 0 : (current[type] ?? 0));
   }
-  return hashes.map((hash, i) => ({
-    at: new Date((firstMinute + i) * HISTORY_INTERVAL_SECONDS * 1000).toISOString(),
-    ...figures(hash, JOB_TYPES, depth),
+  const groups: Array<{ minute: number; hashes: MinuteHash[] }> = [];
+  hashes.forEach((hash, i) => {
+    const minute = firstMinute + i;
+    const last = groups.at(-1);
+    if (last && Math.floor(last.minute / step) === Math.floor(minute / step)) last.hashes.push(hash);
+    else groups.push({ minute, hashes: [hash] });
+  });
+  return groups.map((group) => ({
+    at: new Date(group.minute * HISTORY_INTERVAL_SECONDS * 1000).toISOString(),
+    ...figures(mergeMinutes(group.hashes), JOB_TYPES, depth),
   }));
 }

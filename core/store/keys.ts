@@ -81,6 +81,13 @@ const LAYOUT = {
   idempotency: "idem:*:*",
   /** Idempotency-Keys that were not new, by outcome (metrics). */
   idempotency_stats: "idem:stats",
+  /**
+   * A cached preview of a job's source or output (a small WebP, lua/preview.lua), by job id and
+   * `source` or `output`; each lives `PREVIEW.cacheTtlMs` (api/previews.ts).
+   */
+  preview: "preview:*:*",
+  /** The cached previews by when they were written (members "<job id>:<of>"): the oldest go first. */
+  preview_index: "preview:index",
 } as const;
 
 export type KeyFamily = keyof typeof LAYOUT;
@@ -205,6 +212,10 @@ export class Keys {
   /** Idempotency-Keys that were not new, by outcome (metrics). */
   idempotencyStats() {
     return this.families.idempotency_stats;
+  }
+  /** A cached preview of a job's source or output. */
+  preview(id: string, of: string) {
+    return keyOf(this.families.preview, id, of);
   }
 }
 

@@ -22,6 +22,7 @@ export const SCRIPT_NAMES = [
   "webhook",
   "idempotency",
   "list",
+  "preview",
 ] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
@@ -101,7 +102,7 @@ export function scriptKeys(name: ScriptName, keys: Keys): string[] {
     .keys.map((family) => keys.families[family]);
 }
 
-export type ScriptRunner = (name: ScriptName, ...args: Array<string | number>) => Promise<unknown>;
+export type ScriptRunner = (name: ScriptName, ...args: Array<string | number | Buffer>) => Promise<unknown>;
 
 /** Runs scripts with the KEYS each declares, built from `keys`; `args` are its ARGV. */
 export function scriptRunner(redis: Redis, keys: Keys): ScriptRunner {

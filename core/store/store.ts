@@ -170,7 +170,7 @@ export class JobStore {
   }
 
   /** Runs a script with the KEYS its header declares and lib.lua's ARGV before `args`. */
-  private async script(name: ScriptName, ...args: Array<string | number>): Promise<unknown> {
+  private async script(name: ScriptName, ...args: Array<string | number | Buffer>): Promise<unknown> {
     try {
       return await this.run(name, this.options.eventsMaxLen, this.options.retentionMs, ...args);
     } catch (err) {
@@ -304,6 +304,25 @@ export class JobStore {
       IdempotencyOutcome,
       number
     >;
+  }
+
+  /** A cached preview of a job's source or output (lua/preview.lua), or null when there is none. */
+  async cachedPreview(id: string, of: "source" | "output"): Promise<Buffer | null> {
+    return this.redis.getBuffer(this.keys.preview(id, of));
+  }
+
+  /**
+   * Caches a preview for `ttlMs`, keeping at most `maxEntries` previews (the oldest go first); how
+   * many were deleted to make room.
+   */
+  async cachePreview(
+    id: string,
+    of: "source" | "output",
+    bytes: Buffer,
+    ttlMs: number,
+    maxEntries: number,
+  ): Promise<number> {
+    return Number(await this.script("preview", id, of, bytes, ttlMs, maxEntries));
   }
 
   /** Takes the next job of a queue under a lease; it stays pending until start(). */
@@ -585,9 +604,10 @@ export class JobStore {
 
   /**
    * The figures of the last `minutes` minutes (jobs ended, durations, queue depths; lib.lua
-   * note_ended, note_depth), one point per minute, and the webhook delivery counters.
+   * note_ended, note_depth), one point per `step` minutes (historyPoints), and the webhook delivery
+   * counters.
    */
-  async history(minutes: number, nowMs = Date.now()): Promise<History> {
+  async history(minutes: number, step = 1, nowMs = Date.now()): Promise<History> {
     const lookBack = 60;
     const current = Math.floor(nowMs / (HISTORY_INTERVAL_SECONDS * 1000));
     const first = current - minutes + 1;
@@ -609,8 +629,8 @@ export class JobStore {
       }),
     );
     return {
-      interval_seconds: HISTORY_INTERVAL_SECONDS,
-      points: historyPoints(first, hashes.slice(lookBack), hashes.slice(0, lookBack), depths),
+      interval_seconds: HISTORY_INTERVAL_SECONDS * step,
+      points: historyPoints(first, hashes.slice(lookBack), hashes.slice(0, lookBack), depths, step),
       webhooks: await this.webhookDeliveries(),
     };
   }

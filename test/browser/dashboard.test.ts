@@ -403,7 +403,8 @@ describe("the dashboard in a browser", () => {
 
     for (const name of ["resize", "optimize", "watermark"] as const) {
       await open(jobs[name]);
-      assert.ok((await loadedImageWidth(page.getByTestId("source-image"))) === 1200, `${name}: the source`);
+      // The source's preview (GET /jobs/{id}/preview): 640 px of the 1200 px photo.
+      assert.ok((await loadedImageWidth(page.getByTestId("source-image"))) === 640, `${name}: the source`);
       assert.ok((await loadedImageWidth(page.getByTestId("output-image"))) > 0, `${name}: the output`);
       await screenshot(page, `job-${name}`);
     }
@@ -431,7 +432,8 @@ describe("the dashboard in a browser", () => {
       undefined,
       { timeout: 30_000 },
     );
-    assert.match((await audio.getAttribute("src")) ?? "", /out\/tone\.mp3/);
+    // Read through the API with the key (GET /jobs/{id}/download), played from a blob: URL.
+    assert.match((await audio.getAttribute("src")) ?? "", /^blob:/);
     await screenshot(page, "job-audio");
 
     await open(jobs.analyze);
@@ -471,12 +473,12 @@ describe("the dashboard in a browser", () => {
     await page.locator(`tr[data-job-id="${expected[0]}"]`).waitFor();
     assert.deepEqual(await shown(), expected.slice(0, 2));
 
-    // The form: failed jobs of any type; the filter is in the address.
+    // The form: failed jobs of any type (not the cancelled ones); the filter is in the address.
     await page.getByLabel("Type").selectOption("");
     await page.getByLabel("Status").selectOption("failed");
     await page.getByRole("button", { name: "Apply" }).click();
     await page.waitForURL(
-      (url) => url.searchParams.get("status") === "failed" && !url.searchParams.has("type"),
+      (url) => url.searchParams.get("state") === "failed" && !url.searchParams.has("type"),
     );
     await waitForText(page.getByRole("status").filter({ hasText: /match/ }), /[1-9]\d* jobs? match/);
     const statuses = await page.locator('[data-testid="jobs-table"] .badge-text').allTextContents();

@@ -148,7 +148,7 @@ describe("GET /api/v1/jobs", () => {
     const jobs = body.jobs as Body[];
     assert.ok(Array.isArray(jobs));
     for (const job of jobs) {
-      assert.deepEqual(Object.keys(job).sort(), ["created_at", "id", "status", "type"]);
+      assert.deepEqual(Object.keys(job).sort(), ["created_at", "id", "state", "status", "type"]);
       assert.match(job.created_at as string, ISO_MS_UTC);
     }
     assert.deepEqual(
@@ -414,7 +414,7 @@ describe("GET /api/v1/jobs/batch/{id}", () => {
       entries.map((e) => e.type),
     );
     for (const job of jobs) {
-      assert.deepEqual(Object.keys(job).sort(), ["created_at", "id", "status", "type"]);
+      assert.deepEqual(Object.keys(job).sort(), ["created_at", "id", "state", "status", "type"]);
       assert.equal(job.status, "pending");
       assert.match(job.created_at as string, ISO_MS_UTC);
     }

@@ -124,9 +124,17 @@ describe("operations with every dependency up", () => {
       total_processing: number;
       total_completed: number;
       total_failed: number;
+      total_cancelled: number;
       queues: Record<
         string,
-        { name: string; pending: number; processing: number; completed: number; failed: number }
+        {
+          name: string;
+          pending: number;
+          processing: number;
+          completed: number;
+          failed: number;
+          cancelled: number;
+        }
       >;
     };
   };
@@ -175,6 +183,7 @@ describe("operations with every dependency up", () => {
     const s = await stats();
     assert.deepEqual(Object.keys(s).sort(), [
       "queues",
+      "total_cancelled",
       "total_completed",
       "total_failed",
       "total_jobs",
@@ -184,17 +193,26 @@ describe("operations with every dependency up", () => {
     for (const type of ["image_resize", "image_optimize", "video_thumbnail", "audio_convert", ...JOB_TYPES]) {
       const q = s.queues[type];
       assert.ok(q, `queue ${type} is listed`);
-      assert.deepEqual(Object.keys(q).sort(), ["completed", "failed", "name", "pending", "processing"]);
+      assert.deepEqual(Object.keys(q).sort(), [
+        "cancelled",
+        "completed",
+        "failed",
+        "name",
+        "pending",
+        "processing",
+      ]);
+      assert.ok(Number.isInteger(q.cancelled) && q.cancelled >= 0 && q.cancelled <= q.failed);
       assert.equal(q.name, type);
       for (const n of [q.pending, q.processing, q.completed, q.failed])
         assert.ok(Number.isInteger(n) && n >= 0);
     }
-    const sum = (field: "pending" | "processing" | "completed" | "failed") =>
+    const sum = (field: "pending" | "processing" | "completed" | "failed" | "cancelled") =>
       Object.values(s.queues).reduce((acc, q) => acc + q[field], 0);
     assert.equal(s.total_pending, sum("pending"));
     assert.equal(s.total_processing, sum("processing"));
     assert.equal(s.total_completed, sum("completed"));
     assert.equal(s.total_failed, sum("failed"));
+    assert.equal(s.total_cancelled, sum("cancelled"));
     assert.equal(s.total_jobs, s.total_pending + s.total_processing + s.total_completed + s.total_failed);
   });
 

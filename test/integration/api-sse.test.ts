@@ -184,7 +184,7 @@ describe("GET /api/v1/jobs/{id}/stream", () => {
       ["complete"],
       summary(s.events),
     );
-    assert.deepEqual(s.events[0]!.json, { status: "completed", result: RESULT });
+    assert.deepEqual(s.events[0]!.json, { status: "completed", state: "completed", result: RESULT });
 
     const failed = await submit();
     await startJob(failed);
@@ -267,7 +267,7 @@ describe("GET /api/v1/jobs/{id}/stream", () => {
       assert.equal(s.error, undefined, where);
       const last = s.events.at(-1);
       assert.equal(last?.event, "complete", where);
-      assert.deepEqual(last.json, { status: "completed", result: RESULT }, where);
+      assert.deepEqual(last.json, { status: "completed", state: "completed", result: RESULT }, where);
       assert.equal(s.events.filter((e) => e.event === "complete").length, 1, where);
       // No event told twice: each (event, id) once, ids never go back, states never go back.
       const keys = s.events.map((e) => `${e.event}#${e.id}`);

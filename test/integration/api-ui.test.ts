@@ -76,8 +76,8 @@ describe("the dashboard at /ui", () => {
       assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);
       // Images and audio from the object store the presigned links point at.
       const store = new URL(stack.s3.url).origin;
-      assert.ok(csp.includes(`img-src 'self' ${store}`), csp);
-      assert.ok(csp.includes(`media-src ${store}`), csp);
+      assert.ok(csp.includes(`img-src 'self' blob: ${store}`), csp);
+      assert.ok(csp.includes(`media-src blob: ${store}`), csp);
       assert.equal(res.headers.get("x-content-type-options"), "nosniff");
       assert.equal(res.headers.get("referrer-policy"), "no-referrer");
     }

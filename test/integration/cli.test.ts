@@ -557,15 +557,15 @@ describe("jobs, job, cancel, retry, stats", () => {
     assert.match(shown.stdout, new RegExp(`^id: +${id}$`, "m"));
     assert.match(shown.stdout, /^status: +pending$/m);
 
-    // watch follows the pending job; cancelling it from another command ends it: exit 1.
+    // watch follows the pending job; cancelling it from another command ends it: exit 3, cancelled.
     const watching = cli(["watch", id], env);
     const cancelled = await json<Job>(["cancel", id], env);
     assert.equal(cancelled.status, "failed");
     assert.equal(cancelled.error, "cancelled by request");
-    assertOneLineError(await watching, 1, new RegExp(`^failed: job ${id}: cancelled by request$`, "m"));
+    assertOneLineError(await watching, 3, new RegExp(`^cancelled: job ${id}: cancelled by request$`, "m"));
     const again = await cli(["cancel", id], env);
     assert.equal(again.code, 0, said(again));
-    assert.equal(again.stdout, `job ${id} failed: cancelled by request\n`);
+    assert.equal(again.stdout, `job ${id} cancelled: cancelled by request\n`);
 
     const retried = await cli(["retry", id], env);
     assert.equal(retried.code, 0, said(retried));
@@ -582,10 +582,10 @@ describe("jobs, job, cancel, retry, stats", () => {
     assert.ok(stats.queues.image_colors!.pending >= 1, JSON.stringify(stats));
     assert.ok(stats.total_failed >= 1);
     const statsTable = await cli(["stats"], env);
-    assert.match(statsTable.stdout, /^QUEUE +PENDING +PROCESSING +COMPLETED +FAILED$/m);
+    assert.match(statsTable.stdout, /^QUEUE +PENDING +PROCESSING +COMPLETED +FAILED +CANCELLED$/m);
     assert.match(
       statsTable.stdout,
-      new RegExp(`^image_colors +${stats.queues.image_colors!.pending} +0 +0 +\\d+$`, "m"),
+      new RegExp(`^image_colors +${stats.queues.image_colors!.pending} +0 +0 +\\d+ +\\d+$`, "m"),
     );
     assert.match(statsTable.stdout, /^total +\d+/m);
   });

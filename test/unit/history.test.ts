@@ -82,4 +82,43 @@ describe("history points", () => {
       [4, 4],
     );
   });
+
+  test("with a step, a point per stretch aligned on the step: counts and buckets summed, the last depth", () => {
+    const ended = (completed: number, bucket: number): MinuteHash => ({
+      "image_resize:completed": String(completed),
+      ...Object.fromEntries(
+        JOB_DURATION_BUCKETS.map((_, i) => [b(i + 1), i + 1 >= bucket ? String(completed) : "0"]),
+      ),
+    });
+    // Minutes 8 to 21 with a step of 5: stretches 5-9 (minutes 8, 9), 10-14, 15-19 and 20-24 (20, 21).
+    const hashes: MinuteHash[] = Array.from({ length: 14 }, () => ({}));
+    hashes[0] = {
+      "image_resize:failed": "1",
+      "image_resize:pending": "4",
+      "image_resize:pending_before": "5",
+    };
+    hashes[3] = ended(3, 1); // minute 11: three jobs in the first bucket
+    hashes[5] = { ...ended(1, JOB_DURATION_BUCKETS.length), "image_resize:pending": "2" }; // minute 13
+    hashes[6] = { "image_resize:pending": "6", "image_resize:pending_before": "2" }; // minute 14
+    hashes[13] = { "image_resize:failed": "2" };
+    const points = historyPoints(8, hashes, [], {}, 5);
+    assert.deepEqual(
+      points.map((p) => p.at),
+      [at(8), at(10), at(15), at(20)],
+    );
+    assert.deepEqual(
+      points.map((p) => [p.completed, p.failed, p.pending]),
+      [
+        [0, 1, 4],
+        [4, 0, 6],
+        [0, 0, 6],
+        [0, 2, 6],
+      ],
+    );
+    // Four jobs: three in the first bucket, one in the last; the median is in the first.
+    const stretch = points[1]!.by_type.image_resize!;
+    assert.ok(stretch.p50_seconds! <= JOB_DURATION_BUCKETS[0]!);
+    assert.ok(stretch.p95_seconds! > JOB_DURATION_BUCKETS.at(-2)!);
+    assert.equal(points[0]!.p50_seconds, null);
+  });
 });

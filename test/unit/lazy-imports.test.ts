@@ -1,6 +1,7 @@
 // What a process loads to start: TypeBox as one bundled file once built (scripts/bundle-typebox.mjs
-// replaces core/typebox.js with a bundle of the same exports), and YAML's parser only when a
-// configuration file is read (a runner's configuration comes from its environment).
+// replaces core/typebox.js with a bundle of the same exports), YAML's parser only when a
+// configuration file is read (a runner's configuration comes from its environment), and sharp in the
+// API only when it makes its first preview.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -74,5 +75,35 @@ describe("YAML's parser", () => {
     const file = join(work, "config.yaml");
     await writeFile(file, "executor:\n  local_concurrency: 3\n");
     assert.deepEqual(await load(file), { yaml: true, concurrency: 3 });
+  });
+});
+
+describe("sharp in the API", () => {
+  /**
+   * Whether a process that imports the API (and then runs `then`) has loaded sharp's native binding
+   * (a CommonJS module, where sharp's own modules are ECMAScript ones).
+   */
+  async function loadsSharp(then = ""): Promise<boolean> {
+    const script = [
+      `import { createRequire } from "node:module";`,
+      `await import(${JSON.stringify(pathToFileURL(join(ROOT, "api/server.ts")).href)});`,
+      `const previews = await import(${JSON.stringify(pathToFileURL(join(ROOT, "api/previews.ts")).href)});`,
+      then,
+      `const cache = createRequire(import.meta.url).cache;`,
+      `console.log(JSON.stringify(Object.keys(cache).some((k) => k.includes("/node_modules/@img/sharp-"))));`,
+    ].join("\n");
+    const path = join(work, `sharp-${then ? "preview" : "start"}.mts`);
+    await writeFile(path, script);
+    const { stdout } = await run(process.execPath, ["--import", "tsx", path], { cwd: ROOT });
+    return JSON.parse(stdout.trim()) as boolean;
+  }
+
+  test("is not loaded while the API starts", async () => {
+    assert.equal(await loadsSharp(), false);
+  });
+
+  test("is loaded to make a preview", async () => {
+    const attempt = `await previews.renderPreview(Buffer.from("no image"), 100, "x").catch(() => {});`;
+    assert.equal(await loadsSharp(attempt), true);
   });
 });

@@ -36,6 +36,8 @@ function rememberKey(key: string | null): void {
 let memoryKey: string | null = storedKey();
 
 export class ApiError extends Error {
+  /** Seconds to wait before asking again, when the API said so (Retry-After). */
+  retryAfter?: number | undefined;
   constructor(
     readonly status: number,
     message: string,
@@ -74,12 +76,19 @@ async function errorOf(res: Response): Promise<ApiError> {
 }
 
 /** A JSON call to /api/v1`path`; throws ApiError on any answer but 2xx. */
-export async function api<T>(path: string, init: { method?: string; signal?: AbortSignal } = {}): Promise<T> {
+export async function api<T>(
+  path: string,
+  init: { method?: string; signal?: AbortSignal; json?: unknown } = {},
+): Promise<T> {
   let res: Response;
   try {
     res = await fetch(`/api/v1${path}`, {
       method: init.method ?? "GET",
-      headers: authHeaders({ Accept: "application/json" }),
+      headers: authHeaders({
+        Accept: "application/json",
+        ...(init.json !== undefined ? { "Content-Type": "application/json" } : {}),
+      }),
+      ...(init.json !== undefined ? { body: JSON.stringify(init.json) } : {}),
       ...(init.signal ? { signal: init.signal } : {}),
     });
   } catch (err) {
@@ -92,6 +101,28 @@ export async function api<T>(path: string, init: { method?: string; signal?: Abo
   }
   if (!res.ok) throw await errorOf(res);
   return (await res.json()) as T;
+}
+
+/**
+ * A file from /api/v1`path` (a preview, a download) as a Blob, read with the key as every call is:
+ * an <img> or <a> pointed at the API could not send it. Throws ApiError on any answer but 2xx; a
+ * 503's Retry-After (in seconds) is in `retryAfter`.
+ */
+export async function apiBlob(path: string, signal?: AbortSignal): Promise<Blob> {
+  let res: Response;
+  try {
+    res = await fetch(`/api/v1${path}`, { headers: authHeaders(), ...(signal ? { signal } : {}) });
+  } catch (err) {
+    if ((err as Error).name === "AbortError") throw err;
+    throw new ApiError(0, "the API could not be reached; check the connection and try again");
+  }
+  if (res.status === 401) unauthorized();
+  if (!res.ok) {
+    const error = await errorOf(res);
+    error.retryAfter = Number(res.headers.get("retry-after")) || undefined;
+    throw error;
+  }
+  return res.blob();
 }
 
 /** A query string from the fields that have a value. */

@@ -1,4 +1,4 @@
-// A time chart in plain SVG: stacked bars and lines over one minute per point. A few dozen lines do
+// A time chart in plain SVG: stacked bars and lines over one stretch of time per point (a minute, or several). A few dozen lines do
 // what the overview needs, where a charting library would weigh more than the rest of the dashboard.
 // Each series has its own pattern or dash as well as its colour, the figure says its totals in words,
 // and the numbers are in a table beside it.
@@ -163,7 +163,7 @@ export function TimeChart(props: {
           <table>
             <thead>
               <tr>
-                <th scope="col">Minute</th>
+                <th scope="col">Time</th>
                 {series.map((s) => (
                   <th scope="col">{s.name}</th>
                 ))}

@@ -1,24 +1,27 @@
 // Small pieces the pages share: status badges (a word and a shape, never colour alone), progress
 // bars, notices, pagers.
 import type { ComponentChildren } from "preact";
-import type { Batch, BatchStatus, JobStatus } from "./types.js";
+import type { Batch, BatchStatus, JobState, JobStatus } from "./types.js";
 
-const SHAPES: Record<JobStatus | BatchStatus, string> = {
+const SHAPES: Record<JobState | BatchStatus, string> = {
   pending: "○",
   queued: "○",
   processing: "◐",
   completed: "✓",
   failed: "✕",
+  cancelled: "⊘",
   partial: "◑",
 };
 
 /** A status as a word with a shape beside it; the colour only repeats what they say. */
 export function StatusBadge(props: { status: JobStatus | BatchStatus; cancelled?: boolean }) {
-  const label = props.cancelled && props.status === "failed" ? "cancelled" : props.status;
+  // A cancelled job's status is failed; what a person reads is its state, cancelled.
+  const label: JobState | BatchStatus =
+    props.cancelled && props.status === "failed" ? "cancelled" : props.status;
   return (
-    <span class={`badge badge-${props.status}`} data-status={props.status}>
+    <span class={`badge badge-${label}`} data-status={props.status} data-state={label}>
       <span class="badge-shape" aria-hidden="true">
-        {SHAPES[props.status] ?? "•"}
+        {SHAPES[label] ?? "•"}
       </span>
       <span class="badge-text">{label}</span>
     </span>

@@ -10,7 +10,7 @@ import type {
   QueueStats,
   TimelineEntry,
 } from "../../core/jobs/records.js";
-import type { BatchStatus, JobStatus, JobType } from "../../core/jobs/types.js";
+import type { BatchStatus, JobState, JobStatus, JobType } from "../../core/jobs/types.js";
 
 export type {
   Batch,
@@ -18,6 +18,7 @@ export type {
   HistoryFigures,
   Job,
   JobLinks,
+  JobState,
   JobStatus,
   JobSummary,
   JobType,
@@ -67,10 +68,10 @@ export interface JobChange {
   at?: string;
 }
 
-/** POST /api/v1/jobs/{id}/retry */
+/** POST /api/v1/jobs/{id}/retry: 202 with the new job, or 200 with the existing retry (no queue_position). */
 export interface Submitted {
   job_id: string;
-  status: "pending";
+  status: JobStatus;
   message: string;
   queue_position?: number;
 }

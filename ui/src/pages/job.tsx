@@ -11,10 +11,18 @@ import {
   typeLabel,
 } from "../format.js";
 import { throttle, type LiveStateName } from "../live.js";
-import { useJobLinks } from "../preview.js";
+import {
+  downloadObject,
+  fileName,
+  useJobLinks,
+  useObjectUrl,
+  usePreview,
+  type ObjectOf,
+  type Preview,
+} from "../preview.js";
 import { Link, navigate } from "../router.js";
 import { dataOf, openSse } from "../sse.js";
-import type { Job, JobEvents, JobLinks, Submitted } from "../types.js";
+import type { Job, JobEvents, Submitted } from "../types.js";
 
 const FINISHED = new Set(["completed", "failed"]);
 
@@ -98,7 +106,7 @@ export function JobPage(props: { id: string }) {
     return () => stream.close();
   }, [path, finished, loadJob, loadEvents, refreshEvents]);
 
-  const act = async (action: "cancel" | "retry") => {
+  const act = async (action: "cancel" | "retry" | "retry again") => {
     setBusy(true);
     setActionError(null);
     try {
@@ -106,7 +114,11 @@ export function JobPage(props: { id: string }) {
         setJob(await api<Job>(`${path}/cancel`, { method: "POST" }));
         void loadEvents();
       } else {
-        const submitted = await api<Submitted>(`${path}/retry`, { method: "POST" });
+        // A job retried before answers with its retry (200) unless forced: either way, open it.
+        const submitted = await api<Submitted>(`${path}/retry`, {
+          method: "POST",
+          ...(action === "retry again" ? { json: { force: true } } : {}),
+        });
         navigate(`/jobs/${encodeURIComponent(submitted.job_id)}`);
       }
     } catch (err) {
@@ -149,9 +161,13 @@ export function JobPage(props: { id: string }) {
         <>
           <section class="job-status" aria-label="Status">
             <p class="status-line" data-testid="job-status">
-              <StatusBadge status={job.status} cancelled={job.cancelled_at !== undefined} />
+              <StatusBadge
+                status={job.status}
+                cancelled={job.state === "cancelled" || job.cancelled_at !== undefined}
+              />
               <span>{statusSentence(job)}</span>
             </p>
+            <Lineage job={job} />
             {job.status === "processing" && <ProgressBar percent={progress ?? 0} label="Job progress" />}
             <div class="actions">
               {(job.status === "pending" || job.status === "processing") && (
@@ -159,10 +175,20 @@ export function JobPage(props: { id: string }) {
                   Cancel job
                 </button>
               )}
-              {job.status === "failed" && (
+              {job.status === "failed" && !job.retried_as && (
                 <button type="button" class="primary" disabled={busy} onClick={() => void act("retry")}>
                   Retry as a new job
                 </button>
+              )}
+              {job.status === "failed" && job.retried_as && (
+                <>
+                  <Link href={`/jobs/${encodeURIComponent(job.retried_as)}`} class="button primary">
+                    Open retry
+                  </Link>
+                  <button type="button" disabled={busy} onClick={() => void act("retry again")}>
+                    Retry again
+                  </button>
+                </>
               )}
             </div>
             {actionError && <Notice kind="error">{actionError}</Notice>}
@@ -251,7 +277,7 @@ function ResultView(props: { job: Job }) {
   const { job } = props;
   const result = (job.result ?? {}) as Record<string, unknown>;
   const writesFile = typeof result.output_url === "string";
-  const links = useJobLinks(job.id, true, job.status);
+  const links = useJobLinks(job.id, writesFile, job.status);
   return (
     <section class="result" aria-labelledby="result-heading" data-testid="job-result">
       <h2 id="result-heading">Result</h2>
@@ -260,11 +286,11 @@ function ResultView(props: { job: Job }) {
           case "image_resize":
           case "image_optimize":
           case "image_watermark":
-            return <BeforeAfter job={job} result={result} links={links} />;
+            return <BeforeAfter job={job} result={result} />;
           case "video_thumbnail":
-            return <Thumbnail job={job} result={result} links={links} />;
+            return <Thumbnail job={job} result={result} />;
           case "audio_convert":
-            return <AudioResult result={result} links={links} />;
+            return <AudioResult job={job} result={result} />;
           case "image_colors":
             return <Colors result={result} />;
           case "image_ai_keywords":
@@ -273,22 +299,59 @@ function ResultView(props: { job: Job }) {
             return <Analysis result={result} />;
         }
       })()}
-      {writesFile && (
-        <p class="output-links">
-          {links?.output ? (
-            <a href={links.output.url} download>
-              Download the output
-            </a>
-          ) : (
-            <span>Output link unavailable.</span>
-          )}{" "}
-          <span class="subtle">
+      <div class="output-links" data-testid="downloads">
+        {writesFile && <DownloadButton job={job} of="output" label="Download the output" primary />}
+        <DownloadButton job={job} of="source" label="Download the source" />
+        {writesFile && (
+          <p class="subtle">
             {job.dest_bucket}/{job.dest_key}
-            {links?.output && <> · link valid until {formatTime(links.output.expires_at, true)}</>}
-          </span>
-        </p>
-      )}
+            {links?.output && (
+              <>
+                {" "}
+                ·{" "}
+                <a href={links.output.url} data-testid="store-link">
+                  direct link to the object store
+                </a>
+                , valid until {formatTime(links.output.expires_at, true)}
+              </>
+            )}
+          </p>
+        )}
+      </div>
     </section>
+  );
+}
+
+/** Saves one of the job's objects, read through the API with the key. */
+function DownloadButton(props: { job: Job; of: ObjectOf; label: string; primary?: boolean }) {
+  const { job, of } = props;
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const key = of === "output" ? job.dest_key : job.source_key;
+  const save = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      await downloadObject(job.id, of, fileName(key, `${job.id}-${of}`));
+    } catch (err) {
+      setError(`Could not download the ${of}: ${(err as Error).message}`);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <>
+      <button
+        type="button"
+        class={props.primary ? "primary" : ""}
+        disabled={busy}
+        onClick={() => void save()}
+        data-testid={`download-${of}`}
+      >
+        {busy ? "Downloading…" : props.label}
+      </button>{" "}
+      {error && <Notice kind="error">{error}</Notice>}
+    </>
   );
 }
 
@@ -302,26 +365,43 @@ function describeImage(result: ImageResult): string {
   return parts.filter(Boolean).join(" · ");
 }
 
-function BeforeAfter(props: { job: Job; result: ImageResult; links: JobLinks | null }) {
-  const { job, result, links } = props;
+/** A preview read through the API, or what stands in its place while it is read or when it failed. */
+function PreviewImage(props: { preview: Preview | null; alt: string; testId: string; what: string }) {
+  const { preview } = props;
+  if (preview?.state === "ready") return <img src={preview.url} alt={props.alt} data-testid={props.testId} />;
+  return (
+    <div class="media-placeholder" data-testid={`${props.testId}-placeholder`}>
+      {preview?.state === "error"
+        ? `${props.what}: ${preview.message}`
+        : `Loading the ${props.what.toLowerCase()}…`}
+    </div>
+  );
+}
+
+function BeforeAfter(props: { job: Job; result: ImageResult }) {
+  const { job, result } = props;
+  const source = usePreview(job.id, "source", true);
+  const output = usePreview(job.id, "output", true);
   return (
     <div class="before-after">
       <figure>
-        {links ? (
-          <img src={links.source.url} alt={`Source image ${job.source_key}`} data-testid="source-image" />
-        ) : (
-          <div class="media-placeholder">Source not available</div>
-        )}
+        <PreviewImage
+          preview={source}
+          alt={`Source image ${job.source_key}`}
+          testId="source-image"
+          what="Source preview"
+        />
         <figcaption>
           <strong>Before</strong> · <span class="mono">{job.source_key}</span>
         </figcaption>
       </figure>
       <figure>
-        {links?.output ? (
-          <img src={links.output.url} alt={`Output image ${job.dest_key ?? ""}`} data-testid="output-image" />
-        ) : (
-          <div class="media-placeholder">Output not available</div>
-        )}
+        <PreviewImage
+          preview={output}
+          alt={`Output image ${job.dest_key ?? ""}`}
+          testId="output-image"
+          what="Output preview"
+        />
         <figcaption>
           <strong>After</strong> · {describeImage(result)}
         </figcaption>
@@ -330,19 +410,17 @@ function BeforeAfter(props: { job: Job; result: ImageResult; links: JobLinks | n
   );
 }
 
-function Thumbnail(props: { job: Job; result: ImageResult; links: JobLinks | null }) {
-  const { result, links } = props;
+function Thumbnail(props: { job: Job; result: ImageResult }) {
+  const { job, result } = props;
+  const output = usePreview(job.id, "output", true);
   return (
     <figure class="single-media">
-      {links?.output ? (
-        <img
-          src={links.output.url}
-          alt={`Frame at ${result.timestamp ?? "the requested time"}`}
-          data-testid="output-image"
-        />
-      ) : (
-        <div class="media-placeholder">Thumbnail not available</div>
-      )}
+      <PreviewImage
+        preview={output}
+        alt={`Frame at ${result.timestamp ?? "the requested time"}`}
+        testId="output-image"
+        what="Thumbnail"
+      />
       <figcaption>
         Frame at <strong>{result.timestamp ?? "—"}</strong> · {describeImage(result)}
       </figcaption>
@@ -350,17 +428,26 @@ function Thumbnail(props: { job: Job; result: ImageResult; links: JobLinks | nul
   );
 }
 
-function AudioResult(props: { result: ImageResult; links: JobLinks | null }) {
-  const { result, links } = props;
+/** Audio up to this size is read into the page to be played; a longer file is only downloaded. */
+const PLAYABLE_BYTES = 32 * 1024 ** 2;
+
+function AudioResult(props: { job: Job; result: ImageResult }) {
+  const { job, result } = props;
   const m = result.metadata ?? {};
+  const playable = (result.file_size ?? 0) <= PLAYABLE_BYTES;
+  const audio = useObjectUrl(job.id, "output", playable);
   return (
     <div class="audio-result">
-      {links?.output ? (
-        <audio controls preload="metadata" src={links.output.url} data-testid="output-audio">
-          <a href={links.output.url}>Download the audio</a>
-        </audio>
+      {audio?.state === "ready" ? (
+        <audio controls preload="metadata" src={audio.url} data-testid="output-audio" />
       ) : (
-        <div class="media-placeholder">Audio not available</div>
+        <div class="media-placeholder">
+          {!playable
+            ? `The audio is ${formatBytes(result.file_size)}: download it to play it.`
+            : audio?.state === "error"
+              ? `Audio not available: ${audio.message}`
+              : "Loading the audio…"}
+        </div>
       )}
       <dl class="facts">
         <div>
@@ -490,11 +577,39 @@ function Timeline(props: { events: JobEvents["events"] }) {
             {e.attempt !== undefined && ` (attempt ${e.attempt})`}
             {e.status_code !== undefined && ` HTTP ${e.status_code}`}
             {e.result && ` ${e.result}`}
-            {e.message && <span class="subtle"> — {e.message}</span>}
+            {e.message && e.event === "retried" ? (
+              <span class="subtle">
+                {" — "}
+                <Link href={`/jobs/${encodeURIComponent(e.message)}`} class="mono">
+                  {e.message}
+                </Link>
+              </span>
+            ) : (
+              e.message && <span class="subtle"> — {e.message}</span>
+            )}
           </span>
         </li>
       ))}
     </ol>
+  );
+}
+
+/** Where the job stands among its retries: the job it retries, the job that retries it. */
+function Lineage(props: { job: Job }) {
+  const { retry_of: of, retried_as: as } = props.job;
+  if (!of && !as) return null;
+  const link = (id: string) => (
+    <Link href={`/jobs/${encodeURIComponent(id)}`} class="mono">
+      {id.slice(0, 8)}
+      <span class="visually-hidden">{id.slice(8)}</span>
+    </Link>
+  );
+  return (
+    <p class="lineage" data-testid="job-lineage">
+      {of && <span data-lineage="retry-of">Retry of {link(of)}</span>}
+      {of && as && <span aria-hidden="true"> · </span>}
+      {as && <span data-lineage="retried-as">Retried as {link(as)}</span>}
+    </p>
   );
 }
 
@@ -519,6 +634,13 @@ function JobDetails(props: { job: Job }) {
       "Retry of",
       <Link href={`/jobs/${encodeURIComponent(job.retry_of)}`} class="mono">
         {job.retry_of}
+      </Link>,
+    ]);
+  if (job.retried_as)
+    rows.push([
+      "Retried as",
+      <Link href={`/jobs/${encodeURIComponent(job.retried_as)}`} class="mono">
+        {job.retried_as}
       </Link>,
     ]);
   if (job.webhook_url) rows.push(["Webhook", <span class="mono">{job.webhook_url}</span>]);

@@ -5,12 +5,13 @@ import { formatAgo, formatDateTime, isoToLocalInput, localInputToIso, typeLabel 
 import { useJobChanges } from "../live.js";
 import { OutputThumb } from "../preview.js";
 import { Link, navigate, useLocation } from "../router.js";
-import type { Job, JobChange, JobList, JobSummary } from "../types.js";
-import { JOB_STATUSES, JOB_TYPES } from "../../../core/jobs/types.js";
+import type { Job, JobChange, JobList, JobState, JobSummary } from "../types.js";
+import { JOB_STATES, JOB_TYPES } from "../../../core/jobs/types.js";
 
 const PAGE_SIZE = 25;
 // The filters, in the address; `limit` (the page size, 25 unless given) is not in the form.
-const FILTERS = ["status", "type", "batch_id", "created_after", "created_before", "limit"] as const;
+// `state` is what the Status choice sets (failed and cancelled apart); `status` stays readable in links.
+const FILTERS = ["status", "state", "type", "batch_id", "created_after", "created_before", "limit"] as const;
 type Filters = Partial<Record<(typeof FILTERS)[number], string>>;
 
 interface Paging {
@@ -19,7 +20,9 @@ interface Paging {
   cursor?: string;
 }
 
-export interface Row extends JobSummary {
+export interface Row extends Omit<JobSummary, "state"> {
+  /** What a person reads (cancelled apart from failed); absent from an older API's summaries. */
+  state?: JobSummary["state"];
   error?: string;
   cancelled?: boolean;
   /** Arrived over the live stream after the page was read. */
@@ -35,8 +38,14 @@ function filtersOf(params: URLSearchParams): Filters {
   return filters;
 }
 
+/** A change's state: a failure that is a cancellation is cancelled. */
+function changeState(change: JobChange): JobState {
+  return change.status === "failed" && change.cancelled ? "cancelled" : change.status;
+}
+
 function matches(filters: Filters, change: JobChange): boolean {
   if (filters.status && filters.status !== change.status) return false;
+  if (filters.state && filters.state !== changeState(change)) return false;
   if (filters.type && filters.type !== change.type) return false;
   if (filters.batch_id && filters.batch_id !== change.batch_id) return false;
   return true;
@@ -89,6 +98,7 @@ export function JobsPage() {
               ? {
                   ...row,
                   status: change.status,
+                  state: changeState(change),
                   ...(change.error !== undefined ? { error: change.error } : {}),
                   ...(change.cancelled ? { cancelled: true } : {}),
                 }
@@ -117,6 +127,7 @@ export function JobsPage() {
             id: job.id,
             type: job.type,
             status: job.status,
+            ...(job.state ? { state: job.state } : {}),
             created_at: job.created_at,
             ...(job.error !== undefined ? { error: job.error } : {}),
             ...(job.cancelled_at !== undefined ? { cancelled: true } : {}),
@@ -194,12 +205,11 @@ export function JobTable(props: { rows: Row[]; caption?: string }) {
               </td>
               <td data-label="Type">{typeLabel(row.type)}</td>
               <td data-label="Status" class="status-cell">
-                <StatusBadge status={row.status} />
-                {row.error ? (
-                  <span class="row-error">{row.error}</span>
-                ) : (
-                  row.cancelled && <span class="row-error">cancelled</span>
-                )}
+                <StatusBadge
+                  status={row.status}
+                  cancelled={row.state === "cancelled" || row.cancelled === true}
+                />
+                {row.error && <span class="row-error">{row.error}</span>}
               </td>
               <td data-label="Created">
                 <time dateTime={row.created_at} title={formatDateTime(row.created_at)}>
@@ -233,11 +243,15 @@ function FilterForm(props: { filters: Filters }) {
         <label for="f-status">Status</label>
         <select
           id="f-status"
-          value={draft.status ?? ""}
-          onChange={(e) => set("status", e.currentTarget.value)}
+          value={draft.state ?? draft.status ?? ""}
+          onChange={(e) => {
+            // The choice is a state: failed without the cancelled jobs, cancelled apart.
+            const value = e.currentTarget.value;
+            setDraft((d) => ({ ...d, state: value || undefined, status: undefined }));
+          }}
         >
           <option value="">any</option>
-          {JOB_STATUSES.map((s) => (
+          {JOB_STATES.map((s) => (
             <option value={s}>{s}</option>
           ))}
         </select>

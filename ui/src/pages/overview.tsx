@@ -4,14 +4,28 @@ import { TimeChart } from "../chart.js";
 import { LiveState, Loading, Notice } from "../components.js";
 import { formatCount, formatSeconds, typeLabel } from "../format.js";
 import { throttle, useJobChanges } from "../live.js";
-import { Link } from "../router.js";
+import { Link, navigate, useLocation } from "../router.js";
 import type { HistoryFigures, QueueStats, StatsHistory } from "../types.js";
 import { JOB_TYPES } from "../../../core/jobs/types.js";
 
-const MINUTES = 60;
+/**
+ * The time ranges of the charts: how many minutes, and how many of them one point covers (the API
+ * adds them up: a day is 73 points, not 1,440).
+ */
+export const RANGES = {
+  "1h": { minutes: 60, step: 1, label: "1 h", heading: "Last hour", per: "minute" },
+  "6h": { minutes: 360, step: 5, label: "6 h", heading: "Last 6 hours", per: "5 minutes" },
+  "24h": { minutes: 1440, step: 20, label: "24 h", heading: "Last 24 hours", per: "20 minutes" },
+} as const;
+export type RangeName = keyof typeof RANGES;
+type Range = (typeof RANGES)[RangeName];
 
-/** The overview: the queues now, the last hour, webhook delivery. */
+/** The overview: the queues now, the last hour (or 6 or 24), webhook delivery. */
 export function OverviewPage() {
+  const { query: params } = useLocation();
+  const asked = params.get("range");
+  const rangeName: RangeName = asked && asked in RANGES ? (asked as RangeName) : "1h";
+  const range = RANGES[rangeName];
   const [stats, setStats] = useState<QueueStats | null>(null);
   const [statsError, setStatsError] = useState<string | null>(null);
   const [history, setHistory] = useState<StatsHistory | null>(null);
@@ -28,7 +42,7 @@ export function OverviewPage() {
   }, []);
   const loadHistory = useCallback(async () => {
     try {
-      setHistory(await api<StatsHistory>(`/stats/history?minutes=${MINUTES}`));
+      setHistory(await api<StatsHistory>(`/stats/history?minutes=${range.minutes}&step=${range.step}`));
       setHistoryError(null);
     } catch (err) {
       setHistoryError(
@@ -37,7 +51,7 @@ export function OverviewPage() {
           : (err as Error).message,
       );
     }
-  }, []);
+  }, [range]);
 
   // Counts follow every change at once (at most one read a second); the per-minute history at most
   // every 10 s, and every minute regardless, so that the time axis moves on an idle system.
@@ -79,7 +93,18 @@ export function OverviewPage() {
       </section>
       <section aria-labelledby="history-heading">
         <div class="section-head">
-          <h2 id="history-heading">Last hour</h2>
+          <h2 id="history-heading">{range.heading}</h2>
+          <div class="range-picker" role="group" aria-label="Time range">
+            {(Object.keys(RANGES) as RangeName[]).map((name) => (
+              <button
+                type="button"
+                aria-pressed={name === rangeName}
+                onClick={() => navigate(name === "1h" ? "/" : `/?range=${name}`, { replace: true })}
+              >
+                {RANGES[name].label}
+              </button>
+            ))}
+          </div>
           <label class="inline-field">
             Job type{" "}
             <select value={chartType} onChange={(e) => setChartType(e.currentTarget.value)}>
@@ -91,8 +116,8 @@ export function OverviewPage() {
           </label>
         </div>
         {historyError && <Notice kind="error">{historyError}</Notice>}
-        {!history && !historyError && <Loading what="the last hour" />}
-        {history && <HistoryCharts history={history} type={chartType} />}
+        {!history && !historyError && <Loading what={range.heading.toLowerCase()} />}
+        {history && <HistoryCharts history={history} type={chartType} range={range} />}
       </section>
       {history && (
         <section aria-labelledby="webhooks-heading">
@@ -119,6 +144,7 @@ function QueueTable(props: { stats: QueueStats }) {
             <th scope="col">Processing</th>
             <th scope="col">Completed</th>
             <th scope="col">Failed</th>
+            <th scope="col">Cancelled</th>
           </tr>
         </thead>
         <tbody>
@@ -131,13 +157,10 @@ function QueueTable(props: { stats: QueueStats }) {
               <td data-col="processing">{formatCount(q.processing)}</td>
               <td data-col="completed">{formatCount(q.completed)}</td>
               <td data-col="failed">
-                {q.failed > 0 ? (
-                  <Link href={`/jobs?type=${encodeURIComponent(name)}&status=failed`}>
-                    {formatCount(q.failed)}
-                  </Link>
-                ) : (
-                  "0"
-                )}
+                <StateCount type={name} state="failed" count={q.failed - (q.cancelled ?? 0)} />
+              </td>
+              <td data-col="cancelled">
+                <StateCount type={name} state="cancelled" count={q.cancelled ?? 0} />
               </td>
             </tr>
           ))}
@@ -148,7 +171,8 @@ function QueueTable(props: { stats: QueueStats }) {
             <td>{formatCount(stats.total_pending)}</td>
             <td>{formatCount(stats.total_processing)}</td>
             <td>{formatCount(stats.total_completed)}</td>
-            <td>{formatCount(stats.total_failed)}</td>
+            <td>{formatCount(stats.total_failed - (stats.total_cancelled ?? 0))}</td>
+            <td>{formatCount(stats.total_cancelled ?? 0)}</td>
           </tr>
         </tfoot>
       </table>
@@ -156,10 +180,39 @@ function QueueTable(props: { stats: QueueStats }) {
   );
 }
 
-const EMPTY: HistoryFigures = { completed: 0, failed: 0, p50_seconds: null, p95_seconds: null, pending: 0 };
+/** A count of a queue's failed (not cancelled) or cancelled jobs, linked to the list of them. */
+function StateCount(props: { type: string; state: "failed" | "cancelled"; count: number }) {
+  if (props.count <= 0) return <>0</>;
+  return (
+    <Link href={`/jobs?type=${encodeURIComponent(props.type)}&state=${props.state}`}>
+      {formatCount(props.count)}
+    </Link>
+  );
+}
 
-function HistoryCharts(props: { history: StatsHistory; type: string }) {
-  const { history, type } = props;
+const EMPTY: HistoryFigures = {
+  completed: 0,
+  failed: 0,
+  cancelled: 0,
+  p50_seconds: null,
+  p95_seconds: null,
+  pending: 0,
+};
+
+/**
+ * The share of the jobs that ended which failed, in percent; null when none ended. A cancelled job
+ * was stopped on purpose: it is left out, as neither a success nor a failure.
+ */
+export function failureRate(p: { completed: number; failed: number; cancelled?: number }): number | null {
+  const failed = p.failed - (p.cancelled ?? 0);
+  const ended = p.completed + failed;
+  return ended > 0 ? (failed / ended) * 100 : null;
+}
+
+const formatRate = (v: number) => `${Math.round(v)} %`;
+
+function HistoryCharts(props: { history: StatsHistory; type: string; range: Range }) {
+  const { history, type, range } = props;
   const points = history.points.map((p) => ({
     at: p.at,
     ...(type ? (p.by_type?.[type] ?? EMPTY) : p),
@@ -167,17 +220,22 @@ function HistoryCharts(props: { history: StatsHistory; type: string }) {
   const times = points.map((p) => p.at);
   const sum = (pick: (p: HistoryFigures) => number) => points.reduce((total, p) => total + pick(p), 0);
   const completed = sum((p) => p.completed);
-  const failed = sum((p) => p.failed);
+  // Failed without the cancelled jobs, which are a series of their own.
+  const cancelledOf = (p: HistoryFigures) => p.cancelled ?? 0;
+  const failed = sum((p) => p.failed - cancelledOf(p));
+  const cancelled = sum(cancelledOf);
   const p95s = points.map((p) => p.p95_seconds).filter((v): v is number => v !== null);
   const depth = points.at(-1)?.pending ?? 0;
   const maxDepth = Math.max(0, ...points.map((p) => p.pending));
   const count = (v: number) => formatCount(Math.round(v));
   const scope = type ? typeLabel(type) : "all types";
+  const span = range.heading.toLowerCase().replace(/^last /, "");
+  const overall = failureRate({ completed, failed: failed + cancelled, cancelled });
   return (
     <div class="charts">
       <TimeChart
-        title={`Jobs finished per minute (${scope})`}
-        summary={`${completed} completed and ${failed} failed in the last ${points.length} minutes.`}
+        title={`Jobs finished per ${range.per} (${scope})`}
+        summary={`${completed} completed, ${failed} failed and ${cancelled} cancelled in the last ${span}.`}
         times={times}
         stacked
         format={count}
@@ -188,7 +246,36 @@ function HistoryCharts(props: { history: StatsHistory; type: string }) {
             className: "series-completed",
             values: points.map((p) => p.completed),
           },
-          { name: "failed", kind: "bar", className: "series-failed", values: points.map((p) => p.failed) },
+          {
+            name: "failed",
+            kind: "bar",
+            className: "series-failed",
+            values: points.map((p) => p.failed - cancelledOf(p)),
+          },
+          {
+            name: "cancelled",
+            kind: "bar",
+            className: "series-cancelled",
+            values: points.map(cancelledOf),
+          },
+        ]}
+      />
+      <TimeChart
+        title={`Failure rate: failed of the jobs that ended (${scope})`}
+        summary={
+          overall === null
+            ? `No job ended in the last ${span}.`
+            : `${formatRate(overall)} of the jobs that ended in the last ${span} failed (cancelled ones left out).`
+        }
+        times={times}
+        format={formatRate}
+        series={[
+          {
+            name: "failure rate",
+            kind: "line",
+            className: "series-failure-rate",
+            values: points.map(failureRate),
+          },
         ]}
       />
       <TimeChart
@@ -196,7 +283,7 @@ function HistoryCharts(props: { history: StatsHistory; type: string }) {
         summary={
           p95s.length > 0
             ? `The slowest minute's 95th percentile was ${formatSeconds(Math.max(...p95s))}.`
-            : "No job finished in this hour."
+            : `No job finished in the last ${span}.`
         }
         times={times}
         format={formatSeconds}
@@ -207,7 +294,7 @@ function HistoryCharts(props: { history: StatsHistory; type: string }) {
       />
       <TimeChart
         title={`Queue depth: pending jobs (${scope})`}
-        summary={`${depth} pending now; at most ${maxDepth} in the last ${points.length} minutes.`}
+        summary={`${depth} pending now; at most ${maxDepth} in the last ${span}.`}
         times={times}
         format={count}
         series={[

@@ -1,0 +1,247 @@
+import type { Readable } from "node:stream";
+import { GetObjectCommand, type GetObjectCommandOutput } from "@aws-sdk/client-s3";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { Type } from "../../core/typebox.js";
+import type { Job } from "../../core/jobs/records.js";
+import { JOB_MEDIA, WRITES_OUTPUT } from "../../core/jobs/types.js";
+import { addLogContext } from "../access-log.js";
+import { viewerOf } from "../auth.js";
+import type { ApiContext, App } from "../context.js";
+import {
+  PREVIEW,
+  PreviewMaker,
+  PreviewRefusal,
+  previewEtag,
+  readWhole,
+  renderPreview,
+  tooLarge,
+  type PreviewOf,
+} from "../previews.js";
+import {
+  API_KEY_SECURITY,
+  DownloadQuery,
+  errorResponse,
+  errorResponses,
+  IdParams,
+  PreviewQuery,
+} from "../schemas.js";
+
+const s3Uri = (bucket: string, key: string) => `s3://${bucket}/${key}`;
+
+/** Where the object a request is of lives, or the refusal (404, 409) when it has none. */
+function objectOf(job: Job, of: PreviewOf): { bucket: string; key: string } {
+  if (of === "source") return { bucket: job.source_bucket, key: job.source_key };
+  if (!WRITES_OUTPUT[job.type] || !job.dest_bucket || !job.dest_key) {
+    throw new PreviewRefusal(404, `job ${job.id} is ${job.type}, which writes no output file`);
+  }
+  if (job.status !== "completed") {
+    throw new PreviewRefusal(409, `job ${job.id} is ${job.status}; its output exists once it has completed`);
+  }
+  return { bucket: job.dest_bucket, key: job.dest_key };
+}
+
+/** The object store's answer to a GET, or the refusal naming the object (404, 416, 502). */
+async function getObject(
+  ctx: ApiContext,
+  request: FastifyRequest,
+  of: PreviewOf,
+  where: { bucket: string; key: string },
+  range?: string,
+): Promise<GetObjectCommandOutput> {
+  try {
+    return await ctx.s3.send(
+      new GetObjectCommand({ Bucket: where.bucket, Key: where.key, ...(range ? { Range: range } : {}) }),
+    );
+  } catch (err) {
+    const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
+    const status = e.$metadata?.httpStatusCode;
+    const uri = s3Uri(where.bucket, where.key);
+    if (e.name === "NoSuchKey" || e.name === "NotFound" || status === 404) {
+      throw new PreviewRefusal(404, `${of} ${uri} not found`);
+    }
+    if (status === 416 || e.name === "InvalidRange") throw new RangeRefusal(`${of} ${uri}`);
+    request.log.error(
+      { err: { type: e.name, status }, bucket: where.bucket, key: where.key },
+      "object store GET failed",
+    );
+    throw new PreviewRefusal(502, `the object store did not answer the GET of ${of} ${uri}`);
+  }
+}
+
+class RangeRefusal extends Error {}
+
+function refuse(request: FastifyRequest, reply: FastifyReply, err: unknown) {
+  if (err instanceof RangeRefusal) {
+    return reply.code(416).send({ error: `the Range asked for lies outside ${err.message}` });
+  }
+  if (!(err instanceof PreviewRefusal)) throw err;
+  if (err.status === 503) {
+    // An operator who sees many: previews are asked for faster than PREVIEW.concurrency makes them.
+    request.log.warn({ status: 503, error: err.message }, "preview refused: as many being made as allowed");
+    reply.header("Retry-After", String(PREVIEW.retryAfterSeconds));
+  } else if (err.status !== 502) {
+    request.log.info({ status: err.status, error: err.message }, "request refused");
+  }
+  return reply.code(err.status).send({ error: err.message });
+}
+
+/** `attachment` with the key's last segment as the file name, in ASCII and in full (RFC 6266). */
+function disposition(key: string): string {
+  const name = key.split("/").filter(Boolean).at(-1) ?? "download";
+  const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, "_");
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`;
+}
+
+const SINGLE_RANGE = /^bytes=(\d+-\d*|-\d+)$/;
+
+const BINARY = { schema: { type: "string", format: "binary" } };
+
+/**
+ * A job's objects through the API, with the job's own authorization: small previews of its images
+ * and downloads of its source and output. A browser that reaches only the API (an ingress, a
+ * port-forward) needs no route to the object store.
+ */
+export function objectRoutes(app: App, ctx: ApiContext): void {
+  const maker = new PreviewMaker();
+
+  app.get(
+    "/jobs/:id/preview",
+    {
+      schema: {
+        summary: "A small preview of a job's source or output image",
+        description: `A WebP image of at most ${PREVIEW.maxSide} pixels on its longer side, oriented as the image's EXIF says: of the source of an image job, or of the output of a job that writes an image (a video_thumbnail's frame included). Made from at most ${PREVIEW.maxSourceBytes / 1024 ** 2} MiB and \`limits.max_input_pixels\`; cached in Redis for ${PREVIEW.cacheTtlMs / 3_600_000} h (at most ${PREVIEW.cacheMaxEntries} previews), and by the browser with an ETag (\`Cache-Control: private\`). A video or audio has no preview (404). Each API process makes ${PREVIEW.concurrency} previews at once; beyond that it answers 503 with Retry-After.`,
+        tags: ["jobs"],
+        security: API_KEY_SECURITY,
+        params: IdParams,
+        querystring: PreviewQuery,
+        response: {
+          200: Type.Unsafe({
+            description: "The preview",
+            headers: { ETag: { type: "string" } },
+            content: { "image/webp": BINARY },
+          }),
+          304: Type.Null({ description: "Not modified: the If-None-Match named this preview" }),
+          ...errorResponses(400, 404, 409, 502),
+          404: errorResponse(
+            "No such job (or not this client's), a type that writes no output file, an object that is not there, or a video or audio, which has no preview",
+          ),
+          409: errorResponse("The output was asked for and the job has not completed"),
+          422: errorResponse(
+            "The object cannot be previewed: it is not an image that decodes, it has more pixels than limits.max_input_pixels, or it is larger than a preview is made of",
+          ),
+          503: errorResponse(
+            "The API is making as many previews as it makes at once, the queue store is unavailable, or the server is shutting down; Retry-After says when to try again",
+          ),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params;
+      const { of } = request.query;
+      addLogContext(request, { job_id: id });
+      const job = await ctx.store.getJob(id, viewerOf(request));
+      if (!job) return reply.code(404).send({ error: `job ${id} not found` });
+      try {
+        const where = objectOf(job, of);
+        const media = of === "source" ? JOB_MEDIA[job.type].source : JOB_MEDIA[job.type].output;
+        if (media === "video" || media === "audio") {
+          throw new PreviewRefusal(
+            404,
+            `the ${of} of a ${job.type} job is ${media === "audio" ? "audio" : "a video"}, which has no preview${of === "source" && job.type === "video_thumbnail" ? "; the output (the frame) has one" : ""}`,
+          );
+        }
+        let preview = await ctx.store.cachedPreview(id, of);
+        let cache = "hit";
+        if (!preview) {
+          cache = "miss";
+          preview = await maker.run(`${id}:${of}`, async () => {
+            const object = await getObject(ctx, request, of, where);
+            const what = `${of} ${s3Uri(where.bucket, where.key)}`;
+            const size = object.ContentLength;
+            if (size !== undefined && size > PREVIEW.maxSourceBytes) {
+              (object.Body as Readable | undefined)?.destroy();
+              throw tooLarge(what, size, PREVIEW.maxSourceBytes);
+            }
+            const bytes = await readWhole(object.Body as Readable, PREVIEW.maxSourceBytes, what);
+            const made = await renderPreview(bytes, ctx.config.limits.maxInputPixels, what);
+            await ctx.store.cachePreview(id, of, made, PREVIEW.cacheTtlMs, PREVIEW.cacheMaxEntries);
+            request.log.debug(
+              { job_id: id, of, source_bytes: bytes.length, bytes: made.length },
+              "preview made",
+            );
+            return made;
+          });
+        }
+        const etag = previewEtag(preview);
+        reply
+          .header("Cache-Control", `private, max-age=${PREVIEW.browserMaxAgeSeconds}`)
+          .header("Vary", "X-API-Key, Authorization")
+          .header("ETag", etag)
+          .header("X-Preview-Cache", cache);
+        const match = request.headers["if-none-match"];
+        if (match && match.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag)) {
+          return reply.code(304).send(null);
+        }
+        return reply.type("image/webp").send(preview);
+      } catch (err) {
+        return refuse(request, reply, err);
+      }
+    },
+  );
+
+  app.get(
+    "/jobs/:id/download",
+    {
+      schema: {
+        summary: "Download a job's output or source through the API",
+        description:
+          "The object streamed through the API, with its Content-Type, Content-Length and a Content-Disposition naming the key's last segment: for a browser or client that reaches the API and not the object store (GET /jobs/{id}/output and /links give presigned store links instead). One byte range (`Range: bytes=…`) answers 206. The output exists once the job has completed (409 before; 404 for a type that writes no file).",
+        tags: ["jobs"],
+        security: API_KEY_SECURITY,
+        params: IdParams,
+        querystring: DownloadQuery,
+        response: {
+          200: Type.Unsafe({
+            description: "The object",
+            headers: {
+              "Content-Disposition": { type: "string" },
+              "Content-Length": { type: "integer" },
+              ETag: { type: "string" },
+            },
+            content: { "application/octet-stream": BINARY },
+          }),
+          206: Type.Unsafe({
+            description: "The byte range asked for (Content-Range says which)",
+            content: { "application/octet-stream": BINARY },
+          }),
+          ...errorResponses(400, 404, 409, 416, 502),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params;
+      const { of } = request.query;
+      addLogContext(request, { job_id: id });
+      const job = await ctx.store.getJob(id, viewerOf(request));
+      if (!job) return reply.code(404).send({ error: `job ${id} not found` });
+      try {
+        const where = objectOf(job, of);
+        const asked = request.headers.range;
+        const range = asked && SINGLE_RANGE.test(asked.trim()) ? asked.trim() : undefined;
+        const object = await getObject(ctx, request, of, where, range);
+        if (object.ContentRange) reply.code(206).header("Content-Range", object.ContentRange);
+        if (object.ContentLength !== undefined) reply.header("Content-Length", object.ContentLength);
+        if (object.ETag) reply.header("ETag", object.ETag);
+        if (object.LastModified) reply.header("Last-Modified", object.LastModified.toUTCString());
+        return reply
+          .header("Accept-Ranges", "bytes")
+          .header("Cache-Control", "private, no-cache")
+          .header("Content-Disposition", disposition(where.key))
+          .type(object.ContentType ?? "application/octet-stream")
+          .send(object.Body as Readable);
+      } catch (err) {
+        return refuse(request, reply, err);
+      }
+    },
+  );
+}

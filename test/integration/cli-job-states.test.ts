@@ -1,0 +1,204 @@
+// The client commands on cancelled and retried jobs, as a person or a script runs them: the real CLI
+// in a child process against a stack with no executor (jobs stay pending until a test cancels or
+// fails them), Redis and the S3-protocol store. A cancelled job reads "cancelled" in `cancel`, `job`,
+// `jobs` and `watch` / `submit --wait`, which exit 3 for it (1 stays a failure); `jobs --state`
+// filters on it; `retry` names an existing retry rather than making a second, unless --force.
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { after, before, describe, test } from "node:test";
+import { runnerEntry } from "../../controller/runner-process.js";
+import type { Job, JobSummary } from "../../core/jobs/records.js";
+import { startTestStack, type TestStack } from "../support/api.js";
+import { submit } from "../support/jobs.js";
+
+const ROOT = new URL("../../", import.meta.url).pathname;
+const KEY = `cli-states-key-${randomUUID()}`;
+const RUN_LIMIT_MS = 90_000;
+
+let stack: TestStack;
+
+before(async () => {
+  stack = await startTestStack({ apiKeys: [KEY] });
+});
+after(async () => {
+  await stack?.close();
+});
+
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Starts `media-service ARGS` with what a person's shell would hold: the API and its key. */
+function spawnCli(args: string[]): ChildProcess {
+  const entry = runnerEntry();
+  return spawn(process.execPath, [...entry.execArgv, entry.path, ...args], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: process.env.HOME ?? "/tmp",
+      NO_COLOR: "1",
+      MEDIA_SERVICE_URL: stack.baseUrl,
+      MEDIA_SERVICE_API_KEY: KEY,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+}
+
+function collect(child: ChildProcess, args: string[]): Promise<Ran> {
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  child.stdout!.on("data", (c: Buffer) => out.push(c));
+  child.stderr!.on("data", (c: Buffer) => err.push(c));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`media-service ${args.join(" ")} did not end within ${RUN_LIMIT_MS} ms`));
+    }, RUN_LIMIT_MS);
+    child.once("error", reject);
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      resolve({
+        code,
+        stdout: Buffer.concat(out).toString("utf8"),
+        stderr: Buffer.concat(err).toString("utf8"),
+      });
+    });
+  });
+}
+
+const cli = (args: string[]) => collect(spawnCli(args), args);
+const said = (r: Ran) => `exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
+
+const colors = () =>
+  submit(stack, "image/colors", { source_bucket: stack.bucket, source_key: "in/none.jpg" });
+const thumbnail = () =>
+  submit(stack, "video/thumbnail", {
+    source_bucket: stack.bucket,
+    source_key: "in/none.mp4",
+    dest_bucket: stack.bucket,
+    dest_key: `out/${randomUUID()}.jpg`,
+  });
+
+async function record(id: string): Promise<Job> {
+  return (await (await stack.request(`/api/v1/jobs/${id}`)).json()) as Job;
+}
+
+describe("a cancelled job reads cancelled", () => {
+  test("cancel, job and jobs say cancelled; watch exits 3 with it; a failed job still exits 1", async () => {
+    const id = await colors();
+    const cancelled = await cli(["cancel", id]);
+    assert.equal(cancelled.code, 0, said(cancelled));
+    assert.equal(cancelled.stdout.trim(), `job ${id} cancelled: cancelled by request`);
+
+    const shown = await cli(["job", id]);
+    assert.equal(shown.code, 0, said(shown));
+    assert.match(shown.stdout, /^status:\s+cancelled$/m, said(shown));
+
+    const watched = await cli(["watch", id]);
+    assert.equal(watched.code, 3, said(watched));
+    assert.match(watched.stderr, new RegExp(`^cancelled: job ${id}: cancelled by request$`, "m"));
+
+    const failed = await colors();
+    await stack.services.store.fail(failed, "source s3://b/in/none.jpg not found");
+    const watchedFailed = await cli(["watch", failed]);
+    assert.equal(watchedFailed.code, 1, said(watchedFailed));
+    assert.match(watchedFailed.stderr, /^failed: job /m);
+  });
+
+  test("jobs --state cancelled lists the cancelled jobs only, --state failed the others; the table says cancelled", async () => {
+    const [cancelled, failed] = [await thumbnail(), await thumbnail()];
+    await stack.request(`/api/v1/jobs/${cancelled}/cancel`, { method: "POST" });
+    await stack.services.store.fail(failed, "source s3://b/in/none.mp4 not found");
+    const list = async (...args: string[]) => {
+      const ran = await cli(["jobs", "--type", "video/thumbnail", ...args, "--json"]);
+      assert.equal(ran.code, 0, said(ran));
+      return (JSON.parse(ran.stdout) as { jobs: JobSummary[] }).jobs.map((j) => [j.id, j.status, j.state]);
+    };
+    assert.deepEqual(await list("--state", "cancelled"), [[cancelled, "failed", "cancelled"]]);
+    assert.deepEqual(await list("--state", "failed"), [[failed, "failed", "failed"]]);
+    assert.equal((await list("--status", "failed")).length, 2, "--status failed keeps both");
+
+    const table = await cli(["jobs", "--type", "video/thumbnail", "--status", "failed"]);
+    assert.match(
+      table.stdout,
+      new RegExp(`^${cancelled}\\s+video_thumbnail\\s+cancelled\\s`, "m"),
+      said(table),
+    );
+    assert.match(table.stdout, new RegExp(`^${failed}\\s+video_thumbnail\\s+failed\\s`, "m"), said(table));
+    const refused = await cli(["jobs", "--state", "gone"]);
+    assert.equal(refused.code, 2, said(refused));
+  });
+
+  test("submit --wait on a job cancelled while it waits exits 3 and says cancelled", async () => {
+    const before = new Set(
+      (await stack.services.store.listJobs({ limit: 1000, type: "image_colors" })).jobs.map((j) => j.id),
+    );
+    const args = ["submit", "image/colors", "--source", `s3://${stack.bucket}/in/waited.jpg`, "--wait"];
+    const running = collect(spawnCli(args), args);
+    let id: string | undefined;
+    const deadline = Date.now() + 60_000;
+    while (!id) {
+      assert.ok(Date.now() < deadline, "the submitted job never appeared");
+      const page = await stack.services.store.listJobs({ limit: 10, type: "image_colors" });
+      id = page.jobs.find((j) => !before.has(j.id))?.id;
+      if (!id) await new Promise((r) => setTimeout(r, 50));
+    }
+    // Its stream is open once the job has subscribers; cancelling before that is as good (the
+    // stream opens on a finished job and ends at once).
+    await stack.request(`/api/v1/jobs/${id}/cancel`, { method: "POST" });
+    const ran = await running;
+    assert.equal(ran.code, 3, said(ran));
+    assert.match(ran.stderr, new RegExp(`^cancelled: job ${id}: cancelled by request$`, "m"));
+  });
+
+  test("stats counts the cancelled apart from the failed", async () => {
+    const ran = await cli(["stats"]);
+    assert.equal(ran.code, 0, said(ran));
+    const header = ran.stdout.split("\n")[0]!;
+    assert.match(header, /FAILED\s+CANCELLED$/);
+    const stats = (await (await stack.request("/api/v1/queue/stats")).json()) as {
+      queues: Record<string, { failed: number; cancelled: number }>;
+    };
+    const q = stats.queues.video_thumbnail!;
+    assert.ok(q.cancelled >= 1);
+    assert.match(
+      ran.stdout,
+      new RegExp(
+        `^video_thumbnail\\s+\\d+\\s+\\d+\\s+\\d+\\s+${q.failed - q.cancelled}\\s+${q.cancelled}$`,
+        "m",
+      ),
+      said(ran),
+    );
+  });
+});
+
+describe("retry", () => {
+  test("retry makes one retry; again it names that one; --force makes another, which job shows as retried as", async () => {
+    const id = await colors();
+    await stack.request(`/api/v1/jobs/${id}/cancel`, { method: "POST" });
+    const first = await cli(["retry", id]);
+    assert.equal(first.code, 0, said(first));
+    const firstId = first.stdout.trim();
+    assert.equal((await record(id)).retried_as, firstId);
+
+    const again = await cli(["retry", id]);
+    assert.equal(again.code, 0, said(again));
+    assert.equal(again.stdout.trim(), firstId, "the existing retry's id");
+    assert.match(
+      again.stderr,
+      new RegExp(`job ${id} was retried already as ${firstId}; --force makes another`),
+    );
+
+    const forced = await cli(["retry", id, "--force"]);
+    assert.equal(forced.code, 0, said(forced));
+    const forcedId = forced.stdout.trim();
+    assert.notEqual(forcedId, firstId);
+    assert.equal((await record(forcedId)).retry_of, id);
+
+    const shown = await cli(["job", id]);
+    assert.match(shown.stdout, new RegExp(`^retried as:\\s+${forcedId}$`, "m"), said(shown));
+  });
+});

@@ -73,6 +73,23 @@ if [[ -z "$found" ]]; then
   fi
 fi
 
+# npm ci run by an older Node leaves out the optional packages whose engines want a newer one (the
+# native binding of rolldown, Vite's bundler, on Node 18): in the project, node_modules is installed
+# again once under Node 24 (marked with the lock file's checksum).
+if [[ "$version" != none && "${version%%.*}" != "$NODE_MAJOR" && "${1:-}" != --dir &&
+  -f package.json && -f package-lock.json && -d node_modules ]]; then
+  stamp="node_modules/.media-service-node${NODE_MAJOR}"
+  lock="$(cksum <package-lock.json)"
+  if [[ "$(cat "$stamp" 2>/dev/null || true)" != "$lock" ]]; then
+    say "node_modules was installed under Node ${version}, which leaves out packages Node ${NODE_MAJOR} needs; npm ci again under Node ${NODE_MAJOR} (once) ..."
+    if ! PATH="$found/bin:$PATH" npm ci --no-audit --no-fund >&2; then
+      say "npm ci under Node ${NODE_MAJOR} failed (above); run it by hand: PATH=$found/bin:\$PATH npm ci"
+      exit 1
+    fi
+    printf '%s\n' "$lock" >"$stamp"
+  fi
+fi
+
 if [[ "${1:-}" == --dir ]]; then
   printf '%s\n' "$found"
   exit 0

@@ -1,5 +1,5 @@
 // imgproxy as a point of comparison for the runner benchmarks, when IMGPROXY_BIN names its binary
-// (docs/development.md, "imgproxy for the benchmarks"; scripts/bench/build-imgproxy.sh builds one).
+// (docs/development.md, "imgproxy for the benchmarks", says how to build one).
 // Without it every imgproxy figure is skipped.
 //
 // It serves the benchmark's source from local disk (IMGPROXY_LOCAL_FILESYSTEM_ROOT, the `local://`

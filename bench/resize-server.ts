@@ -24,6 +24,8 @@ import { BENCH_API_KEY, listenApi, startBenchStack } from "./stack.js";
 
 export const BUCKET = "bench";
 export const SOURCE_KEY = "in/photo.jpg";
+/** The rss command's source. */
+export const RSS_SOURCE_KEY = "in/large.jpg";
 
 /** What the resize does, in both targets: an 800×600 cover crop, JPEG quality 85. */
 export const RESIZE = { width: 800, height: 600, format: "jpeg", quality: 85 } as const;
@@ -59,6 +61,16 @@ export type ServerRequest =
       /** The executor's local_concurrency for this round, instead of the setup's concurrency. */
       runners?: number;
     }
+  | {
+      id: number;
+      cmd: "rss";
+      /** The source, uploaded once under RSS_SOURCE_KEY. */
+      source: string;
+      /** Extra environment of the runner process. */
+      env?: Record<string, string>;
+      /** Keep the output (the caller compares it). */
+      keepOutput?: boolean;
+    }
   | { id: number; cmd: "stop" };
 
 export type ServerReply =
@@ -81,6 +93,12 @@ export interface RoundResult {
   retried?: number;
   /** The first job's output, base64, when asked for. */
   output?: string;
+  /** rss only: the runner process's peak RSS (VmHWM), once started and idle, and after the job. */
+  idleKb?: number;
+  peakKb?: number;
+  /** rss only: the highest anonymous and file-backed RSS seen polling /proc every 2 ms (approximate). */
+  anonKb?: number;
+  fileKb?: number;
 }
 
 // Run from source (tsx) or compiled (bench/compile.ts): the preload is the same kind of file.
@@ -240,6 +258,99 @@ async function stackRound(request: Extract<ServerRequest, { cmd: "stack" }>): Pr
   };
 }
 
+/** A status line of /proc/<pid>/status in kB (0 when the process or the line is gone). */
+async function procKb(pid: number, field: string): Promise<number> {
+  const text = await readFile(`/proc/${pid}/status`, "utf8").catch(() => "");
+  return Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? 0);
+}
+
+let rssSourceUploaded = false;
+
+/**
+ * One image_resize job through the stack, by a `runner --serve` process of its own: a fresh
+ * executor with one runner, which stays up after the job (it may take two), so that its VmHWM, the
+ * peak over its whole life (start, S3 GET, resize, S3 PUT, the reports to Redis), is read from
+ * /proc once the job has completed. The job is the processor benchmark's (bench/resize-once.ts):
+ * 800 px wide, `inside`, JPEG q85.
+ */
+async function rssRound(request: Extract<ServerRequest, { cmd: "rss" }>): Promise<RoundResult> {
+  if (!rssSourceUploaded) {
+    await services.s3.send(
+      new PutObjectCommand({
+        Bucket: BUCKET,
+        Key: RSS_SOURCE_KEY,
+        Body: await readFile(request.source),
+        ContentType: "image/jpeg",
+      }),
+    );
+    rssSourceUploaded = true;
+  }
+  await executor?.executor.stop(0);
+  executor = undefined;
+  await useExecutor(1, 2, undefined, request.env);
+  const measured = executor!.executor;
+  // Its runner has started once the executor has it idle, ready for a job.
+  for (let tries = 0; measured.room().total === 0; tries++) {
+    if (tries > 600) throw new Error("no runner process was ready within 30 s");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const [pid] = await runnerPids();
+  if (pid === undefined) throw new Error("no runner process found (is /proc mounted?)");
+  const idleKb = await procKb(pid, "VmHWM");
+  let anonKb = 0;
+  let fileKb = 0;
+  const poll = setInterval(() => {
+    void Promise.all([procKb(pid, "RssAnon"), procKb(pid, "RssFile")]).then(([anon, file]) => {
+      anonKb = Math.max(anonKb, anon);
+      fileKb = Math.max(fileKb, file);
+    });
+  }, 2);
+  const started = Date.now();
+  const key = `out/rss-${++outputs}.jpg`;
+  try {
+    const res = await fetch(apiUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": BENCH_API_KEY },
+      body: JSON.stringify({
+        source_bucket: BUCKET,
+        source_key: RSS_SOURCE_KEY,
+        dest_bucket: BUCKET,
+        dest_key: key,
+        width: 800,
+        height: 16_384,
+        fit: "inside",
+        format: "jpeg",
+        quality: 85,
+      }),
+    });
+    if (res.status !== 202) throw new Error(`submit answered ${res.status}: ${await res.text()}`);
+    const id = ((await res.json()) as { job_id: string }).job_id;
+    for (;;) {
+      const job = await services.store.getJob(id);
+      if (job?.status === "failed") throw new Error(`the rss job failed: ${job.error}`);
+      if (job?.status === "completed") break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  } finally {
+    clearInterval(poll);
+  }
+  const seconds = (Date.now() - started) / 1000;
+  const peakKb = await procKb(pid, "VmHWM");
+  await measured.stop(0);
+  executor = undefined;
+  const output = await objectBytes(key);
+  return {
+    jobs: 1,
+    seconds,
+    outputBytes: output.length,
+    idleKb,
+    peakKb,
+    anonKb,
+    fileKb,
+    ...(request.keepOutput ? { output: output.toString("base64") } : {}),
+  };
+}
+
 async function objectBytes(key: string): Promise<Buffer> {
   const got = await services.s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }));
   return Buffer.from(await got.Body!.transformToByteArray());
@@ -311,23 +422,30 @@ async function bareRound(request: Extract<ServerRequest, { cmd: "bare" }>): Prom
  * waits forever. Only this process's own children running `runner --serve` are stopped.
  */
 async function stopLeftRunners(): Promise<void> {
+  for (const pid of await runnerPids()) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** This process's own children running `runner --serve` (none without /proc). */
+async function runnerPids(): Promise<number[]> {
   let children: number[] = [];
   try {
     const text = await readFile(`/proc/${process.pid}/task/${process.pid}/children`, "utf8");
     children = text.trim().split(/\s+/).filter(Boolean).map(Number);
   } catch {
-    return; // no /proc
+    return []; // no /proc
   }
+  const runners: number[] = [];
   for (const pid of children) {
     const cmdline = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
-    if (cmdline.replaceAll("\0", " ").includes("runner --serve")) {
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {
-        // already gone
-      }
-    }
+    if (cmdline.replaceAll("\0", " ").includes("runner --serve")) runners.push(pid);
   }
+  return runners;
 }
 
 let stopping: Promise<void> | undefined;
@@ -352,6 +470,8 @@ process.on("message", (request: ServerRequest) => {
         return rawRound(request);
       case "stack":
         return stackRound(request);
+      case "rss":
+        return rssRound(request);
       case "stop":
         await stop();
         return { jobs: 0, seconds: 0 };

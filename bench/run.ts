@@ -9,8 +9,8 @@
 //              memory and imgproxy (IMGPROXY_BIN; runner.ts)
 //   avif       image_resize to AVIF through the local stack vs imgproxy's AVIF: images/s, size, SSIM
 //   thumbnail  a video thumbnail 50 minutes in vs plain ffmpeg (runner.ts)
-//   rss        peak RSS resizing a 50-megapixel JPEG vs vipsthumbnail, imgproxy (IMGPROXY_BIN) and the
-//              node + sharp floor (runner.ts)
+//   rss        peak RSS of a runner resizing a 50-megapixel JPEG through the stack vs imgproxy
+//              (IMGPROXY_BIN), vipsthumbnail and the node + sharp floor (runner.ts)
 //   webhooks   API submit latency alone vs while 500 webhooks go to a slow receiver (webhooks.ts)
 //   s3         small PUTs and GETs: the embedded object store vs versitygw (s3.ts; versitygw built
 //              once by `bash scripts/provision.sh versitygw`)

@@ -6,7 +6,8 @@
 //              alone in memory, and imgproxy serving the file from disk (IMGPROXY_BIN)
 //   avif       image_resize to AVIF through the local stack vs imgproxy's AVIF: images/s, size, SSIM
 //   thumbnail  video_thumbnail 50 minutes into a 60-minute video vs one plain ffmpeg command
-//   rss        peak RSS of the runner's resize of a 50-megapixel JPEG vs vipsthumbnail
+//   rss        peak RSS of a runner resizing a 50-megapixel JPEG through the stack (S3 GET, resize,
+//              S3 PUT, reports to Redis) vs imgproxy (IMGPROXY_BIN) and vipsthumbnail
 //
 // Media is generated once into BENCH_CACHE_DIR (bench/fixtures.ts). Knobs (environment):
 //   BENCH_RESIZE_JOBS (60), BENCH_RESIZE_ROUNDS (3), BENCH_RESIZE_FRESH_JOBS (12),
@@ -19,8 +20,9 @@
 //   BENCH_RUNNER_SOURCE=1  runners from source under tsx instead of compiled (bench/compile.ts)
 import { loadConfig } from "../core/config/load.js";
 import { execFile, fork, spawn, type ChildProcess } from "node:child_process";
+import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
-import { mkdtemp, rm, stat } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -707,18 +709,42 @@ export async function rssBenchmark(): Promise<void> {
   const vips = (source: string, name: string, env?: NodeJS.ProcessEnv) =>
     peak("vipsthumbnail", [source, "--size", "800x", "-o", `${out(name)}[Q=85]`], env);
   const imgproxyBin = imgproxyBinary();
+  const fromSource = process.env.BENCH_RUNNER_SOURCE === "1";
+  const server = new ResizeServer(fromSource ? undefined : await compileProject());
+  await server.send({ cmd: "setup", source: large, concurrency: 1 });
+  const runnerEnv = json<Record<string, string>>("BENCH_RUNNER_ENV");
+  const outputs: Record<string, Buffer> = {};
+  let runnerIdle: number[] = [];
   const targets: Record<string, () => Promise<Peak>> = {
-    // As every runner process starts: with RUNNER_PROCESS_ENV and RUNNER_NODE_FLAGS (core/config/runner-env.ts).
-    runner: () =>
-      peak(
-        node,
-        [...RUNNER_NODE_FLAGS, script, "processor", large, "800", out("runner.jpg")],
-        shellEnv({ ...RUNNER_PROCESS_ENV }),
-      ),
+    // The real thing: a `runner --serve` process of the local executor doing the job through the
+    // stack (S3 GET from the embedded store, resize, S3 PUT, its reports to Redis), started as every
+    // runner process is (RUNNER_PROCESS_ENV, RUNNER_NODE_FLAGS; core/config/runner-env.ts).
+    runner: async () => {
+      const r = await server.send({
+        cmd: "rss",
+        source: large,
+        keepOutput: !outputs.runner,
+        ...(runnerEnv ? { env: runnerEnv } : {}),
+      });
+      if (r.output) outputs.runner = Buffer.from(r.output, "base64");
+      runnerIdle.push(r.idleKb!);
+      return { kb: r.peakKb!, anonKb: r.anonKb!, fileKb: r.fileKb!, ms: r.seconds * 1000 };
+    },
     vipsthumbnail: () => vips(large, "vips.jpg"),
     ...(imgproxyBin ? { imgproxy: () => imgproxyPeak(imgproxyBin, large) } : {}),
   };
   const info: Record<string, () => Promise<Peak>> = {
+    // What the README's figure was before it was measured through the stack: the processor alone on
+    // a local file, no S3, no Redis, no runner loop.
+    "runner's processor alone on a local file (resize-once)": async () => {
+      const measured = await peak(
+        node,
+        [...RUNNER_NODE_FLAGS, script, "processor", large, "800", out("processor.jpg")],
+        shellEnv({ ...RUNNER_PROCESS_ENV }),
+      );
+      outputs.processor ??= await readFile(out("processor.jpg"));
+      return measured;
+    },
     "node, nothing loaded": () => peak(node, [script, "node"]),
     "node + sharp loaded (import: ESM build)": () => peak(node, [script, "load-sharp"]),
     "node + sharp loaded (require: CommonJS build)": () => peak(node, [script, "load-sharp-cjs"]),
@@ -729,15 +755,15 @@ export async function rssBenchmark(): Promise<void> {
       peak(node, [script, "sharp", large, "800", out("sharp.jpg")]),
     "plain sharp(path).resize(800).jpeg(), CommonJS build": () =>
       peak(node, [script, "sharp-cjs", large, "800", out("sharp-cjs.jpg")]),
-    "runner processor without RUNNER_PROCESS_ENV": () =>
+    "runner processor alone without RUNNER_PROCESS_ENV": () =>
       peak(node, [...RUNNER_NODE_FLAGS, script, "processor", large, "800", out("runner2.jpg")]),
-    "runner processor without RUNNER_NODE_FLAGS": () =>
+    "runner processor alone without RUNNER_NODE_FLAGS": () =>
       peak(
         node,
         [script, "processor", large, "800", out("runner3.jpg")],
         shellEnv({ ...RUNNER_PROCESS_ENV }),
       ),
-    "runner processor under tsx (npm run dev)": () =>
+    "runner processor alone under tsx (npm run dev)": () =>
       peak(process.execPath, ["--import", "tsx", here("./resize-once.ts"), "processor", large, "800"]),
   };
   const peaks: Record<string, Peak[]> = {};
@@ -754,16 +780,25 @@ export async function rssBenchmark(): Promise<void> {
       for (let round = 1; round <= rounds; round++) (peaks[name] ??= []).push(await measure());
     }
   } finally {
+    await server.close();
     await rm(work, { recursive: true, force: true });
   }
+  peaks["runner --serve started, idle (before its job)"] = runnerIdle.map((kb) => ({
+    kb,
+    anonKb: 0,
+    fileKb: 0,
+    ms: 0,
+  }));
+  runnerIdle = [];
   const mib = (name: string, field: "kb" | "anonKb" | "fileKb" = "kb") =>
     median(peaks[name]!.map((p) => p[field])) / 1024;
   const table: Record<string, Record<string, number>> = {};
-  for (const name of [...Object.keys(targets), ...Object.keys(info)]) {
+  for (const name of Object.keys(peaks)) {
     table[name] = {
       "peak RSS MiB": Number(fmt(mib(name), 1)),
       "~anon MiB": Number(fmt(mib(name, "anonKb"), 1)),
       "~file MiB": Number(fmt(mib(name, "fileKb"), 1)),
+      "per run MiB": peaks[name]!.map((p) => fmt(p.kb / 1024, 1)).join(" ") as unknown as number,
       "wall ms": Math.round(median(peaks[name]!.map((p) => p.ms))),
     };
   }
@@ -774,31 +809,43 @@ export async function rssBenchmark(): Promise<void> {
   );
   console.log(
     `(median of ${rounds} runs, each a process of its own; peak RSS from ` +
-      `${existsSync("/usr/bin/time") ? "GNU time" : "VmHWM"}; ~anon/~file: the highest anonymous and ` +
-      `file-backed RSS seen polling /proc every 2 ms; runner = the image_resize processor, compiled, ` +
-      `on node ${nodeVersion})\n`,
+      `${existsSync("/usr/bin/time") ? "GNU time" : "VmHWM"}, the runner's from its VmHWM once its job ` +
+      `completed; ~anon/~file: the highest anonymous and file-backed RSS seen polling /proc every 2 ms; ` +
+      `runner = a \`runner --serve\` process of the local executor doing the job through the stack ` +
+      `(S3 GET, resize, S3 PUT, reports to Redis), compiled, on node ${nodeVersion})\n`,
   );
   console.table(table);
   const runnerMiB = mib("runner");
+  const processorMiB = mib("runner's processor alone on a local file (resize-once)");
   const vipsMiB = mib("vipsthumbnail");
   const floor = mib("node + sharp loaded (import: ESM build)");
   const vipsFloor = mib("vipsthumbnail of a 64x64 JPEG (its floor)");
-  console.log(`peak RSS ratio runner/vipsthumbnail: ${fmt(runnerMiB / vipsMiB)} (information)`);
-  console.log(
-    `runner over the node + sharp floor:  +${fmt(runnerMiB - floor, 1)} MiB (${fmt(runnerMiB, 1)} against ` +
-      `${fmt(floor, 1)}; target <= +15)`,
-  );
+  const spread = (name: string) => {
+    const kbs = peaks[name]!.map((p) => p.kb / 1024);
+    return `${fmt(Math.min(...kbs), 1)}-${fmt(Math.max(...kbs), 1)}`;
+  };
   if (peaks.imgproxy) {
     console.log(
-      `peak RSS ratio runner/imgproxy:      ${fmt(runnerMiB / mib("imgproxy"))} (${fmt(runnerMiB, 1)} against ` +
-        `${fmt(mib("imgproxy"), 1)} MiB; target < 1.00)`,
+      `peak RSS ratio runner/imgproxy:      ${fmt(runnerMiB / mib("imgproxy"))} (${fmt(runnerMiB, 1)} ` +
+        `[${spread("runner")}] against ${fmt(mib("imgproxy"), 1)} [${spread("imgproxy")}] MiB; target < 1.00)`,
     );
   } else {
     console.log("imgproxy: skipped (set IMGPROXY_BIN to an imgproxy binary; docs/development.md)");
   }
+  console.log(`peak RSS ratio runner/vipsthumbnail: ${fmt(runnerMiB / vipsMiB)} (information)`);
+  console.log(
+    `the stack's part: runner ${fmt(runnerMiB, 1)} MiB against its processor alone ` +
+      `${fmt(processorMiB, 1)} (+${fmt(runnerMiB - processorMiB, 1)}; information)`,
+  );
   console.log(
     `above each one's floor: runner +${fmt(runnerMiB - floor, 1)} MiB over node + sharp, ` +
       `vipsthumbnail +${fmt(vipsMiB - vipsFloor, 1)} MiB over its own (information)`,
+  );
+  const same = outputs.runner && outputs.processor && outputs.runner.equals(outputs.processor);
+  console.log(
+    `output: ${outputs.runner?.length ?? "?"} bytes, sha256 ` +
+      `${outputs.runner ? createHash("sha256").update(outputs.runner).digest("hex").slice(0, 16) : "?"}, ` +
+      `${same ? "the same bytes as" : "NOT the same bytes as"} the processor's alone`,
   );
   console.log(
     `node + sharp before any work / vipsthumbnail's whole peak: ${fmt(floor / vipsMiB)} (information)`,

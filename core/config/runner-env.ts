@@ -55,10 +55,20 @@ export const RUNNER_ENV = {
 /**
  * The environment every runner process starts with, whoever starts it (the local executor's
  * `runner --serve` processes, a Kubernetes Job's container), over what it inherits unless the
- * operator set the variable: glibc's malloc with 2 arenas instead of 8 per core, which lowered the
- * peak RSS of a 50-megapixel resize by ~3 MiB (docs/performance.md, "The runner against imgproxy").
+ * operator set the variable, for glibc's malloc:
+ *
+ * - 2 arenas instead of 8 per core, which lowered the peak RSS of a 50-megapixel resize by ~3 MiB;
+ * - blocks of 64 KiB and more mapped on their own (MALLOC_MMAP_THRESHOLD_), and so handed back to
+ *   the system when freed. A download's bytes arrive as 64 KiB buffers (a socket read, and the HTTP
+ *   parser's copy of the body in it), garbage once written to the scratch file; freed inside
+ *   malloc's heap they stayed in the process's RSS (~7 MiB more at the peak of that resize).
+ *
+ * docs/performance.md, "Peak RSS through the stack".
  */
-export const RUNNER_PROCESS_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: "2" };
+export const RUNNER_PROCESS_ENV: Readonly<Record<string, string>> = {
+  MALLOC_ARENA_MAX: "2",
+  MALLOC_MMAP_THRESHOLD_: "65536",
+};
 
 /**
  * V8 flags every runner process starts with, whoever starts it (the local executor's and the pool's
@@ -73,8 +83,20 @@ export const RUNNER_PROCESS_ENV: Readonly<Record<string, string>> = { MALLOC_ARE
  * through the AWS SDK costs the runner 3.1 ms of CPU instead of 5.9 (`npm run bench -- get`;
  * docs/performance.md, "The runner against imgproxy"). The price: a warm runner process holds its
  * garbage longer, ~100 MiB more after a few hundred jobs.
+ *
+ * And three for the peak RSS of a runner (docs/performance.md, "Peak RSS through the stack"):
+ * a young generation of 1 MB semi-spaces, collected often, so the buffers a download leaves behind
+ * are freed while it runs instead of piling up until the job's end (V8 lets the semi-spaces grow to
+ * 16 MB); no optimizing compiler above Sparkplug (--max-opt=1): a runner's JavaScript is glue
+ * around sharp, ffmpeg and the object store, and Maglev and TurboFan cost ~8 MiB of code pages and
+ * compiled code before its first job; and `gc()`, which the runner calls once when it has started
+ * (runner/main.ts): the garbage of loading its modules is not collected by itself before the job,
+ * with the old space's initial size above.
  */
 export const RUNNER_NODE_FLAGS: readonly string[] = [
   "--external-memory-accounted-in-global-limit",
   "--initial-old-space-size=96",
+  "--max-semi-space-size=1",
+  "--max-opt=1",
+  "--expose-gc",
 ];

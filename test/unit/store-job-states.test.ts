@@ -42,15 +42,12 @@ describe("job states", () => {
       assert.deepEqual([job?.status, job?.state], [status, state], id);
     }
     const summaries = (await store.listJobs({ limit: 10 })).jobs;
-    assert.deepEqual(
-      Object.fromEntries(summaries.map((j) => [j.id, [j.status, j.state]])),
-      {
-        [jobs.cancelled]: ["failed", "cancelled"],
-        [jobs.failed]: ["failed", "failed"],
-        [jobs.completed]: ["completed", "completed"],
-        [jobs.pending]: ["pending", "pending"],
-      },
-    );
+    assert.deepEqual(Object.fromEntries(summaries.map((j) => [j.id, [j.status, j.state]])), {
+      [jobs.cancelled]: ["failed", "cancelled"],
+      [jobs.failed]: ["failed", "failed"],
+      [jobs.completed]: ["completed", "completed"],
+      [jobs.pending]: ["pending", "pending"],
+    });
   });
 
   test("the state filter: failed without the cancelled, cancelled alone; status=failed both", async () => {
@@ -79,7 +76,10 @@ describe("job states", () => {
     assert.deepEqual(ids(await store.listJobs({ limit: 10, state: "cancelled", viewer: alice })), [
       jobs.cancelled,
     ]);
-    assert.equal((await store.listJobs({ limit: 10, state: "cancelled", viewer: { client: "bob" } })).total, 0);
+    assert.equal(
+      (await store.listJobs({ limit: 10, state: "cancelled", viewer: { client: "bob" } })).total,
+      0,
+    );
     // The filter reads the index: a cancelled job missing from it (one that failed before it existed) is not found.
     await store.redis.zrem(k.jobsByState("cancelled", "alice"), jobs.cancelled);
     assert.equal((await store.listJobs({ limit: 10, state: "cancelled", viewer: alice })).total, 0);
@@ -107,10 +107,7 @@ describe("job states", () => {
 
     await sleep(80);
     assert.equal(await store.prune(), 3, "the three finished jobs");
-    assert.deepEqual(
-      [(await rawStats(store, T)).failed, (await rawStats(store, T)).cancelled],
-      [0, 0],
-    );
+    assert.deepEqual([(await rawStats(store, T)).failed, (await rawStats(store, T)).cancelled], [0, 0]);
     assert.deepEqual(
       (await storeKeys(store)).filter((key) => key.includes(":state:")),
       [],

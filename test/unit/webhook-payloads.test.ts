@@ -89,7 +89,10 @@ describe("default style", () => {
     assert.equal(payload.job.status, "failed");
     assert.equal(payload.job.state, "cancelled");
     const chat = chatPayload(cancelled);
-    assert.match(chat.text, /^:no_entry_sign: image_resize job \S+ cancelled in 1\.25 s: cancelled by request$/);
+    assert.match(
+      chat.text,
+      /^:no_entry_sign: image_resize job \S+ cancelled in 1\.25 s: cancelled by request$/,
+    );
     assert.ok(JSON.stringify(chat.blocks).includes("*Status*\\ncancelled"));
   });
 

@@ -229,7 +229,17 @@ async function serve(command: ServerCommand, options: RunnerOptions): Promise<nu
     if (command === "start" || command === "api") {
       const api = await listen(command, config, services, logger);
       stops.unshift(() => api.close());
-      if (command === "start") await printBanner(config, started, logger);
+      if (command === "start") {
+        const { writeStartState } = await import("./core/start-state.js");
+        const { apiBaseUrl } = await import("./local/banner.js");
+        const state = {
+          pid: process.pid,
+          api: apiBaseUrl(config),
+          ...(started.s3 ? { s3: started.s3 } : {}),
+        };
+        stops.unshift(await writeStartState(config.dataDir, state));
+        await printBanner(config, started, logger);
+      }
     }
   } catch (err) {
     logger.fatal({ err: err instanceof Error ? err.message : String(err) }, "start failed");
@@ -341,8 +351,19 @@ function onSignal(logger: Logger, timeoutMs: number, stops: Stop[]): (reason: st
       }
       clearTimeout(timer);
     })());
-  for (const signal of ["SIGTERM", "SIGINT"] as const) {
-    process.once(signal, () => void shutdown(signal).then(() => process.exit(0)));
+  // SIGHUP is the terminal closing: the same as Ctrl-C. A second signal while the shutdown runs
+  // cuts it short with process.exit, whose exit hook still stops the redis-server `start` runs (in a
+  // process group of its own, a signal to the terminal's group does not reach it); left to the
+  // signal's default action, this process would die without it and leave that redis-server running.
+  for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
+    process.on(signal, () => {
+      if (!stopping) {
+        void shutdown(signal).then(() => process.exit(0));
+        return;
+      }
+      logger.warn({ signal }, "a second signal during the shutdown: exiting now");
+      process.exit(1);
+    });
   }
   return shutdown;
 }

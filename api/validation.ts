@@ -75,9 +75,29 @@ function typeOtherThanDeclared(error: ErrorObject): string | undefined {
   return isObject ? undefined : "object";
 }
 
+/**
+ * A required field missing from an object that also holds a field it does not know is reported as
+ * that unknown field: `widht` explains the missing `width`, and `parameters: {…}` (a batch entry's
+ * form) the missing fields of a single submit. ajv checks `required` first and stops there.
+ */
+function unknownBeforeMissing(error: ErrorObject): ErrorObject {
+  if (error.keyword !== "required") return error;
+  const schema = error.parentSchema as { additionalProperties?: unknown; properties?: object } | undefined;
+  const data = error.data;
+  if (schema?.additionalProperties !== false || !data || typeof data !== "object") return error;
+  const known = new Set(Object.keys(schema.properties ?? {}));
+  const unknown = Object.keys(data).find((key) => !known.has(key));
+  if (unknown === undefined) return error;
+  return { ...error, keyword: "additionalProperties", params: { additionalProperty: unknown } };
+}
+
+/** A single submit's body that holds its parameters the way a batch entry does. */
+const NESTED_PARAMETERS =
+  ': a single job takes its parameters at the top level of the body ({"width": 800, …}); "parameters": {…} is the form of a batch entry';
+
 /** Turns the first validation error into one sentence that names the field. */
 export function formatValidationError(errors: ErrorObject[], dataVar: string): Error {
-  const error = errors.find((e) => e.keyword === "anyOf") ?? errors[0]!;
+  const error = unknownBeforeMissing(errors.find((e) => e.keyword === "anyOf") ?? errors[0]!);
   const path = error.instancePath
     .split("/")
     .filter(Boolean)
@@ -111,9 +131,11 @@ export function formatValidationError(errors: ErrorObject[], dataVar: string): E
     case "required":
       message = `${name(String(error.params.missingProperty))} is required`;
       break;
-    case "additionalProperties":
-      message = `unknown field ${name(String(error.params.additionalProperty))}`;
+    case "additionalProperties": {
+      const field = String(error.params.additionalProperty);
+      message = `unknown field ${name(field)}${field === "parameters" && dataVar === "body" && !path ? NESTED_PARAMETERS : ""}`;
       break;
+    }
     case "anyOf": {
       const choices = ((error.parentSchema as { anyOf?: Array<{ const?: TLiteralValue }> }).anyOf ?? []).map(
         (s) => s.const,

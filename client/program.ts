@@ -6,6 +6,7 @@ import { JOB_STATES, JOB_STATUSES } from "../core/jobs/types.js";
 import type { ApiClient } from "./api.js";
 import { CliError, EXIT } from "./errors.js";
 import type { Output } from "./output.js";
+import { parametersHelp } from "./parameters.js";
 
 /** The global options every client command reads. */
 export interface GlobalOptions {
@@ -65,6 +66,24 @@ function addFilterOptions(command: Command): Command {
 }
 
 /**
+ * Options the command cannot run without, checked before its action, which is after commander has
+ * refused unknown options: `submit … --wiat` says that --wiat is unknown, not that --source is missing.
+ */
+function mandatory(command: Command, ...flags: string[]): void {
+  command.hook("preAction", () => {
+    for (const flags_ of flags) {
+      const option = command.options.find((o) => o.flags === flags_);
+      if (option && command.getOptionValue(option.attributeName()) === undefined) {
+        command.error(`error: required option '${option.flags}' not specified`, {
+          code: "commander.missingMandatoryOptionValue",
+          exitCode: 2,
+        });
+      }
+    }
+  });
+}
+
+/**
  * Adds the client commands. `done` receives each command's exit code; a CliError is printed as one
  * line (`error: …`) and ends with its code, anything unexpected with 1, never with a stack trace.
  */
@@ -95,7 +114,10 @@ export function addClientCommands(program: Command, done: (code: number) => void
     .argument("<destination>", "s3://bucket/key")
     .addHelpText("after", example("media-service put photo.jpg s3://media/in/photo.jpg"));
   put.action((file: string, destination: string) =>
-    run(put, async (_api, out) => (await import("./storage.js")).put(file, destination, out)),
+    run(put, async (api, out) => {
+      const storage = await import("./storage.js");
+      return storage.put(file, destination, out, storage.openStore(process.env, api.baseUrl));
+    }),
   );
 
   const get = program
@@ -114,7 +136,10 @@ export function addClientCommands(program: Command, done: (code: number) => void
       ),
     );
   get.action((source: string, file: string) =>
-    run(get, async (_api, out) => (await import("./storage.js")).get(source, file, out)),
+    run(get, async (api, out) => {
+      const storage = await import("./storage.js");
+      return storage.get(source, file, out, storage.openStore(process.env, api.baseUrl));
+    }),
   );
 
   const submit = program
@@ -125,7 +150,9 @@ export function addClientCommands(program: Command, done: (code: number) => void
     )
     .argument("<type>", "the job type, e.g. image_resize or image/resize")
     .argument("[parameters...]", "the job's parameters as key=value")
-    .requiredOption("--source <s3url>", "the source file, s3://bucket/key")
+    // Required, but checked after commander's check of unknown options (see mandatory): a misspelt
+    // option is named as such rather than hidden behind a missing --source.
+    .option("--source <s3url>", "the source file, s3://bucket/key (required)")
     .option("--dest <s3url>", "where the output goes, s3://bucket/key (types that write a file)")
     .option("--params <json>", "parameters as a JSON object (key=value pairs win)")
     .option("--priority <n>", "place in the type's queue, -50 to 50 (higher runs first)", integer)
@@ -143,6 +170,8 @@ export function addClientCommands(program: Command, done: (code: number) => void
         "media-service submit image_colors --source s3://media/in/photo.jpg color_count=3 --json",
       ),
     );
+  submit.addHelpText("after", parametersHelp);
+  mandatory(submit, "--source <s3url>");
   submit.action((type: string, parameters: string[]) =>
     run(submit, async (api, out) =>
       (await import("./jobs.js")).submit(api, out, type, parameters, submit.opts()),

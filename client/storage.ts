@@ -14,10 +14,15 @@ import { lookup } from "mime-types";
 import { isUnspecified } from "../core/config/exposure.js";
 import { ConfigError, loadConfig, type Config } from "../core/config/load.js";
 import { createS3Client, outputUrl } from "../core/storage/s3.js";
+import { ENV, StorageConfig } from "../core/config/schema.js";
 import { embeddedCredentials } from "../local/credentials.js";
+import { readStartState, sameApi } from "../core/start-state.js";
 import { parseS3Url, type S3Location } from "./args.js";
 import { CliError, UsageError } from "./errors.js";
 import { bytes, type Output } from "./output.js";
+
+/** EMBEDDED_S3_PORT: set, it names the store whatever a running `start` says. */
+const EMBEDDED_PORT_ENV = (StorageConfig.properties.embedded_port as unknown as { [ENV]: string })[ENV];
 
 /** The object store as the service is configured to use it, and whether it is the embedded one. */
 export interface Store {
@@ -27,7 +32,11 @@ export interface Store {
   embedded: boolean;
 }
 
-export function openStore(env: NodeJS.ProcessEnv = process.env): Store {
+/**
+ * `apiUrl`: the API the command line talks to (--url). When it is the API of the `start` running on
+ * this data directory, put and get use the embedded store that `start` runs, wherever it listens.
+ */
+export function openStore(env: NodeJS.ProcessEnv = process.env, apiUrl?: string): Store {
   let config: Config;
   try {
     config = loadConfig({ env });
@@ -41,9 +50,14 @@ export function openStore(env: NodeJS.ProcessEnv = process.env): Store {
     // What `media-service start` runs when S3_ENDPOINT is unset (local/stack.ts).
     const host = isUnspecified(storage.embeddedHost) ? "127.0.0.1" : storage.embeddedHost;
     const { accessKeyId, secretAccessKey } = embeddedCredentials(storage);
+    const running = readStartState(config.dataDir);
+    const endpoint =
+      running?.s3 && apiUrl && sameApi(running.api, apiUrl) && !env[EMBEDDED_PORT_ENV]
+        ? running.s3
+        : `http://${host.includes(":") ? `[${host}]` : host}:${storage.embeddedPort}`;
     storage = {
       ...storage,
-      endpoint: `http://${host.includes(":") ? `[${host}]` : host}:${storage.embeddedPort}`,
+      endpoint,
       accessKeyId,
       secretAccessKey,
       forcePathStyle: true,
@@ -62,7 +76,7 @@ export interface PutResult {
 }
 
 /** media-service put FILE s3://bucket/key (a key ending in / gets the file's name). */
-export async function put(file: string, target: string, out: Output, store = openStore()): Promise<number> {
+export async function put(file: string, target: string, out: Output, store: Store): Promise<number> {
   const location = parseS3Url(target, "the destination", { keyOptional: true });
   if (location.key === "" || location.key.endsWith("/")) location.key += basename(file);
   const size = await fileSize(file);
@@ -98,7 +112,7 @@ export async function put(file: string, target: string, out: Output, store = ope
 }
 
 /** media-service get s3://bucket/key FILE; FILE "-" is stdout, a directory gets the key's name. */
-export async function get(source: string, file: string, out: Output, store = openStore()): Promise<number> {
+export async function get(source: string, file: string, out: Output, store: Store): Promise<number> {
   const location = parseS3Url(source, "the source");
   const toStdout = file === "-";
   let path = file;

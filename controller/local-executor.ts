@@ -6,8 +6,10 @@ import { RUNNER_PROCESS_ENV } from "../core/config/runner-env.js";
 import type { Job } from "../core/jobs/records.js";
 import { JOB_TYPES } from "../core/jobs/types.js";
 import type { Logger } from "../core/logger.js";
+import { retryDelay } from "../core/retry.js";
 import {
   jobDeadline,
+  RUNNER_RESTART,
   runVerdict,
   STOPPED_BEFORE_END,
   timeoutMessage,
@@ -116,6 +118,10 @@ export class LocalExecutor implements Executor, DispatchTarget {
   /** Stops the queue channel waking this executor's dispatcher. */
   private stopListening: (() => void) | undefined;
   private readonly runnerEnv: NodeJS.ProcessEnv;
+  /** Runner starts that failed in a row (rounds of them), the last reason logged, the next try. */
+  private startFailures = 0;
+  private startFailure: string | undefined;
+  private restartTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: LocalExecutorOptions) {
     this.config = options.config;
@@ -168,7 +174,7 @@ export class LocalExecutor implements Executor, DispatchTarget {
       (id) => this.cancel(id),
       this.log,
     );
-    for (let i = 0; i < this.concurrency; i++) this.spawnRunner();
+    this.fillPool();
     this.reaper = setInterval(
       () => void this.reapExpiredLeases(),
       Math.max(1000, this.config.executor.leaseMs / 2),
@@ -189,6 +195,7 @@ export class LocalExecutor implements Executor, DispatchTarget {
   async stop(graceMs: number): Promise<void> {
     this.stopping = true;
     clearInterval(this.reaper);
+    clearTimeout(this.restartTimer);
     await this.dispatcher.stop();
     const deadline = Date.now() + graceMs;
     while (this.running.size > 0 && Date.now() < deadline) await sleep(100);
@@ -220,7 +227,7 @@ export class LocalExecutor implements Executor, DispatchTarget {
     if (this.stopping) return { total: 0 };
     for (let i = this.idle.length - 1; i >= 0; i--) if (!this.idle[i]!.alive) this.idle.splice(i, 1);
     const free = this.concurrency - this.running.size;
-    if (this.idle.length === 0 && free > 0 && this.spawning === 0) this.spawnRunner();
+    if (this.idle.length === 0 && free > 0 && this.spawning === 0 && !this.restartTimer) this.spawnRunner();
     return { total: Math.min(free, this.idle.length) };
   }
 
@@ -243,12 +250,17 @@ export class LocalExecutor implements Executor, DispatchTarget {
       logger: this.log,
     });
     this.processes.add(runner);
+    let started = false;
     runner.ready
       .then(() => {
+        started = true;
+        if (this.startFailure !== undefined) this.log.info("runner processes start again");
+        this.startFailures = 0;
+        this.startFailure = undefined;
         if (runner.alive) this.idle.push(runner);
         this.dispatcher.notify();
       })
-      .catch((err: Error) => this.log.error({ err: err.message }, "a runner process failed to start"))
+      .catch((err: Error) => this.startFailed(err.message))
       .finally(() => {
         this.spawning--;
       });
@@ -256,11 +268,48 @@ export class LocalExecutor implements Executor, DispatchTarget {
       this.processes.delete(runner);
       const at = this.idle.indexOf(runner);
       if (at >= 0) this.idle.splice(at, 1);
-      // Keep the pool full: a runner leaves after its job quota, or when it was killed.
-      if (!this.stopping && this.idle.length + this.running.size + this.spawning < this.concurrency) {
-        this.spawnRunner();
-      }
+      // Keep the pool full: a runner leaves after its job quota, or when it was killed. One that
+      // never started is started again after a delay (startFailed).
+      if (started) this.fillPool();
     });
+  }
+
+  /** Starts runner processes until there are `concurrency` of them (none while a restart waits). */
+  private fillPool(): void {
+    while (
+      !this.stopping &&
+      !this.restartTimer &&
+      this.idle.length + this.running.size + this.spawning < this.concurrency
+    ) {
+      this.spawnRunner();
+    }
+  }
+
+  /**
+   * A runner process died before it was ready: runners are started again after a growing delay
+   * (RUNNER_RESTART), never in a tight loop, and each reason is logged once, not at every try.
+   */
+  private startFailed(reason: string): void {
+    if (this.stopping || this.restartTimer) return; // its round's delay is already set
+    this.startFailures++;
+    const delay = retryDelay(this.startFailures, RUNNER_RESTART.initialMs, RUNNER_RESTART.maxMs);
+    if (reason !== this.startFailure) {
+      this.startFailure = reason;
+      this.log.error(
+        { err: reason, retry_in_ms: delay },
+        "a runner process failed to start; no job runs until one does (trying again with a growing delay, up to a minute)",
+      );
+    } else {
+      this.log.debug(
+        { err: reason, failures: this.startFailures, retry_in_ms: delay },
+        "runner start failed again",
+      );
+    }
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      this.fillPool();
+    }, delay);
+    this.restartTimer.unref();
   }
 
   private async execute(id: string, runner: RunnerProcess): Promise<void> {

@@ -47,7 +47,9 @@ export class RunnerProcess {
     this.child = fork(entry.path, ["runner", "--serve", "--max-jobs", String(options.maxJobs)], {
       execArgv: entry.execArgv,
       env: options.env,
-      stdio: ["ignore", "inherit", "inherit", "ipc"],
+      // stderr is kept until the runner is ready, for the reason of a start that fails (`node: bad
+      // option: …`), then passed through.
+      stdio: ["ignore", "inherit", "pipe", "ipc"],
       // Its own process group: Ctrl-C on a terminal reaches only the controller, which lets a running
       // job finish or hands it back before it stops its runners. A runner whose controller dies
       // leaves with its IPC channel.
@@ -55,14 +57,23 @@ export class RunnerProcess {
       serialization: "json",
     });
     const log = options.logger;
+    let early = "";
+    const keep = (chunk: Buffer) => {
+      if (early.length < STARTUP_OUTPUT_CHARS) early += chunk.toString("utf8");
+    };
+    this.child.stderr!.on("data", keep);
     this.ready = new Promise((resolve, reject) => {
       this.child.once("error", reject);
-      this.child.once("exit", (code, signal) =>
-        reject(new Error(`runner process exited at start (${code ?? signal})`)),
-      );
+      this.child.once("exit", (code, signal) => {
+        const said = lastLines(early);
+        reject(new Error(`runner process exited at start (${code ?? signal})${said ? `: ${said}` : ""}`));
+      });
       const onMessage = (m: RunnerMessage) => {
         if (m.type === "ready") {
           this.child.off("message", onMessage);
+          this.child.stderr!.off("data", keep);
+          if (early) process.stderr.write(early);
+          this.child.stderr!.pipe(process.stderr, { end: false });
           resolve();
         }
       };
@@ -147,6 +158,20 @@ export class RunnerProcess {
     await this.exit;
     clearTimeout(timer);
   }
+}
+
+/** What of a runner's stderr before it is ready is kept for the reason of a failed start. */
+const STARTUP_OUTPUT_CHARS = 4096;
+
+/** The last lines of what a runner said before it died, on one line (a stack's top is its cause). */
+function lastLines(text: string): string {
+  const lines = text
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean);
+  // Node prints `node: bad option: …` on one line; an uncaught error as its stack, message first.
+  const message = lines.find((l) => /^(\S*node: |\w*Error\b)/.test(l)) ?? lines.at(-1) ?? "";
+  return message.slice(0, 500);
 }
 
 /** SIGKILL to every process of the group `pgid` leads; false when there is none. */

@@ -172,3 +172,10 @@ export function executionClass(
         why: `${whose} auto: its source (${sourceBytes} bytes) is larger than executor.pool.auto_max_source_bytes (${limit})`,
       };
 }
+
+/**
+ * A runner process that dies before it is ready (a Node that refuses the runner's flags, a broken
+ * install) is started again after a growing delay (core/retry.ts's schedule): from 1 s, doubling, up
+ * to a minute; a runner that starts resets it.
+ */
+export const RUNNER_RESTART = { initialMs: 1000, maxMs: 60_000 } as const;

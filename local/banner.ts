@@ -6,7 +6,7 @@ import {
   listenHost,
 } from "../core/config/exposure.js";
 import type { Config } from "../core/config/load.js";
-import { ENV, StorageConfig } from "../core/config/schema.js";
+import { ConfigFile, ENV, StorageConfig } from "../core/config/schema.js";
 import { embeddedCredentials, LOCAL_BUCKET } from "./credentials.js";
 
 import type { LocalStack } from "./stack.js";
@@ -19,8 +19,8 @@ export function apiBaseUrl(config: Config): string {
 }
 
 /**
- * How the example `start` prints reaches the service: with the project's own command line (`npx
- * media-service`, from the project's directory: what `npm start` users have), or with nothing but
+ * How the example `start` prints reaches the service: with the project's own command line
+ * (`bin/media-service`, from the project's directory: what `npm start` users have), or with nothing but
  * curl and node (a container of the image, whose host has no media-service command).
  */
 export type ExampleClient = "cli" | "curl";
@@ -42,25 +42,36 @@ function cliQuickstart(config: Config, embeddedStore?: string): string {
   const url = api === DEFAULT_API_URL ? "" : ` --url ${api}`;
   const key = config.server.clients.length > 0 ? ' --api-key "$API_KEY"' : "";
   const at = (key: string) => `s3://${LOCAL_BUCKET}/${key}`;
-  // put and get find the store as the service does; what this instance was told in its environment
-  // and another terminal may not have is said in front of them.
+  // put and get find the store as the service does: the embedded store of the `start` whose API
+  // --url names (local/start-state.ts), or S3_ENDPOINT, which another terminal may not have.
+  // A data directory other than the default one, which another terminal would not find the state
+  // in, needs the store's port said.
   const embeddedPort = embeddedStore ? Number(new URL(embeddedStore).port) : config.storage.embeddedPort;
   const store =
     config.storage.endpoint && !embeddedStore
       ? `S3_ENDPOINT=${config.storage.endpoint} `
-      : embeddedPort !== EMBEDDED_PORT.default
-        ? `${EMBEDDED_PORT[ENV]}=${embeddedPort} `
+      : embeddedPort !== SETTING.port.default && config.dataDir !== SETTING.dataDir.default
+        ? `${SETTING.port[ENV]}=${embeddedPort} `
         : "";
+  const storeUrl = embeddedStore ? url : "";
+  // A path, not `npx media-service`: outside the project npx would fetch and run whatever the npm
+  // registry has under that name.
   return [
-    `${store}npx media-service put photo.jpg ${at("in/photo.jpg")}`,
-    `npx media-service${url}${key} submit image/resize --source ${at("in/photo.jpg")} \\`,
+    `${store}${CLI}${storeUrl} put photo.jpg ${at("in/photo.jpg")}`,
+    `${CLI}${url}${key} submit image/resize --source ${at("in/photo.jpg")} \\`,
     `  --dest ${at("out/photo.webp")} width=640 height=480 format=webp --wait`,
-    `${store}npx media-service get ${at("out/photo.webp")} photo.webp`,
+    `${store}${CLI}${storeUrl} get ${at("out/photo.webp")} photo.webp`,
   ].join("\n");
 }
 
-/** The embedded store's port setting: its default and its environment variable. */
-const EMBEDDED_PORT = StorageConfig.properties.embedded_port as unknown as { default: number; [ENV]: string };
+/** The settings whose defaults the example leaves out: their defaults and environment variables. */
+const SETTING = {
+  port: StorageConfig.properties.embedded_port as unknown as { default: number; [ENV]: string },
+  dataDir: ConfigFile.properties.data_dir as unknown as { default: string },
+};
+
+/** The project's command line, from the project's directory (bin/media-service runs it under Node 24). */
+export const CLI = "bin/media-service";
 
 function curlQuickstart(config: Config): string {
   const api = apiBaseUrl(config);

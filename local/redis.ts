@@ -1,8 +1,9 @@
 // A private redis-server child process for the all-in-one local stack (`npm start` without REDIS_URL)
 // and, through `spawnRedisServer`, for the test suite (test/support/redis.ts).
 import { spawn, type ChildProcess } from "node:child_process";
+import { isRunning } from "../core/start-state.js";
 import { randomBytes } from "node:crypto";
-import { constants as fsConstants, readFileSync } from "node:fs";
+import { constants as fsConstants } from "node:fs";
 import { access, chmod, mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { delimiter, join, resolve } from "node:path";
@@ -341,22 +342,6 @@ export async function spawnRedisServer(opts: SpawnRedisOptions = {}): Promise<Re
     },
     HOST,
   );
-}
-
-// Alive and not a zombie (an orphan that exited but that no init process has reaped yet).
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    // /proc/<pid>/stat: "pid (comm) state ...", comm may contain spaces and parentheses.
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-  } catch {
-    return true; // no /proc (macOS): trust kill(pid, 0)
-  }
 }
 
 // A redis-server left running by a previous run that was killed hard (SIGKILL skips the exit hook)

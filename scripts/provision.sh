@@ -63,8 +63,10 @@ if [[ "$profile" != image && "$profile" != fresh && "$profile" != versitygw && "
     say "$what needs Node ${NODE_TARGET} (this is Node ${node_version}; the Kubernetes client does not load on older ones): install Node ${NODE_TARGET} from https://nodejs.org or your version manager (nvm install ${NODE_TARGET})"
     exit 1
   fi
+  # npm start and npm test run this under Node 24 (scripts/node.sh fetches it when the machine's Node
+  # is older); run by hand under another Node, it says so.
   if [[ "$node_major" == none ]] || ((node_major < NODE_TARGET)); then
-    say "media-service targets Node ${NODE_TARGET}; this is Node ${node_version}, which runs it for development only (install Node ${NODE_TARGET} from https://nodejs.org or with nvm install ${NODE_TARGET})"
+    say "media-service targets Node ${NODE_TARGET}; this is Node ${node_version} (npm start and npm test run under Node ${NODE_TARGET}, fetched by scripts/node.sh when needed)"
   fi
 fi
 

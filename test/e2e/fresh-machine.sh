@@ -7,6 +7,10 @@
 #      banner and logs no warning; the API is unreachable from outside the container and its Redis
 #      demands a password; the README's quickstart, copied from the README, completes a resize.
 #   2. `npm ci && npm test` passes in the same container.
+#   2b. The same two commands in a bare Debian 12 with Debian's own `nodejs` (18) and `npm` packages
+#      instead of Node 24: they fetch Node 24 for themselves (scripts/node.sh) and run under it; the
+#      quickstart, copied from the README, completes a resize; closing the terminal (SIGHUP) leaves
+#      no process behind; `npm test` passes.
 #   3. The image built from the Dockerfile runs the same stack with `start`: it refuses to serve
 #      without API keys, and with them the example it prints works from the host through the
 #      published ports.
@@ -17,7 +21,8 @@
 # npm trusts the host's CA bundle, as behind a corporate proxy. Needs root (debootstrap, dockerd).
 #
 # Environment: DEBIAN_MIRROR (default http://deb.debian.org/debian), FRESH_KEEP=1 keeps the containers
-# for a look afterwards, FRESH_SKIP_IMAGE=1 skips part 3.
+# for a look afterwards, FRESH_SKIP_IMAGE=1 skips part 3, FRESH_SKIP_NODE24=1 parts 1 and 2,
+# FRESH_SKIP_DEBIAN_NODE=1 part 2b.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -71,6 +76,7 @@ ca_args=(-v "$HOST_CA:/etc/ssl/host-ca.crt:ro")
 git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf "$work/src.tar"
 
 # ---- 1. npm ci && npm start ----------------------------------------------------------------------
+if [[ "${FRESH_SKIP_NODE24:-}" != 1 ]]; then
 box="media-service-fresh-$RUN_ID"
 containers+=("$box")
 docker run -d --name "$box" "${ca_args[@]}" "${env_args[@]}" -v "$work/src.tar:/src.tar:ro" \
@@ -153,6 +159,82 @@ if ! in_box "cd $APP && npm ci && npm test" >"$work/test.log" 2>&1; then
   die "npm test failed in the fresh container"
 fi
 grep -E '^ℹ (tests|pass|fail|skipped)' "$work/test.log"
+fi
+
+# ---- 2b. Debian's own Node ------------------------------------------------------------------------
+if [[ "${FRESH_SKIP_DEBIAN_NODE:-}" != 1 ]]; then
+  log "2b. a bare Debian 12 with Debian's own nodejs and npm packages instead of Node 24"
+  # The bare image without its Node 24 and npm, with Debian's nodejs and npm instead; made once per
+  # bare image.
+  debian_node="${BASE%%:*}:$(printf '%s' "${BASE##*:}" | tr -c 'A-Za-z0-9_.-' -)-debian-nodejs"
+  if ! docker image inspect "$debian_node" >/dev/null 2>&1; then
+    maker="media-service-debian-node-$RUN_ID"
+    containers+=("$maker")
+    docker run --name "$maker" "${ca_args[@]}" "$BASE" bash -c \
+      'rm -rf /usr/local/bin/node /usr/local/bin/npm /usr/local/bin/npx /usr/local/lib/node_modules &&
+       apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nodejs npm >/dev/null &&
+       rm -rf /var/lib/apt/lists/*' || die "could not install Debian's nodejs and npm"
+    docker commit "$maker" "$debian_node" >/dev/null
+  fi
+  dbox="media-service-debian-node-box-$RUN_ID"
+  containers+=("$dbox")
+  docker run -d --name "$dbox" "${ca_args[@]}" "${env_args[@]}" -v "$work/src.tar:/src.tar:ro" \
+    "$debian_node" sleep infinity >/dev/null
+  in_dbox() { docker exec "$dbox" bash -c "$1"; }
+  in_dbox 'echo "node $(node --version) ($(command -v node)), npm $(npm --version)"'
+  in_dbox "mkdir -p $APP && tar -xf /src.tar -C $APP"
+
+  log "2b. npm ci && npm start on Debian's Node, on a terminal"
+  docker exec -d "$dbox" script -qfec "cd $APP && npm ci && npm start" /root/start.log
+  ready=""
+  for _ in $(seq 900); do
+    if in_dbox "node -e \"fetch('http://127.0.0.1:8080/health/ready').then(r => process.exit(r.status === 200 ? 0 : 1), () => process.exit(1))\"" 2>/dev/null; then
+      ready=1
+      break
+    fi
+    in_dbox "grep -q 'npm ERR\|npm error\|start failed\|refusing\|is required' /root/start.log" && break
+    sleep 1
+  done
+  docker exec "$dbox" cat /root/start.log | tr -d '\r' | sed 's/\x1b\[[0-9;]*m//g' >"$work/debian-start.log"
+  [[ -n "$ready" ]] || {
+    tail -n 60 "$work/debian-start.log"
+    die "npm start on Debian's Node did not serve"
+  }
+  grep -E '^media-service: ' "$work/debian-start.log" || true
+  grep -q '^  media-service is running' "$work/debian-start.log" || die "no banner on the terminal"
+  if grep -E '^\[[0-9:.]+\] (WARN|ERROR|FATAL)' "$work/debian-start.log"; then die "npm start logged the warnings above"; fi
+  echo "served after $((SECONDS - started_at)) s; banner shown, no warning logged"
+
+  log "2b. the README's quickstart, as written"
+  docker cp "$work/quickstart.sh" "$dbox:/root/quickstart.sh" 2>/dev/null || {
+    awk '/^<!-- quickstart -->/ { grab = 1; next } grab && /^```sh/ { inside = 1; next } inside && /^```/ { exit } inside' \
+      README.md >"$work/quickstart.sh"
+    docker cp "$work/quickstart.sh" "$dbox:/root/quickstart.sh"
+  }
+  in_dbox "cd $APP && bash scripts/node.sh node -e \"require('sharp')({ create: { width: 1600, height: 1200, channels: 3, background: '#2a6f97' } }).jpeg().toFile('photo.jpg')\""
+  in_dbox "cd $APP && bash -euo pipefail /root/quickstart.sh" | tee "$work/debian-quickstart.out"
+  grep -q '^image_resize job .* completed' "$work/debian-quickstart.out" || die "the quickstart's job did not complete on Debian's Node"
+
+  log "2b. closing the terminal (SIGHUP to start) leaves no process behind"
+  # shellcheck disable=SC2016
+  in_dbox 'for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline 2>/dev/null | grep -q "node [d]ist/cli.js start" && kill -HUP ${p#/proc/}; done; true'
+  # shellcheck disable=SC2016
+  left='for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline 2>/dev/null | grep "[d]ist/cli\.js\|[r]edis-server"; done; true'
+  for _ in $(seq 30); do
+    [[ -z "$(in_dbox "$left")" ]] && break
+    sleep 1
+  done
+  [[ -z "$(in_dbox "$left")" ]] || die "processes of npm start are left after SIGHUP: $(in_dbox "$left")"
+  echo "no media-service or redis-server process left"
+
+  log "2b. npm ci && npm test on Debian's Node"
+  if ! in_dbox "cd $APP && npm ci && npm test" >"$work/debian-test.log" 2>&1; then
+    grep -E '^ℹ|^✖' "$work/debian-test.log" | tail -n 40
+    tail -n 80 "$work/debian-test.log"
+    die "npm test failed on Debian's Node"
+  fi
+  grep -E '^ℹ (tests|pass|fail|skipped)' "$work/debian-test.log"
+fi
 
 [[ "${FRESH_SKIP_IMAGE:-}" == 1 ]] && {
   log "done (image skipped)"

@@ -626,3 +626,47 @@ describe("runner exit codes (media-service runner --job)", () => {
     assert.deepEqual(await stack.services.store.getJob(id), done);
   });
 });
+
+describe("runner processes that cannot start", () => {
+  test("are reported once with their reason and started again with a growing delay, not in a tight loop", async () => {
+    // What an older Node does with the runner's flags, made here with a flag no Node knows: every
+    // runner process dies before it is ready.
+    const saved = process.env.NODE_OPTIONS;
+    process.env.NODE_OPTIONS = "--no-such-runner-option";
+    let stack: TestStack;
+    try {
+      stack = await startTestStack({ executor: true });
+    } finally {
+      if (saved === undefined) delete process.env.NODE_OPTIONS;
+      else process.env.NODE_OPTIONS = saved;
+    }
+    try {
+      await put(stack, "in/never.jpg", await jpeg(40, 30), "image/jpeg");
+      const id = await submit(stack, "image/colors", {
+        source_bucket: stack.bucket,
+        source_key: "in/never.jpg",
+      });
+      const failures = () =>
+        stack.logs.filter((l) => /runner (process failed to start|start failed again)/.test(String(l.msg)));
+      const deadline = Date.now() + 30_000;
+      while (failures().length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      const errors = stack.logs.filter((l) => (l.level as number) >= 50);
+      assert.equal(errors.length, 1, `one error line for one reason:\n${JSON.stringify(errors.slice(0, 5))}`);
+      assert.match(
+        String(errors[0]!.err),
+        /exited at start \(9\): \S*node: --no-such-runner-option is not allowed in NODE_OPTIONS/,
+      );
+      assert.ok(typeof errors[0]!.retry_in_ms === "number");
+      const again = failures().slice(1);
+      assert.ok(again.length >= 2, "it keeps trying");
+      const delays = again.map((l) => l.retry_in_ms as number);
+      assert.ok(
+        delays.at(-1)! > errors[0]!.retry_in_ms,
+        `the delay grows: ${errors[0]!.retry_in_ms} then ${delays.join(", ")}`,
+      );
+      assert.equal((await stack.services.store.getJob(id))?.status, "pending", "no runner, no job run");
+    } finally {
+      await stack.close();
+    }
+  });
+});

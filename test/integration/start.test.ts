@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { networkInterfaces, tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { stripVTControlCharacters } from "node:util";
 import { after, describe, test } from "node:test";
 import { GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
@@ -180,9 +180,11 @@ describe("start on a terminal", () => {
 
     // The example it prints is the README's, with this instance's ports.
     const expected = readmeQuickstart()
-      .replace("npx media-service submit", `npx media-service --url http://localhost:${stack.port} submit`)
-      .replaceAll("npx media-service put", `EMBEDDED_S3_PORT=${stack.s3Port} npx media-service put`)
-      .replaceAll("npx media-service get", `EMBEDDED_S3_PORT=${stack.s3Port} npx media-service get`);
+      .replace("bin/media-service submit", `bin/media-service --url http://localhost:${stack.port} submit`)
+      .replaceAll(
+        /bin\/media-service (put|get)/g,
+        `EMBEDDED_S3_PORT=${stack.s3Port} bin/media-service --url http://localhost:${stack.port} $1`,
+      );
     const printed = banner
       .split("\n")
       .filter(
@@ -331,5 +333,94 @@ describe("start's safe defaults", () => {
     assert.ok(!existsSync(join(store.dataDir, "redis")), "no redis-server: the store alone");
     assert.ok(!store.output().includes(credentials.secretAccessKey), "the secret never reaches the log");
     assert.equal(await store.stop(), 0);
+  });
+});
+
+describe("start ends with its redis-server, whatever stops it", () => {
+  /** The pid of the redis-server a started stack runs (its pid file). */
+  async function redisPid(stack: Started): Promise<number> {
+    await stack.waitFor(/"msg":"media-service is running"/);
+    return Number((await readFile(join(stack.dataDir, "redis", "redis-server.pid"), "utf8")).trim());
+  }
+  const running = (pid: number) =>
+    existsSync(`/proc/${pid}`) && !readFileSync(`/proc/${pid}/stat`, "utf8").includes(") Z");
+  async function gone(pid: number): Promise<boolean> {
+    // redis-server writes its AOF and exits on SIGTERM: give it the time it takes.
+    for (let i = 0; i < 100 && running(pid); i++) await new Promise((r) => setTimeout(r, 100));
+    return !running(pid);
+  }
+
+  test("SIGHUP (the terminal closing) shuts it down as Ctrl-C does", async () => {
+    const stack = await start();
+    const pid = await redisPid(stack);
+    assert.ok(running(pid));
+    stack.child.kill("SIGHUP");
+    assert.equal(await stack.exited, 0, stack.output().slice(-2000));
+    assert.match(stack.output(), /"reason":"SIGHUP".*"msg":"shutting down"/);
+    assert.ok(await gone(pid), "its redis-server stopped with it");
+  });
+
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    test(`a second ${signal} during the shutdown still stops its redis-server`, async () => {
+      const stack = await start();
+      const pid = await redisPid(stack);
+      // The second one comes while the shutdown has hardly begun (a person pressing Ctrl-C twice).
+      stack.child.kill(signal);
+      await new Promise((r) => setTimeout(r, 30));
+      stack.child.kill(signal);
+      await stack.exited;
+      assert.ok(await gone(pid), `its redis-server stopped:\n${stack.output().slice(-2000)}`);
+    });
+  }
+});
+
+describe("the command line next to start", () => {
+  test("put and get find the store of the start that --url names, on whatever port it listens", async () => {
+    const stack = await start();
+    await stack.waitFor(/"msg":"media-service is running"/);
+    const dir = await mkdtemp(join(tmpdir(), "media-service-cli-"));
+    dirs.push(dir);
+    await writeFile(join(dir, "note.txt"), "hello from put");
+    const entry = runnerEntry();
+    // The other terminal has the same configuration and data directory, and nothing but --url.
+    const cli = (...args: string[]) =>
+      new Promise<{ code: number | null; output: string }>((resolve) => {
+        const child = spawn(
+          process.execPath,
+          [...entry.execArgv, entry.path, "--url", `http://localhost:${stack.port}`, ...args],
+          {
+            cwd: ROOT,
+            env: {
+              PATH: process.env.PATH ?? "/usr/bin:/bin",
+              CONFIG_FILE: join(dirname(stack.dataDir), "config.yaml"),
+              DATA_DIR: stack.dataDir,
+            },
+          },
+        );
+        let output = "";
+        child.stdout.on("data", (c: Buffer) => (output += c.toString()));
+        child.stderr.on("data", (c: Buffer) => (output += c.toString()));
+        child.once("exit", (code) => resolve({ code, output }));
+      });
+    const put = await cli("put", join(dir, "note.txt"), "s3://media/in/note.txt");
+    assert.equal(put.code, 0, put.output);
+    // In this start's store, not in one that might answer on the default port.
+    const client = new S3Client({
+      endpoint: `http://127.0.0.1:${stack.s3Port}`,
+      region: "us-east-1",
+      forcePathStyle: true,
+      credentials: { accessKeyId: "media-service", secretAccessKey: "media-service-secret" },
+    });
+    try {
+      const got = await client.send(new GetObjectCommand({ Bucket: "media", Key: "in/note.txt" }));
+      assert.equal(await got.Body!.transformToString(), "hello from put");
+    } finally {
+      client.destroy();
+    }
+    const get = await cli("get", "s3://media/in/note.txt", join(dir, "back.txt"));
+    assert.equal(get.code, 0, get.output);
+    assert.equal(await readFile(join(dir, "back.txt"), "utf8"), "hello from put");
+    assert.equal(await stack.stop(), 0);
+    assert.ok(!existsSync(join(stack.dataDir, "start.json")), "the state goes with start");
   });
 });

@@ -104,14 +104,14 @@ describe("the banner", () => {
     // The command line reads the store's settings from the environment: no credentials in its example.
     const cli = banner(own, { ai: "none", started: { s3: "http://127.0.0.1:9000" }, client: "cli" });
     assert.ok(!cli.includes("k-secret-1") && !cli.includes("s3-secret-2"));
-    assert.match(cli, /npx media-service --api-key "\$API_KEY" submit image\/resize/);
+    assert.match(cli, /bin\/media-service --api-key "\$API_KEY" submit image\/resize/);
     assert.match(cli, /in this directory/);
   });
 
   test("an API on another port is named with --url", () => {
     assert.match(
       quickstart(config({ PORT: "9090" })),
-      /npx media-service --url http:\/\/localhost:9090 submit/,
+      /bin\/media-service --url http:\/\/localhost:9090 submit/,
     );
   });
 });

@@ -6,7 +6,9 @@
 #   1. `npm ci && npm start` on a terminal provisions what is missing, serves /health/ready, shows the
 #      banner and logs no warning; the API is unreachable from outside the container and its Redis
 #      demands a password; the README's quickstart, copied from the README, completes a resize.
-#   2. `npm ci && npm test` passes in the same container.
+#   2. `npm ci && npm test` passes in the same container (when part 2b is skipped: 2b runs the tests
+#      on Debian's Node, under the Node 24 its launcher fetches, which is the same run; CI's own
+#      `npm test` step is the run on a machine that has Node 24).
 #   2b. The same two commands in a bare Debian 12 with Debian's own `nodejs` (18) and `npm` packages
 #      instead of Node 24: they fetch Node 24 for themselves (scripts/node.sh) and run under it; the
 #      quickstart, copied from the README, completes a resize; closing the terminal (SIGHUP) leaves
@@ -152,14 +154,16 @@ done
 echo "no media-service or redis-server process left"
 
 # ---- 2. npm ci && npm test -----------------------------------------------------------------------
-log "2. npm ci && npm test, in the same container"
-if ! in_box "cd $APP && npm ci && npm test" >"$work/test.log" 2>&1; then
-  grep -E '^ℹ|^✖' "$work/test.log" | tail -n 40
-  tail -n 80 "$work/test.log"
-  die "npm test failed in the fresh container"
+if [[ "${FRESH_SKIP_DEBIAN_NODE:-}" == 1 ]]; then
+  log "2. npm ci && npm test, in the same container"
+  if ! in_box "cd $APP && npm ci && npm test" >"$work/test.log" 2>&1; then
+    grep -E '^ℹ|^✖' "$work/test.log" | tail -n 40
+    tail -n 80 "$work/test.log"
+    die "npm test failed in the fresh container"
+  fi
+  grep -E '^ℹ (tests|pass|fail|skipped)' "$work/test.log"
 fi
-grep -E '^ℹ (tests|pass|fail|skipped)' "$work/test.log"
-fi
+fi # parts 1 and 2
 
 # ---- 2b. Debian's own Node ------------------------------------------------------------------------
 if [[ "${FRESH_SKIP_DEBIAN_NODE:-}" != 1 ]]; then

@@ -1,4 +1,11 @@
-import { Type, type TObject, type TProperties, type TSchema, type TUnsafe } from "../core/typebox.js";
+import {
+  Type,
+  type Static,
+  type TObject,
+  type TProperties,
+  type TSchema,
+  type TUnsafe,
+} from "../core/typebox.js";
 import { ERROR_MESSAGE, type SchemaBounds } from "../core/jobs/bounds.js";
 import type { SubmissionFields } from "../core/jobs/spec.js";
 import { parameterSchemas } from "../core/jobs/parameters.js";
@@ -26,7 +33,14 @@ import {
   WebhookUrl,
 } from "../core/jobs/records.js";
 import { Enum } from "../core/jobs/enum.js";
-import { JOB_STATES, JOB_TYPES, WRITES_OUTPUT, type JobType } from "../core/jobs/types.js";
+import {
+  JOB_STATES,
+  JOB_TYPES,
+  WRITES_OUTPUT,
+  type JobState,
+  type JobStatus,
+  type JobType,
+} from "../core/jobs/types.js";
 import { REPLAYED_HEADER } from "./idempotency.js";
 import { CURSOR_PATTERN } from "./listing.js";
 import { CLIENT_NAME_PATTERN } from "../core/config/schema.js";
@@ -468,47 +482,82 @@ export const BULK_MAX = 500;
 export const BULK_ACTIONS = ["cancel", "retry"] as const;
 export type BulkAction = (typeof BULK_ACTIONS)[number];
 
-export const BulkBody = optionalDefaults(
-  Type.Object(
-    {
-      filter: Type.Optional(
-        Type.Object(
-          {
-            ...JobFilterParams,
-            created_after: ListParams.created_after,
-            created_before: ListParams.created_before,
-          },
-          {
-            additionalProperties: false,
-            description:
-              "The jobs to act on, as GET /jobs filters them. `status` defaults to the one the action applies to (cancel: pending, processing allowed; retry: failed). Give `filter` or `ids`",
-          },
+/** The statuses an action can change: the first is what its filter's status defaults to. */
+export const BULK_ACTS_ON = {
+  cancel: ["pending", "processing"],
+  retry: ["failed"],
+} as const satisfies Record<BulkAction, readonly JobStatus[]>;
+
+/** The states an action's filter may name: its statuses, and (retry) cancelled, a kind of failed. */
+const BULK_STATES = {
+  cancel: BULK_ACTS_ON.cancel,
+  retry: [...BULK_ACTS_ON.retry, "cancelled"],
+} as const satisfies Record<BulkAction, readonly JobState[]>;
+
+/**
+ * The body of POST /jobs/bulk/{action}. What the route refuses the schema says, so the OpenAPI
+ * document does not offer what would be a 400: `filter` or `ids` (exactly one), `cursor` only with
+ * `filter`, and only the statuses and states the action changes.
+ */
+export function bulkBody(action: BulkAction) {
+  return optionalDefaults(
+    Type.Object(
+      {
+        filter: Type.Optional(
+          Type.Object(
+            {
+              ...JobFilterParams,
+              status: Type.Optional(
+                Enum(BULK_ACTS_ON[action], {
+                  description: `Only jobs of this status (default ${BULK_ACTS_ON[action][0]}): ${action} changes ${BULK_ACTS_ON[action].join(" or ")} jobs only`,
+                }),
+              ),
+              state: Type.Optional(
+                Enum(BULK_STATES[action], {
+                  description: "Only jobs of this state (the record's `state`), as GET /jobs filters it",
+                }),
+              ),
+              created_after: ListParams.created_after,
+              created_before: ListParams.created_before,
+            },
+            {
+              additionalProperties: false,
+              description: "The jobs to act on, as GET /jobs filters them. Give `filter` or `ids`",
+            },
+          ),
         ),
-      ),
-      ids: Type.Optional(
-        Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
-          minItems: 1,
-          maxItems: BULK_MAX,
-          uniqueItems: true,
-          description: `The jobs to act on, by id (rows chosen in a list; at most ${BULK_MAX}). Give \`filter\` or \`ids\``,
+        ids: Type.Optional(
+          Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
+            minItems: 1,
+            maxItems: BULK_MAX,
+            uniqueItems: true,
+            description: `The jobs to act on, by id (rows chosen in a list; at most ${BULK_MAX}). Give \`filter\` or \`ids\``,
+          }),
+        ),
+        dry_run: Type.Boolean({
+          default: false,
+          description: "Change nothing: `matched` says how many jobs the call would go through",
         }),
-      ),
-      dry_run: Type.Boolean({
-        default: false,
-        description: "Change nothing: `matched` says how many jobs the call would go through",
-      }),
-      limit: Type.Integer({
-        minimum: 1,
-        maximum: BULK_MAX,
-        default: 100,
-        description:
-          "With `filter`: the most jobs this call goes through; the rest follow with `cursor` (next_cursor)",
-      }),
-      cursor: ListParams.cursor,
-    },
-    { additionalProperties: false },
-  ),
-);
+        limit: Type.Integer({
+          minimum: 1,
+          maximum: BULK_MAX,
+          default: 100,
+          description:
+            "With `filter`: the most jobs this call goes through; the rest follow with `cursor` (next_cursor)",
+        }),
+        cursor: ListParams.cursor,
+      },
+      {
+        additionalProperties: false,
+        oneOf: [{ required: ["filter"] }, { required: ["ids"] }],
+        not: { required: ["ids", "cursor"] },
+        [ERROR_MESSAGE]:
+          "give `filter` (the jobs to act on) or `ids`, one of them; `cursor` goes with `filter`",
+      },
+    ),
+  );
+}
+export type BulkBody = Static<ReturnType<typeof bulkBody>>;
 
 const BulkOutcome = Type.Object({
   id: Type.String(),

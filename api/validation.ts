@@ -97,7 +97,13 @@ const NESTED_PARAMETERS =
 
 /** Turns the first validation error into one sentence that names the field. */
 export function formatValidationError(errors: ErrorObject[], dataVar: string): Error {
-  const error = unknownBeforeMissing(errors.find((e) => e.keyword === "anyOf") ?? errors[0]!);
+  // A rule of an object that says itself what it wants (oneOf, not: which fields go together) is the
+  // error to tell, rather than a missing field of one of its branches.
+  const error = unknownBeforeMissing(
+    errors.find((e) => e.keyword === "anyOf") ??
+      errors.find((e) => (e.keyword === "oneOf" || e.keyword === "not") && schemaMessage(e) !== undefined) ??
+      errors[0]!,
+  );
   const path = error.instancePath
     .split("/")
     .filter(Boolean)
@@ -145,6 +151,10 @@ export function formatValidationError(errors: ErrorObject[], dataVar: string): E
         : `${subject} is not valid`;
       break;
     }
+    case "const":
+      // An enum of one value (TypeBox makes a union of one literal that literal).
+      message = `${subject} must be ${String(error.params.allowedValue)}`;
+      break;
     case "pattern":
       message = `${part}${path} ${PATTERN_TEXT[String(error.params.pattern)] ?? error.message}`;
       break;

@@ -13,13 +13,15 @@ import {
   API_KEY_SECURITY,
   BODY_ERRORS,
   BULK_ACTIONS,
-  BulkBody,
+  BULK_ACTS_ON,
+  bulkBody,
+  type BulkBody,
   BulkResponse,
   errorResponses,
   type BulkAction,
 } from "../schemas.js";
 
-type Body = Static<typeof BulkBody>;
+type Body = BulkBody;
 type Outcome = Static<typeof BulkResponse>["jobs"][number];
 
 /** A 400 whose message the client gets as is (api/errors.ts). */
@@ -27,11 +29,8 @@ class BulkRequestError extends Error {
   readonly statusCode = 400;
 }
 
-/** The statuses an action can change: the first is what its filter's status defaults to. */
-const ACTS_ON: Record<BulkAction, readonly JobStatus[]> = {
-  cancel: ["pending", "processing"],
-  retry: ["failed"],
-};
+/** The statuses an action can change (the schema offers only these): the first is the default. */
+const ACTS_ON: Record<BulkAction, readonly JobStatus[]> = BULK_ACTS_ON;
 
 const DESCRIPTIONS: Record<BulkAction, string> = {
   cancel:
@@ -57,7 +56,7 @@ export function bulkRoutes(app: App, ctx: ApiContext): void {
           tags: ["jobs"],
           operationId: `bulk_${action}`,
           security: API_KEY_SECURITY,
-          body: BulkBody,
+          body: bulkBody(action),
           response: { 200: BulkResponse, ...errorResponses(...BODY_ERRORS, 403) },
         },
       },

@@ -50,7 +50,13 @@ describe("search", () => {
         dest_key: "out/dog.webp",
         request_id: "req-10",
       }),
-      makeSpec("image_colors", { source_key: "in/2025/cat.jpg", request_id: "req-1" }),
+      // A fixed key: the one makeSpec would make up (out/<random uuid>) starts with out/d one time
+      // in sixteen, and the output prefix below would find it.
+      makeSpec("image_colors", {
+        source_key: "in/2025/cat.jpg",
+        dest_key: "out/x-colors",
+        request_id: "req-1",
+      }),
     ]);
     const [cat, dog, colors] = a.jobIds as [string, string, string];
     assert.deepEqual(await found({ search: { idPrefix: cat } }), [cat], "a whole id");

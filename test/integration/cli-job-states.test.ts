@@ -4,17 +4,14 @@
 // `jobs` and `watch` / `submit --wait`, which exit 3 for it (1 stays a failure); `jobs --state`
 // filters on it; `retry` names an existing retry rather than making a second, unless --force.
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
-import { runnerEntry } from "../../controller/runner-process.js";
 import type { Job, JobSummary } from "../../core/jobs/records.js";
 import { startTestStack, type TestStack } from "../support/api.js";
+import { clientEnv, runCli, said } from "../support/cli.js";
 import { submit } from "../support/jobs.js";
 
-const ROOT = new URL("../../", import.meta.url).pathname;
 const KEY = `cli-states-key-${randomUUID()}`;
-const RUN_LIMIT_MS = 90_000;
 
 let stack: TestStack;
 
@@ -25,52 +22,9 @@ after(async () => {
   await stack?.close();
 });
 
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Starts `media-service ARGS` with what a person's shell would hold: the API and its key. */
-function spawnCli(args: string[]): ChildProcess {
-  const entry = runnerEntry();
-  return spawn(process.execPath, [...entry.execArgv, entry.path, ...args], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
-      HOME: process.env.HOME ?? "/tmp",
-      NO_COLOR: "1",
-      MEDIA_SERVICE_URL: stack.baseUrl,
-      MEDIA_SERVICE_API_KEY: KEY,
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-}
-
-function collect(child: ChildProcess, args: string[]): Promise<Ran> {
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  child.stdout!.on("data", (c: Buffer) => out.push(c));
-  child.stderr!.on("data", (c: Buffer) => err.push(c));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`media-service ${args.join(" ")} did not end within ${RUN_LIMIT_MS} ms`));
-    }, RUN_LIMIT_MS);
-    child.once("error", reject);
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      resolve({
-        code,
-        stdout: Buffer.concat(out).toString("utf8"),
-        stderr: Buffer.concat(err).toString("utf8"),
-      });
-    });
-  });
-}
-
-const cli = (args: string[]) => collect(spawnCli(args), args);
-const said = (r: Ran) => `exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
+/** What a person's shell would hold: the API and its key. */
+const shellEnv = () => clientEnv(stack.baseUrl, KEY, { NO_COLOR: "1" });
+const cli = (args: string[]) => runCli(args, shellEnv());
 
 const colors = () =>
   submit(stack, "image/colors", { source_bucket: stack.bucket, source_key: "in/none.jpg" });
@@ -137,7 +91,7 @@ describe("a cancelled job reads cancelled", () => {
       (await stack.services.store.listJobs({ limit: 1000, type: "image_colors" })).jobs.map((j) => j.id),
     );
     const args = ["submit", "image/colors", "--source", `s3://${stack.bucket}/in/waited.jpg`, "--wait"];
-    const running = collect(spawnCli(args), args);
+    const running = runCli(args, shellEnv());
     let id: string | undefined;
     const deadline = Date.now() + 60_000;
     while (!id) {

@@ -2,18 +2,15 @@
 // script runs them: the real CLI in a child process against a real stack (API, Redis, the embedded
 // S3-protocol store; no executor, so jobs stay pending until cancelled or failed).
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { after, before, describe, test } from "node:test";
-import { runnerEntry } from "../../controller/runner-process.js";
 import type { JobSummary } from "../../core/jobs/records.js";
 import type { JobStore } from "../../core/store/store.js";
 import { startTestStack, type TestStack } from "../support/api.js";
+import { clientEnv, runCli, said } from "../support/cli.js";
 import { makeSpec } from "../support/store.js";
 
-const ROOT = new URL("../../", import.meta.url).pathname;
 const KEY = "cli-search-key-0123456789";
 const ADMIN = "cli-admin-key-0123456789";
-const RUN_LIMIT_MS = 90_000;
 
 let stack: TestStack;
 let store: JobStore;
@@ -46,47 +43,8 @@ after(async () => {
   await stack?.close();
 });
 
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** Runs `media-service ARGS` to its end with the stack's address and `key` in its environment. */
-function cli(args: string[], key = KEY): Promise<Ran> {
-  const entry = runnerEntry();
-  const child = spawn(process.execPath, [...entry.execArgv, entry.path, ...args], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
-      HOME: process.env.HOME ?? "/tmp",
-      MEDIA_SERVICE_URL: stack.baseUrl,
-      MEDIA_SERVICE_API_KEY: key,
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  child.stdout.on("data", (c: Buffer) => out.push(c));
-  child.stderr.on("data", (c: Buffer) => err.push(c));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`media-service ${args.join(" ")} did not end within ${RUN_LIMIT_MS} ms`));
-    }, RUN_LIMIT_MS);
-    child.once("error", reject);
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      resolve({
-        code,
-        stdout: Buffer.concat(out).toString("utf8"),
-        stderr: Buffer.concat(err).toString("utf8"),
-      });
-    });
-  });
-}
-
-const said = (r: Ran) => `exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
+const cli = (args: string[], key = KEY) => runCli(args, clientEnv(stack.baseUrl, key));
 
 async function json<T>(args: string[], key = KEY): Promise<T> {
   const ran = await cli([...args, "--json"], key);

@@ -3,7 +3,7 @@
 // store), with MEDIA_SERVICE_URL, MEDIA_SERVICE_API_KEY and the store's S3_* settings in its
 // environment. The progress bar is checked on a terminal: inside tmux, whose pane is captured.
 import assert from "node:assert/strict";
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
@@ -14,6 +14,7 @@ import { after, before, describe, test } from "node:test";
 import { HeadObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { runnerEntry } from "../../controller/runner-process.js";
 import type { Batch, Job, JobSummary, QueueStats } from "../../core/jobs/records.js";
+import { CLI_RUN_LIMIT_MS, collect, type Ran } from "../support/cli.js";
 import { startTestStack, type TestStack } from "../support/api.js";
 import { makeImage } from "../support/media.js";
 import { freePort } from "../support/ports.js";
@@ -22,7 +23,6 @@ const ROOT = new URL("../../", import.meta.url).pathname;
 const KEY = `cli-key-${randomUUID()}`;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** A child CLI gets this long; every command here ends well within it. */
-const RUN_LIMIT_MS = 90_000;
 /** The escape that starts a terminal's colour codes. */
 const ESC = "\u001b";
 
@@ -50,13 +50,6 @@ after(async () => {
   await stack?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
-
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  bytes: Buffer;
-}
 
 /** What a person's shell would hold: the API, its key and the store, and nothing of this process. */
 function cliEnv(
@@ -92,25 +85,6 @@ function spawnCli(args: string[], env: Record<string, string> = cliEnv()) {
 /** Runs `media-service ARGS` to its end, stdout and stderr piped. */
 function cli(args: string[], env: Record<string, string> = cliEnv()): Promise<Ran> {
   return collect(spawnCli(args, env), args);
-}
-
-function collect(child: ChildProcess, args: string[]): Promise<Ran> {
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  child.stdout!.on("data", (c: Buffer) => out.push(c));
-  child.stderr!.on("data", (c: Buffer) => err.push(c));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`media-service ${args.join(" ")} did not end within ${RUN_LIMIT_MS} ms`));
-    }, RUN_LIMIT_MS);
-    child.once("error", reject);
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      const bytes = Buffer.concat(out);
-      resolve({ code, stdout: bytes.toString("utf8"), stderr: Buffer.concat(err).toString("utf8"), bytes });
-    });
-  });
 }
 
 /** Exit code and output, for assertion messages. */
@@ -643,7 +617,7 @@ describe("on a terminal", () => {
     const session = ["new-session", "-d", "-x", "100", "-y", "20", "-s", "cli", "-c", ROOT];
     tmux(socket, [...session, `${quoted}; echo "exit $?"; sleep 300`], env);
     try {
-      const deadline = Date.now() + RUN_LIMIT_MS;
+      const deadline = Date.now() + CLI_RUN_LIMIT_MS;
       for (;;) {
         const pane = tmux(socket, ["capture-pane", "-p", "-e", "-t", "cli"]);
         if (/^exit \d+/m.test(stripVTControlCharacters(pane))) return pane;

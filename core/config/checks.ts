@@ -1,0 +1,99 @@
+// What the schema cannot say of the configuration: the settings that must agree with each other
+// (a heartbeat shorter than the write timeout, a renew deadline inside the lease), the webhooks'
+// secret and hosts, and the Kubernetes quantities. Each refusal names the settings.
+import { JOB_TYPES } from "../jobs/types.js";
+import { parseQuantity } from "../quantity.js";
+import { parseAllowedHosts } from "../webhooks/address-policy.js";
+import { decodeSigningSecret } from "../webhooks/signing.js";
+import { ConfigError } from "./errors.js";
+import type { Config } from "./load.js";
+import type { ConfigFile } from "./schema.js";
+
+/** Checks the resolved configuration `config` of the validated file `c`; throws a ConfigError. */
+export function checkConfig(c: ConfigFile, config: Config): void {
+  checkQuantities(c.kubernetes);
+  if (config.server.sseHeartbeatMs >= config.server.writeTimeoutMs) {
+    throw new ConfigError(
+      "invalid configuration: server.sse_heartbeat must be shorter than server.write_timeout, or idle SSE streams are cut",
+    );
+  }
+  const limit = config.server.rateLimit;
+  if (!(limit.windowMs >= 1000 && limit.syncIntervalMs >= 10 && limit.syncIntervalMs < limit.windowMs)) {
+    throw new ConfigError(
+      "invalid configuration: server.rate_limit needs a window of at least 1s and a sync_interval of at least 10ms, shorter than the window",
+    );
+  }
+  checkWebhooks(config.webhooks);
+  if (!(
+    config.storage.outputLinkExpiryMs >= 1000 && config.storage.outputLinkExpiryMs <= 7 * 24 * 3600 * 1000
+  )) {
+    throw new ConfigError(
+      "invalid configuration: storage.output_link_expiry must be between 1s and 7d (the longest a presigned S3 URL lives)",
+    );
+  }
+  if (!(config.limits.idempotencyTtlMs >= 1000 && config.limits.idempotencyTtlMs <= 7 * 24 * 3600 * 1000)) {
+    throw new ConfigError("invalid configuration: limits.idempotency_ttl must be between 1s and 7d");
+  }
+  const election = config.kubernetes.leaderElection;
+  if (!(
+    election.leaseDurationMs > election.renewDeadlineMs && election.renewDeadlineMs > election.retryPeriodMs
+  )) {
+    throw new ConfigError(
+      "invalid configuration: kubernetes.leader_election needs lease_duration > renew_deadline > retry_period",
+    );
+  }
+}
+
+function checkWebhooks(w: Config["webhooks"]): void {
+  if (w.signingSecret !== undefined) {
+    try {
+      decodeSigningSecret(w.signingSecret);
+    } catch (err) {
+      throw new ConfigError(
+        `invalid configuration: webhooks.signing_secret (WEBHOOK_SIGNING_SECRET): ${(err as Error).message}`,
+      );
+    }
+  }
+  try {
+    parseAllowedHosts(w.allowedHosts);
+  } catch (err) {
+    throw new ConfigError(`invalid configuration: ${(err as Error).message}`);
+  }
+  if (w.retryMaxDelayMs < w.retryInitialDelayMs) {
+    throw new ConfigError(
+      "invalid configuration: webhooks.retry_max_delay must be at least webhooks.retry_initial_delay",
+    );
+  }
+  if (w.timeoutMs <= 0)
+    throw new ConfigError("invalid configuration: webhooks.timeout must be more than zero");
+  if (w.reclaimAfterMs < 1000) {
+    throw new ConfigError("invalid configuration: webhooks.reclaim_after must be at least 1s");
+  }
+}
+
+// The schema's patterns let through some strings Kubernetes refuses (1K); each quantity must parse,
+// and a job type's default request must fit in its limit (else the apiserver refuses every Job).
+function checkQuantities(k: ConfigFile["kubernetes"]): void {
+  const quantity = (field: string, value: string) => {
+    try {
+      return parseQuantity(value);
+    } catch (err) {
+      throw new ConfigError(`invalid configuration: kubernetes.${field}: ${(err as Error).message}`);
+    }
+  };
+  quantity("scratch_size", k.scratch_size);
+  quantity("max_resources.cpu", k.max_resources.cpu);
+  quantity("max_resources.memory", k.max_resources.memory);
+  for (const type of JOB_TYPES) {
+    for (const resource of ["cpu", "memory"] as const) {
+      const { requests, limits } = k.resources[type];
+      const request = quantity(`resources.${type}.requests.${resource}`, requests[resource]);
+      const limit = quantity(`resources.${type}.limits.${resource}`, limits[resource]);
+      if (request > limit) {
+        throw new ConfigError(
+          `invalid configuration: kubernetes.resources.${type}.requests.${resource} ${requests[resource]} is above its limit ${limits[resource]} (kubernetes.resources.${type}.limits.${resource})`,
+        );
+      }
+    }
+  }
+}

@@ -9,7 +9,9 @@ import type { App } from "./context.js";
 /**
  * The dashboard: the static files `npm run build` writes to dist/ui (Vite, from ui/), served at /ui.
  * Every file is read into memory once (the whole dashboard is a few tens of kilobytes), with its
- * content type, a strong ETag and gzip and Brotli encodings made in advance. Hashed assets
+ * content type and a strong ETag. A text file above 512 bytes is compressed (Brotli, else gzip, as
+ * the request accepts) the first time an encoding of it is asked for, and that encoding is kept for
+ * every later request. Hashed assets
  * (/ui/assets/*) are cached for a year as immutable; index.html and the other files are revalidated
  * on every use (no-cache with an ETag), so a new build shows at the next load. A path that names no
  * file and no asset is a client-side route: it gets index.html.
@@ -149,9 +151,9 @@ function loadFiles(dir: string): Map<string, UiFile> | undefined {
   return files;
 }
 
-// At the highest levels, once per file and process, when first asked for: the API no longer spends
-// ~70 ms of its start on files nobody may ask for; the first brotli request of the dashboard's script
-// pays ~55 ms instead, once.
+// At the highest levels, once per file, encoding and process, when first asked for: the API's start
+// compresses nothing (all the files at these levels take ~70 ms), and the first Brotli request of the
+// dashboard's script takes ~55 ms, once (docs/performance.md).
 const brotli = (file: UiFile) =>
   (file.br ??= brotliCompressSync(file.body, {
     params: { [zlib.BROTLI_PARAM_QUALITY]: 11, [zlib.BROTLI_PARAM_SIZE_HINT]: file.body.length },

@@ -1,44 +1,15 @@
 // Output formats of the image jobs: which one a job writes, and how each is encoded.
 //
 // Two modes. `standard` (resize, watermark) favours speed at a good size; `optimize` (the optimize
-// job, whose whole point is the smallest file) spends more CPU where it pays:
-// - JPEG: `optimize` uses all of mozjpeg (trellis quantisation, optimised progressive scans):
-//   ~13 % smaller than libjpeg at the same quality, but ~18× slower (6 s for 12 megapixels on 2
-//   cores). `standard` uses libjpeg-turbo's defaults: mozjpeg's tables and deringing alone made
-//   files ~2.5 % smaller at 3× the encode time (48.6 ms against 16.0 ms for 800×600), which was
-//   the largest single cost of a resize job (the resize benchmark, docs/performance.md).
-// - PNG: lossless with adaptive row filters in `standard` (filters matter more than the zlib level:
-//   a tenth of the size of unfiltered output on smooth photos), kept as a palette image when the
-//   source was one. `optimize` quantises to a palette (libimagequant, as pngquant/TinyPNG do) with
-//   `quality` as the lowest acceptable quality, at zlib level 9.
-// - WebP and AVIF: chosen with bench/encoders.ts (docs/performance.md, "Encoder settings"): encode
-//   time at concurrency 2 on the 2-core machine, output size, and SSIM of the decoded output (Y, Cb
-//   and Cr weighted 6:1:1, and luma alone) on a generated photo-like scene, 800×600 as image_resize
-//   writes it and 1224×816 at full size as image_optimize does. "Size at equal SSIM" is the size
-//   interpolated between qualities 50–80 (AVIF) or 60–85 (WebP) at the SSIM of the setting compared.
-// - WebP `standard`: effort 4 (libwebp's default). Effort 3 measured the same size and time; 5 was
-//   0.5–1 % smaller for 15–20 % more CPU; 6 2.5–3 % smaller for 2.1–2.6× the CPU (800×600 at q75:
-//   108 against 42 ms per image); 2 was twice as fast but 10–14 % larger.
-// - WebP `optimize`: effort 6 without smart subsampling. Smart subsampling cost 40–55 % more CPU
-//   (1 megapixel at q75: 239 against 156 ms) for no smaller file at equal SSIM (against effort 4:
-//   -0.4 % with it and -2.5 % without at 800×600, -3.1 % and -2.7 % at 1 megapixel) and a larger
-//   one at equal luma SSIM.
-// - AVIF `standard`: effort 1, 4:2:0: libvips passes libaom speed 9 - effort, so this is libaom
-//   speed 8 with 4:2:0, imgproxy's default, at its throughput: 800×600 at q65, 107 ms of CPU and
-//   18.0 images/s, against 399 ms and 4.8/s for the effort 3, 4:4:4 used before (whose output was
-//   23 % smaller at equal SSIM, 6 % at equal luma SSIM). Effort 1 with 4:4:4 was 16 % smaller at
-//   equal SSIM but 3 % larger at equal luma SSIM, at 15.9 images/s; effort 0 was 3× as fast but
-//   9–16 % larger.
-// - AVIF `optimize`: effort 4, 4:4:4 (sharp's default), up to 8 megapixels (effort 3 above). At 1 megapixel it was 10 % smaller at equal
-//   SSIM than effort 3 (22 % against 14 % below effort 1, 4:2:0) for 4.4× the CPU (2.6 s against
-//   0.6 s per megapixel at q65). Effort 5 gained 5 % more for 1.4× that again, 6 another 4 % for 1.8×
-//   (6.8 s per megapixel: a 20-megapixel photo would outlast the 2-minute job timeout on one core).
-//   At effort 4, 4:4:4 was 5.5 % smaller than 4:2:0 at equal SSIM (4:2:0 was 7 % smaller at equal
-//   luma SSIM, which does not see what subsampling drops).
-// - AVIF, both modes: libaom tuned for image quality (`tune: "iq"`), named here rather than left to
-//   sharp's default (which is IQ with the libheif and libaom sharp bundles today). On six photographs
-//   the SSIM tune, imgproxy's, took 15–18 % less encode CPU but was 9–11 % larger at equal
-//   SSIMULACRA 2 (and 1–3 % smaller at equal SSIM, the score it optimises).
+// job, whose point is the smallest file) spends more CPU where it pays:
+// - JPEG: libjpeg-turbo's defaults; `optimize`: all of mozjpeg (trellis quantisation, optimised
+//   progressive scans).
+// - PNG: lossless with adaptive row filters, kept a palette image when the source was one;
+//   `optimize`: quantised to a palette (libimagequant) with `quality` the lowest acceptable, zlib 9.
+// - WebP: effort 4; `optimize`: effort 6 without smart subsampling.
+// - AVIF: effort 1 with 4:2:0 (libaom speed 8, imgproxy's default); `optimize`: effort 4 with 4:4:4
+//   (effort 3 above 8 megapixels). Both name libaom's tune, `iq`, rather than take sharp's default.
+// The figures each choice rests on (bench/encoders.ts): docs/performance.md#encoder-settings.
 import type { Sharp } from "sharp";
 import type { IMAGE_FORMATS } from "../../core/jobs/parameters.js";
 import type { SourceImage } from "./open.js";

@@ -1,5 +1,35 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 
+/**
+ * The OpenAPI answer (200) of an event stream: the schema of one event, its `event` one of `events`,
+ * its `data` a JSON object, and its `id` (required when `id.required`).
+ */
+export function eventStreamResponse(
+  events: readonly string[],
+  data: string,
+  id: { description: string; pattern?: string; required?: boolean },
+) {
+  const { required, ...idSchema } = id;
+  return {
+    description: "An event stream",
+    // One event: what its fields hold (OpenAPI 3.0 has no itemSchema; the schema of a
+    // text/event-stream is read per event).
+    content: {
+      "text/event-stream": {
+        schema: {
+          type: "object",
+          required: ["event", "data", ...(required ? ["id"] : [])],
+          properties: {
+            event: { type: "string", enum: [...events] },
+            data: { type: "string", description: data },
+            id: { type: "string", ...idSchema },
+          },
+        },
+      },
+    },
+  };
+}
+
 /** Open Server-Sent Events answers, so shutdown can end them cleanly. */
 export class OpenStreams {
   private readonly streams = new Set<() => void>();

@@ -202,6 +202,28 @@ async function watchCollection<T extends KubernetesObject>(
   };
 }
 
+/** Watches the pods of `namespace` (watchCollection), calling `onPod` for each event of a named pod. */
+function watchPods(
+  kc: KubeConfig,
+  namespace: string,
+  onPod: (event: WatchEvent, name: string, pod: V1Pod) => void,
+): Promise<{ stop(): Promise<void> }> {
+  const core = kc.makeApiClient(CoreV1Api);
+  return watchCollection<V1Pod>(
+    kc,
+    `/api/v1/namespaces/${namespace}/pods`,
+    () => core.listNamespacedPod({ namespace }),
+    (event, pod) => {
+      const name = pod.metadata?.name;
+      if (name) onPod(event, name, pod);
+    },
+  );
+}
+
+/** A container of the pod has started: it runs, or it ran. */
+const containerStarted = (pod: V1Pod): boolean =>
+  pod.status?.containerStatuses?.some((c) => c.state?.running || c.state?.terminated?.startedAt) ?? false;
+
 /** Polls until `check` gives a value; undefined when `limitMs` passed first. */
 async function waitUntil<T>(
   check: () => T | undefined | Promise<T | undefined>,
@@ -293,26 +315,16 @@ async function podStartLatency(cluster: TestCluster): Promise<PodsResult> {
       100,
     );
     if (!sa) throw new Error(`namespace ${namespace} got no default ServiceAccount within 30 s`);
-    watcher = await watchCollection<V1Pod>(
-      kc,
-      `/api/v1/namespaces/${namespace}/pods`,
-      () => core.listNamespacedPod({ namespace }),
-      (event, pod) => {
-        const name = pod.metadata?.name;
-        if (!name) return;
-        const now = performance.now();
-        if (event === "DELETED") deleted.add(name);
-        if (pod.spec?.nodeName && !boundAt.has(name)) boundAt.set(name, now);
-        const running = pod.status?.containerStatuses?.some(
-          (s) => s.state?.running || s.state?.terminated?.startedAt,
-        );
-        if (running && !startedAt.has(name)) startedAt.set(name, now);
-        const waiting = pod.status?.containerStatuses?.find((s) => s.state?.waiting)?.state?.waiting;
-        if (waiting?.reason && /^(ErrImage|ImagePull|InvalidImage|CreateContainer)/.test(waiting.reason)) {
-          problems.set(name, `${waiting.reason}: ${waiting.message ?? ""}`);
-        }
-      },
-    );
+    watcher = await watchPods(kc, namespace, (event, name, pod) => {
+      const now = performance.now();
+      if (event === "DELETED") deleted.add(name);
+      if (pod.spec?.nodeName && !boundAt.has(name)) boundAt.set(name, now);
+      if (containerStarted(pod) && !startedAt.has(name)) startedAt.set(name, now);
+      const waiting = pod.status?.containerStatuses?.find((s) => s.state?.waiting)?.state?.waiting;
+      if (waiting?.reason && /^(ErrImage|ImagePull|InvalidImage|CreateContainer)/.test(waiting.reason)) {
+        problems.set(name, `${waiting.reason}: ${waiting.message ?? ""}`);
+      }
+    });
     const podBody = (name: string): V1Pod => ({
       metadata: { name, labels: { app: "bench-pod-start" } },
       spec: {
@@ -777,7 +789,6 @@ async function throughput(cluster: TestCluster): Promise<ThroughputResult> {
   const kube = await startKube(cluster, cap, async (cs) => {
     const kc = kubeConfigFrom(cluster.cp.kubeconfigPath);
     const batch = kc.makeApiClient(BatchV1Api);
-    const core = kc.makeApiClient(CoreV1Api);
     const namespace = cs.namespace;
     watchers.push(
       await watchCollection<V1Job>(
@@ -798,30 +809,19 @@ async function throughput(cluster: TestCluster): Promise<ThroughputResult> {
       ),
     );
     watchers.push(
-      await watchCollection<V1Pod>(
-        kc,
-        `/api/v1/namespaces/${namespace}/pods`,
-        () => core.listNamespacedPod({ namespace }),
-        (event, pod) => {
-          const name = pod.metadata?.name;
-          if (!name) return;
-          if (event !== "DELETED" && pod.status?.phase === "Running") runningPods.add(name);
-          else runningPods.delete(name);
-          peakRunningPods = Math.max(peakRunningPods, runningPods.size);
-          const scheduled = pod.status?.conditions?.find((c) => c.type === "PodScheduled");
-          if (scheduled?.status === "False" && scheduled.reason === "Unschedulable") unschedulable.add(name);
-          const now = performance.now();
-          let times = seen.get(name);
-          if (!times) seen.set(name, (times = { created: now }));
-          if (pod.spec?.nodeName) times.bound ??= now;
-          if (
-            pod.status?.containerStatuses?.some((c) => c.state?.running || c.state?.terminated?.startedAt)
-          ) {
-            times.started ??= now;
-          }
-          if (pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed") times.ended ??= now;
-        },
-      ),
+      await watchPods(kc, namespace, (event, name, pod) => {
+        if (event !== "DELETED" && pod.status?.phase === "Running") runningPods.add(name);
+        else runningPods.delete(name);
+        peakRunningPods = Math.max(peakRunningPods, runningPods.size);
+        const scheduled = pod.status?.conditions?.find((c) => c.type === "PodScheduled");
+        if (scheduled?.status === "False" && scheduled.reason === "Unschedulable") unschedulable.add(name);
+        const now = performance.now();
+        let times = seen.get(name);
+        if (!times) seen.set(name, (times = { created: now }));
+        if (pod.spec?.nodeName) times.bound ??= now;
+        if (containerStarted(pod)) times.started ??= now;
+        if (pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed") times.ended ??= now;
+      }),
     );
   }).catch(async (err: unknown) => {
     await stopWatchers();

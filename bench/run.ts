@@ -27,10 +27,8 @@
 //   readme     only when named: resize, avif and rss again, then the README's "Measured" table as the
 //              README shows it, with the date and the machine (readme.ts; `-- readme --write` puts it
 //              into README.md; needs IMGPROXY_BIN)
-import { spawn } from "node:child_process";
-import { createInterface } from "node:readline";
-import autocannon from "autocannon";
 import { Redis } from "ioredis";
+import { postLoad, startBenchServer, type LoadFigures } from "./load.js";
 import { avifBenchmark, resizeBenchmark, rssBenchmark, thumbnailBenchmark } from "./runner.js";
 import { formatRatio, formatSummary, printTable, ratio, summarize, type Summary } from "./stats.js";
 
@@ -41,31 +39,10 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 
-interface Figures {
-  rps: number;
-  p50: number;
-  p99: number;
-  ok: number;
-  errors: number;
-}
+type Figures = LoadFigures;
 
-async function load(url: string, headers: Record<string, string>, body: string): Promise<Figures> {
-  const result = await autocannon({
-    url,
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body,
-    connections: CONNECTIONS,
-    duration: DURATION,
-  });
-  return {
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    ok: result["2xx"],
-    errors: result.non2xx + result.errors + result.timeouts,
-  };
-}
+const load = (url: string, headers: Record<string, string>, body: string) =>
+  postLoad(url, headers, body, { connections: CONNECTIONS, duration: DURATION });
 
 /** What the submit benchmark measured: per target its rounds, and the ratios round by round. */
 interface SubmitFigures {
@@ -78,15 +55,8 @@ interface SubmitFigures {
 }
 
 async function submitBenchmark(): Promise<SubmitFigures> {
-  const child = spawn(process.execPath, ["--import", "tsx", "bench/submit-server.ts"], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const lines = createInterface({ input: child.stdout });
   type Ready = { api: string; unlimited: string; bare: string; apiKey: string; redis: string };
-  const ready = await new Promise<Ready>((resolve, reject) => {
-    lines.once("line", (line) => resolve(JSON.parse(line) as Ready));
-    child.once("exit", (code) => reject(new Error(`bench server exited with ${code}`)));
-  });
+  const { child, ready } = await startBenchServer<Ready>("bench/submit-server.ts");
   const redis = new Redis(ready.redis);
   const body = JSON.stringify({
     source_bucket: "media",
@@ -106,23 +76,10 @@ async function submitBenchmark(): Promise<SubmitFigures> {
   const bare: Figures[] = [];
   try {
     // Warm-up of both (JIT, connection pools), not counted.
-    await autocannon({
-      url: ready.bare,
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body,
-      duration: 2,
-      connections: CONNECTIONS,
-    });
+    const warmUp = { connections: CONNECTIONS, duration: 2 };
+    await postLoad(ready.bare, {}, body, warmUp);
     for (const url of [ready.api, ready.unlimited]) {
-      await autocannon({
-        url,
-        method: "POST",
-        headers: { "content-type": "application/json", "x-api-key": ready.apiKey },
-        body,
-        duration: 2,
-        connections: CONNECTIONS,
-      });
+      await postLoad(url, { "x-api-key": ready.apiKey }, body, warmUp);
     }
     for (let round = 1; round <= ROUNDS; round++) {
       await redis.flushall();

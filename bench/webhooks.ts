@@ -3,11 +3,9 @@
 // `media-service start`). Alternating rounds; figures and ratios, never pass/fail: each figure the
 // median [min–max] of its rounds, each ratio the median of the per-round ratios (bench/stats.ts).
 // 5 rounds by default (were 2): a p99 over two rounds moved by more than the 10 % it is held to.
-import { spawn } from "node:child_process";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createInterface } from "node:readline";
-import autocannon from "autocannon";
+import { postLoad, startBenchServer, type LoadFigures } from "./load.js";
 import { formatRatio, formatSummary, printTable, ratio, summarize, type Summary } from "./stats.js";
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
@@ -16,12 +14,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const WEBHOOKS = Number(process.env.BENCH_WEBHOOKS ?? 500);
 const RECEIVER_DELAY_MS = Number(process.env.BENCH_RECEIVER_DELAY_MS ?? 2000);
 
-interface Figures {
-  rps: number;
-  p50: number;
-  p99: number;
-  errors: number;
-}
+type Figures = LoadFigures;
 
 export async function webhooksBenchmark(): Promise<{ p99BusyOverQuiet: Summary; rpsBusyOverQuiet: Summary }> {
   let received = 0;
@@ -35,43 +28,16 @@ export async function webhooksBenchmark(): Promise<{ p99BusyOverQuiet: Summary; 
   await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
   const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/slow`;
 
-  const child = spawn(process.execPath, ["--import", "tsx", "bench/webhooks-server.ts"], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
   type Ready = { api: string; control: string; apiKey: string };
-  const ready = await new Promise<Ready>((resolve, reject) => {
-    createInterface({ input: child.stdout }).once("line", (line) => resolve(JSON.parse(line) as Ready));
-    child.once("exit", (code) => reject(new Error(`bench server exited with ${code}`)));
-  });
+  const { child, ready } = await startBenchServer<Ready>("bench/webhooks-server.ts");
   const body = JSON.stringify({ source_bucket: "media", source_key: "in/photo.png" });
-  const load = async (): Promise<Figures> => {
-    const r = await autocannon({
-      url: ready.api,
-      method: "POST",
-      headers: { "content-type": "application/json", "x-api-key": ready.apiKey },
-      body,
-      connections: CONNECTIONS,
-      duration: DURATION,
-    });
-    return {
-      rps: r.requests.average,
-      p50: r.latency.p50,
-      p99: r.latency.p99,
-      errors: r.non2xx + r.errors + r.timeouts,
-    };
-  };
+  const headers = { "x-api-key": ready.apiKey };
+  const load = () => postLoad(ready.api, headers, body, { connections: CONNECTIONS, duration: DURATION });
   const quiet: Figures[] = [];
   const busy: Figures[] = [];
   let inFlightAtEnd = 0;
   try {
-    await autocannon({
-      url: ready.api,
-      method: "POST",
-      headers: { "content-type": "application/json", "x-api-key": ready.apiKey },
-      body,
-      duration: 2,
-      connections: CONNECTIONS,
-    });
+    await postLoad(ready.api, headers, body, { connections: CONNECTIONS, duration: 2 });
     for (let round = 1; round <= ROUNDS; round++) {
       quiet.push(await load());
       const before = received;

@@ -23,12 +23,9 @@ NODE_MAJOR=24
 NPM_MAJOR=11
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 SECURITY_MIRROR="${DEBIAN_SECURITY_MIRROR-http://deb.debian.org/debian-security}"
-CACHE="${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/media-service/base-image"
-say() { printf 'media-service: %s\n' "$*" >&2; }
-die() {
-  say "$*"
-  exit 1
-}
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+CACHE="$MEDIA_CACHE/base-image"
 
 wanted="${1:-}"
 if [[ -n "$wanted" ]] && docker image inspect "$wanted" >/dev/null 2>&1; then

@@ -34,11 +34,8 @@ IMAGE="${IMAGE:-media-service:dev}"
 NODE_IMAGE="${NODE_IMAGE:-node:24-bookworm-slim}"
 HOST_CA="${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}"
 COLD_RUNS="${COLD_RUNS:-5}"
-say() { printf 'media-service: %s\n' "$*" >&2; }
-die() {
-  say "$*"
-  exit 1
-}
+# shellcheck source=scripts/lib.sh
+source "$ROOT/scripts/lib.sh"
 
 report=""
 for arg in "$@"; do
@@ -59,7 +56,7 @@ if [[ "${IMAGE##*/}" == *:* ]]; then repository="${IMAGE%:*}"; else repository="
 started=$SECONDS
 # One build at a time on a machine (.ci/run starts one in the background; a second waits for it and
 # then finds the image built).
-lock_dir="${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/media-service"
+lock_dir="$MEDIA_CACHE"
 mkdir -p "$lock_dir"
 exec 8>"$lock_dir/build-image.lock"
 if ! flock -n 8; then

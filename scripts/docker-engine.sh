@@ -9,7 +9,8 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DOCKERD_LOG=/var/log/media-service-dockerd.log
-say() { printf 'media-service: %s\n' "$*" >&2; }
+# shellcheck source=scripts/lib.sh
+source "$ROOT/scripts/lib.sh"
 
 docker info >/dev/null 2>&1 && exit 0
 

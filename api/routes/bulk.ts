@@ -62,12 +62,14 @@ export function bulkRoutes(app: App, ctx: ApiContext): void {
       },
       async (request) => {
         const body = request.body;
-        const viewer = viewerOf(request);
-        const by = submitterOf(request);
-        const answer =
-          body.ids !== undefined
-            ? await byIds(ctx, action, body, viewer, by, request.id)
-            : await byFilter(ctx, action, body, viewer, by, request.id);
+        const call: Call = {
+          ctx,
+          action,
+          viewer: viewerOf(request),
+          by: submitterOf(request),
+          requestId: request.id,
+        };
+        const answer = body.ids !== undefined ? await byIds(call, body) : await byFilter(call, body);
         request.log.info(
           {
             action,
@@ -85,14 +87,17 @@ export function bulkRoutes(app: App, ctx: ApiContext): void {
   }
 }
 
-async function byFilter(
-  ctx: ApiContext,
-  action: BulkAction,
-  body: Body,
-  viewer: Viewer,
-  by: Submitter | undefined,
-  requestId: string,
-): Promise<Static<typeof BulkResponse>> {
+/** One call of a bulk route: the action, who calls (what they may see, who they are), the request. */
+interface Call {
+  ctx: ApiContext;
+  action: BulkAction;
+  viewer: Viewer;
+  by: Submitter | undefined;
+  requestId: string;
+}
+
+async function byFilter(call: Call, body: Body): Promise<Static<typeof BulkResponse>> {
+  const { ctx, action, viewer } = call;
   if (!body.filter) throw new BulkRequestError("give `filter` (the jobs to act on) or `ids`, not neither");
   const { state } = body.filter;
   // A state is a status, or (cancelled) a kind of failed.
@@ -116,18 +121,12 @@ async function byFilter(
   const page = await ctx.store.listJobs(filter);
   if (body.dry_run) return tally(action, true, page.total, []);
   const outcomes: Outcome[] = [];
-  for (const summary of page.jobs) outcomes.push(await act(ctx, action, summary.id, viewer, by, requestId));
+  for (const summary of page.jobs) outcomes.push(await act(call, summary.id));
   return { ...tally(action, false, page.total, outcomes), ...nextCursor(page.next) };
 }
 
-async function byIds(
-  ctx: ApiContext,
-  action: BulkAction,
-  body: Body,
-  viewer: Viewer,
-  by: Submitter | undefined,
-  requestId: string,
-): Promise<Static<typeof BulkResponse>> {
+async function byIds(call: Call, body: Body): Promise<Static<typeof BulkResponse>> {
+  const { ctx, action, viewer } = call;
   if (body.filter) throw new BulkRequestError("give `filter` or `ids`, not both");
   if (body.cursor !== undefined)
     throw new BulkRequestError("`cursor` goes with `filter`: `ids` are done in one call");
@@ -138,20 +137,14 @@ async function byIds(
     return tally(action, true, matched, []);
   }
   const outcomes: Outcome[] = [];
-  for (const id of ids) outcomes.push(await act(ctx, action, id, viewer, by, requestId));
+  for (const id of ids) outcomes.push(await act(call, id));
   const matched = outcomes.filter((o) => o.reason !== "not found").length;
   return tally(action, false, matched, outcomes);
 }
 
 /** One job's change, through the store's own script for it. */
-async function act(
-  ctx: ApiContext,
-  action: BulkAction,
-  id: string,
-  viewer: Viewer,
-  by: Submitter | undefined,
-  requestId: string,
-): Promise<Outcome> {
+async function act(call: Call, id: string): Promise<Outcome> {
+  const { ctx, action, viewer, by, requestId } = call;
   const skipped = (reason: string, extra: Partial<Outcome> = {}): Outcome => ({
     id,
     outcome: "skipped",

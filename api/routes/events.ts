@@ -7,7 +7,7 @@ import { shown } from "../../core/text.js";
 import { viewerOf } from "../auth.js";
 import type { ApiContext, App } from "../context.js";
 import { API_KEY_SECURITY, errorResponses } from "../schemas.js";
-import { openEventStream, type EventStream, type OpenStreams } from "../sse.js";
+import { eventStreamResponse, openEventStream, type EventStream, type OpenStreams } from "../sse.js";
 
 /** How many missed events a stream resumed with Last-Event-ID is told at most. */
 const RESUME_LIMIT = 1000;
@@ -51,22 +51,10 @@ export function eventsRoutes(app: App, ctx: ApiContext, open: OpenStreams): void
         security: API_KEY_SECURITY,
         querystring: EventsQuery,
         response: {
-          200: {
-            description: "An event stream",
-            content: {
-              "text/event-stream": {
-                schema: {
-                  type: "object",
-                  required: ["event", "data", "id"],
-                  properties: {
-                    event: { type: "string", enum: ["job"] },
-                    data: { type: "string", description: "The change as a JSON object" },
-                    id: { type: "string", description: "Its position in the events stream" },
-                  },
-                },
-              },
-            },
-          },
+          200: eventStreamResponse(["job"], "The change as a JSON object", {
+            description: "Its position in the events stream",
+            required: true,
+          }),
           ...errorResponses(400),
         },
       },

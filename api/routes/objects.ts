@@ -85,6 +85,28 @@ function refuse(request: FastifyRequest, reply: FastifyReply, err: unknown) {
   return reply.code(err.status).send({ error: err.message });
 }
 
+/**
+ * The part both routes share: the job the request names, as its caller may see it (404 otherwise),
+ * and the object asked of it, given to `answer`; a refusal on the way becomes its error answer.
+ */
+async function withJobObject(
+  ctx: ApiContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  asked: { id: string; of: PreviewOf },
+  answer: (job: Job, where: { bucket: string; key: string }) => Promise<FastifyReply>,
+): Promise<FastifyReply> {
+  const { id, of } = asked;
+  addLogContext(request, { job_id: id });
+  const job = await ctx.store.getJob(id, viewerOf(request));
+  if (!job) return reply.code(404).send({ error: `job ${id} not found` });
+  try {
+    return await answer(job, objectOf(job, of));
+  } catch (err) {
+    return refuse(request, reply, err);
+  }
+}
+
 /** `attachment` with the key's last segment as the file name, in ASCII and in full (RFC 6266). */
 function disposition(key: string): string {
   const name = key.split("/").filter(Boolean).at(-1) ?? "download";
@@ -135,14 +157,10 @@ export function objectRoutes(app: App, ctx: ApiContext): void {
         },
       },
     },
-    async (request, reply) => {
+    (request, reply) => {
       const { id } = request.params;
       const { of } = request.query;
-      addLogContext(request, { job_id: id });
-      const job = await ctx.store.getJob(id, viewerOf(request));
-      if (!job) return reply.code(404).send({ error: `job ${id} not found` });
-      try {
-        const where = objectOf(job, of);
+      return withJobObject(ctx, request, reply, { id, of }, async (job, where) => {
         const media = of === "source" ? JOB_MEDIA[job.type].source : JOB_MEDIA[job.type].output;
         if (media === "video" || media === "audio") {
           throw new PreviewRefusal(
@@ -183,9 +201,7 @@ export function objectRoutes(app: App, ctx: ApiContext): void {
           return reply.code(304).send(null);
         }
         return reply.type("image/webp").send(preview);
-      } catch (err) {
-        return refuse(request, reply, err);
-      }
+      });
     },
   );
 
@@ -218,14 +234,10 @@ export function objectRoutes(app: App, ctx: ApiContext): void {
         },
       },
     },
-    async (request, reply) => {
+    (request, reply) => {
       const { id } = request.params;
       const { of } = request.query;
-      addLogContext(request, { job_id: id });
-      const job = await ctx.store.getJob(id, viewerOf(request));
-      if (!job) return reply.code(404).send({ error: `job ${id} not found` });
-      try {
-        const where = objectOf(job, of);
+      return withJobObject(ctx, request, reply, { id, of }, async (_job, where) => {
         const asked = request.headers.range;
         const range = asked && SINGLE_RANGE.test(asked.trim()) ? asked.trim() : undefined;
         const object = await getObject(ctx, request, of, where, range);
@@ -239,9 +251,7 @@ export function objectRoutes(app: App, ctx: ApiContext): void {
           .header("Content-Disposition", disposition(where.key))
           .type(object.ContentType ?? "application/octet-stream")
           .send(object.Body as Readable);
-      } catch (err) {
-        return refuse(request, reply, err);
-      }
+      });
     },
   );
 }

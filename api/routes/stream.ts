@@ -3,7 +3,7 @@ import type { JobEventMessage } from "../../core/store/job-events.js";
 import { viewerOf } from "../auth.js";
 import type { ApiContext, App } from "../context.js";
 import { API_KEY_SECURITY, errorResponses, IdParams } from "../schemas.js";
-import { openEventStream, type OpenStreams } from "../sse.js";
+import { eventStreamResponse, openEventStream, type OpenStreams } from "../sse.js";
 
 /** The events a job's stream sends. */
 const STREAM_EVENTS = ["status", "progress", "complete", "error"] as const;
@@ -36,24 +36,10 @@ export function streamRoutes(app: App, ctx: ApiContext, open: OpenStreams): void
         params: IdParams,
         // The stream is text/event-stream; every error answer is JSON (errorResponses).
         response: {
-          200: {
-            description: "An event stream",
-            // One event: what its fields hold (OpenAPI 3.0 has no itemSchema; the schema of a
-            // text/event-stream is read per event).
-            content: {
-              "text/event-stream": {
-                schema: {
-                  type: "object",
-                  required: ["event", "data"],
-                  properties: {
-                    event: { type: "string", enum: [...STREAM_EVENTS] },
-                    data: { type: "string", description: "The event's fields as a JSON object" },
-                    id: { type: "string", pattern: "^[0-9]+$", description: "Position in the job's events" },
-                  },
-                },
-              },
-            },
-          },
+          200: eventStreamResponse(STREAM_EVENTS, "The event's fields as a JSON object", {
+            pattern: "^[0-9]+$",
+            description: "Position in the job's events",
+          }),
           ...errorResponses(400, 404),
         },
       },

@@ -311,19 +311,41 @@ function FilterForm(props: { filters: Filters }) {
     event.preventDefault();
     navigate(`/jobs${query(draft)}`);
   };
+  /** A text box for the filter `name` (`search`: the search box). */
+  const textField = (
+    name: "q" | "batch_id" | "client",
+    id: string,
+    label: string,
+    placeholder: string,
+    search = false,
+  ) => (
+    <div class={search ? "field search-field" : "field"}>
+      <label for={id}>{label}</label>
+      <input
+        id={id}
+        {...(search ? ({ type: "search" } as const) : ({ type: "text" } as const))}
+        spellcheck={false}
+        placeholder={placeholder}
+        value={draft[name] ?? ""}
+        onInput={(e) => set(name, e.currentTarget.value.trim())}
+      />
+    </div>
+  );
+  /** A date and time for the filter `name`, in the browser's time zone. */
+  const timeField = (name: "created_after" | "created_before", id: string, label: string) => (
+    <div class="field">
+      <label for={id}>{label}</label>
+      <input
+        id={id}
+        type="datetime-local"
+        value={isoToLocalInput(draft[name] ?? null)}
+        onInput={(e) => set(name, localInputToIso(e.currentTarget.value) ?? "")}
+      />
+    </div>
+  );
   return (
     <form class="filters" onSubmit={apply} aria-label="Filter jobs">
-      <div class="field search-field">
-        <label for="f-q">Search</label>
-        <input
-          id="f-q"
-          type="search"
-          spellcheck={false}
-          placeholder="job id, request id, or bucket/key prefix"
-          value={draft.q ?? ""}
-          onInput={(e) => set("q", e.currentTarget.value.trim())}
-        />
-      </div>
+      {textField("q", "f-q", "Search", "job id, request id, or bucket/key prefix", true)}
       <div class="field">
         <label for="f-status">Status</label>
         <select
@@ -350,46 +372,10 @@ function FilterForm(props: { filters: Filters }) {
           ))}
         </select>
       </div>
-      <div class="field">
-        <label for="f-batch">Batch</label>
-        <input
-          id="f-batch"
-          type="text"
-          spellcheck={false}
-          placeholder="batch id"
-          value={draft.batch_id ?? ""}
-          onInput={(e) => set("batch_id", e.currentTarget.value.trim())}
-        />
-      </div>
-      <div class="field">
-        <label for="f-client">Client</label>
-        <input
-          id="f-client"
-          type="text"
-          spellcheck={false}
-          placeholder="admin keys only"
-          value={draft.client ?? ""}
-          onInput={(e) => set("client", e.currentTarget.value.trim())}
-        />
-      </div>
-      <div class="field">
-        <label for="f-after">Created after</label>
-        <input
-          id="f-after"
-          type="datetime-local"
-          value={isoToLocalInput(draft.created_after ?? null)}
-          onInput={(e) => set("created_after", localInputToIso(e.currentTarget.value) ?? "")}
-        />
-      </div>
-      <div class="field">
-        <label for="f-before">Created before</label>
-        <input
-          id="f-before"
-          type="datetime-local"
-          value={isoToLocalInput(draft.created_before ?? null)}
-          onInput={(e) => set("created_before", localInputToIso(e.currentTarget.value) ?? "")}
-        />
-      </div>
+      {textField("batch_id", "f-batch", "Batch", "batch id")}
+      {textField("client", "f-client", "Client", "admin keys only")}
+      {timeField("created_after", "f-after", "Created after")}
+      {timeField("created_before", "f-before", "Created before")}
       <div class="actions">
         <button type="submit" class="primary">
           Apply

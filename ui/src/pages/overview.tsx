@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useMemo, useState } from "preact/hooks";
 import { api, ApiError } from "../api.js";
-import { TimeChart } from "../chart.js";
+import { TimeChart, type Series } from "../chart.js";
 import { LiveState, Loading, Notice } from "../components.js";
 import { formatCount, formatSeconds, typeLabel } from "../format.js";
 import { throttle, useJobChanges } from "../live.js";
@@ -240,24 +240,17 @@ function HistoryCharts(props: { history: StatsHistory; type: string; range: Rang
         stacked
         format={count}
         series={[
-          {
-            name: "completed",
-            kind: "bar",
-            className: "series-completed",
-            values: points.map((p) => p.completed),
-          },
-          {
-            name: "failed",
-            kind: "bar",
-            className: "series-failed",
-            values: points.map((p) => p.failed - cancelledOf(p)),
-          },
-          {
-            name: "cancelled",
-            kind: "bar",
-            className: "series-cancelled",
-            values: points.map(cancelledOf),
-          },
+          series(
+            "completed",
+            "bar",
+            points.map((p) => p.completed),
+          ),
+          series(
+            "failed",
+            "bar",
+            points.map((p) => p.failed - cancelledOf(p)),
+          ),
+          series("cancelled", "bar", points.map(cancelledOf)),
         ]}
       />
       <TimeChart
@@ -269,14 +262,7 @@ function HistoryCharts(props: { history: StatsHistory; type: string; range: Rang
         }
         times={times}
         format={formatRate}
-        series={[
-          {
-            name: "failure rate",
-            kind: "line",
-            className: "series-failure-rate",
-            values: points.map(failureRate),
-          },
-        ]}
+        series={[series("failure rate", "line", points.map(failureRate))]}
       />
       <TimeChart
         title={`Processing time (${scope})`}
@@ -288,8 +274,16 @@ function HistoryCharts(props: { history: StatsHistory; type: string; range: Rang
         times={times}
         format={formatSeconds}
         series={[
-          { name: "p50", kind: "line", className: "series-p50", values: points.map((p) => p.p50_seconds) },
-          { name: "p95", kind: "line", className: "series-p95", values: points.map((p) => p.p95_seconds) },
+          series(
+            "p50",
+            "line",
+            points.map((p) => p.p50_seconds),
+          ),
+          series(
+            "p95",
+            "line",
+            points.map((p) => p.p95_seconds),
+          ),
         ]}
       />
       <TimeChart
@@ -298,16 +292,20 @@ function HistoryCharts(props: { history: StatsHistory; type: string; range: Rang
         times={times}
         format={count}
         series={[
-          {
-            name: "pending",
-            kind: "line",
-            className: "series-pending",
-            values: points.map((p) => p.pending),
-          },
+          series(
+            "pending",
+            "line",
+            points.map((p) => p.pending),
+          ),
         ]}
       />
     </div>
   );
+}
+
+/** A chart's series `name`, styled by the class series-<name> (styles.css). */
+function series(name: string, kind: Series["kind"], values: Series["values"]): Series {
+  return { name, kind, className: `series-${name.replaceAll(" ", "-")}`, values };
 }
 
 function WebhookHealth(props: { webhooks: StatsHistory["webhooks"] }) {

@@ -14,6 +14,10 @@ const root = import.meta.dirname;
 // nothing of the services; of core/ only core/jobs/ (the job type and status lists, and the API's
 // records as types, erased from the bundle). The services do not import it either: the API serves
 // its built files from dist/ui.
+// jobs/ holds one folder per job type, in three parts of three layers: definition.ts (and the
+// registry, jobs/registry.ts) is base code beside core/, pure schemas and text that core/ reads and
+// the services reach through core/jobs/types.ts; processor.ts is runner code, which only runner/
+// loads; view.tsx is dashboard code, which only the dashboard's bundle holds.
 // Each entry is one forbidden (importer, imported) pair with the rule said in words; the messages
 // are what a violation prints.
 const BOTH_ON_CORE = "both depend on core/ only, and cli.ts wires them together";
@@ -30,6 +34,13 @@ const UI_OVER_HTTP =
   "the dashboard runs in a browser and talks to the API over HTTP only; it imports none of the services";
 const UI_BUILT =
   "ui/ is the dashboard's browser code, bundled by Vite; the API serves the built files (dist/ui) and imports none of it";
+const JOB_DEFINITION =
+  "a job type's definition (and the registry) is pure schemas and text beside core/, which every process and the dashboard's build read";
+const JOB_PROCESSOR =
+  "a job type's processor is runner code: only runner/ loads it (by the type's name, lazily)";
+const JOB_VIEW = "a job type's view is dashboard code: it builds on ui/src/ and the API's records as types";
+const JOB_REGISTRY =
+  "the services read the job types through core/jobs/types.ts (the registry, the definitions); a type's processor is runner/'s, its view the dashboard's";
 // local/ outside local/s3/: its files and any subdirectory but s3.
 const LOCAL_OUTSIDE_S3 = ["local/*", "local/!(s3)/**"];
 const boundaries = [
@@ -72,7 +83,40 @@ const boundaries = [
     `the services and the client must not import ui/: ${UI_BUILT}.`,
   ],
 ];
-const PRODUCTION = ["api", "controller", "runner", "core", "local", "client", "ui"];
+// The parts of a job type's folder (jobs/<type>/), and what else is in jobs/ (the registry).
+const DEFINITIONS = ["jobs/*.ts", "jobs/*/definition.ts"];
+const PROCESSORS = "jobs/*/processor.ts";
+const VIEWS = "jobs/*/view.tsx";
+boundaries.push(
+  ...["api", "controller", "runner", "local", "client", "ui"].map((layer) => [
+    DEFINITIONS,
+    layer,
+    `jobs/ definitions must not import ${layer}/: ${JOB_DEFINITION}.`,
+  ]),
+  [DEFINITIONS, PROCESSORS, `jobs/ definitions must not import a processor: ${JOB_PROCESSOR}.`],
+  [DEFINITIONS, VIEWS, `jobs/ definitions must not import a view: ${JOB_VIEW}.`],
+  ...["api", "controller", "local", "client", "ui"].map((layer) => [
+    PROCESSORS,
+    layer,
+    `a job type's processor must not import ${layer}/: ${JOB_PROCESSOR}; it builds on runner/ and core/.`,
+  ]),
+  [PROCESSORS, VIEWS, `a job type's processor must not import a view: ${JOB_VIEW}.`],
+  ...["api", "controller", "runner", "local", "client"].map((layer) => [
+    VIEWS,
+    layer,
+    `a job type's view must not import ${layer}/: ${JOB_VIEW}.`,
+  ]),
+  [VIEWS, PROCESSORS, `a job type's view must not import a processor: ${JOB_PROCESSOR}.`],
+  [["api", "controller", "local", "client"], "jobs", `only core/ and runner/ import jobs/: ${JOB_REGISTRY}.`],
+  ["core", [PROCESSORS, VIEWS], `core/ reads only the definitions of jobs/: ${JOB_REGISTRY}.`],
+  ["runner", [...DEFINITIONS, VIEWS], `runner/ imports only the processors of jobs/: ${JOB_REGISTRY}.`],
+  [
+    "ui",
+    "jobs",
+    `ui/ finds the job types' views by their folders and their lists at build time: ${JOB_REGISTRY}.`,
+  ],
+);
+const PRODUCTION = ["api", "controller", "runner", "core", "local", "client", "ui", "jobs"];
 const zones = [
   ...boundaries.map(([target, from, message]) => ({ target, from, message })),
   {
@@ -87,6 +131,13 @@ const zones = [
     except: ["./local/s3", "./node_modules"],
     message:
       "local/s3/ is a self-contained S3 server: it imports only its own files, node built-ins and npm packages (a logger is passed in as pino's Logger type).",
+  },
+  {
+    target: VIEWS,
+    from: "core",
+    except: ["./jobs"],
+    message:
+      "a job type's view imports from core/ only core/jobs/ (the records as types): the rest of core/ is server code, which a browser bundle cannot hold.",
   },
   {
     target: "ui",
@@ -163,7 +214,7 @@ export default tseslint.config(
   // The service's code takes TypeBox from core/typebox.ts, which the build replaces with one bundle:
   // a file importing the package itself would load its ~250 modules again.
   {
-    files: ["{api,controller,runner,core,local,client}/**/*.ts", "cli.ts"],
+    files: ["{api,controller,runner,core,local,client,jobs}/**/*.ts", "cli.ts"],
     ignores: ["core/typebox.ts"],
     rules: {
       "no-restricted-imports": [
@@ -181,22 +232,32 @@ export default tseslint.config(
   },
   // The dashboard: its own TypeScript project (ui/tsconfig.json: DOM, JSX). Values of the API's record
   // schemas would bring TypeBox into the bundle; their types are erased.
+  // A job type's view is in the dashboard's project too.
   {
-    files: ["ui/**/*.{ts,tsx}"],
+    files: ["ui/**/*.{ts,tsx}", VIEWS],
     rules: {
       "@typescript-eslint/no-restricted-imports": [
         "error",
         {
           patterns: [
             {
-              group: ["**/core/jobs/*", "!**/core/jobs/types.js"],
+              group: [
+                "**/core/jobs/*",
+                "!**/core/jobs/states.js",
+                "**/jobs/registry.js",
+                "**/jobs/*/definition.js",
+              ],
               allowTypeImports: true,
               message:
-                "ui/ imports types only from core/jobs/ (erased from the bundle); values only from core/jobs/types.ts (plain lists).",
+                "the dashboard imports types only from core/jobs/ and the job types' definitions (erased from the bundle); values only from core/jobs/states.ts (plain lists) and virtual:job-types (the job types' lists, made at build time).",
             },
           ],
         },
       ],
     },
+  },
+  {
+    files: [VIEWS],
+    languageOptions: { parserOptions: { projectService: false, project: ["./ui/tsconfig.json"] } },
   },
 );

@@ -204,6 +204,52 @@ const violations: [file: string, code: string, message: RegExp][] = [
     /the services and the client must not import ui\//,
   ],
   ["ui/src/x.ts", `import { ApiClient } from "../../client/api.js";`, /ui\/ must not import client\//],
+  // A job type's folder: its definition is base code, its processor runner code, its view dashboard code.
+  [
+    "jobs/image_colors/definition.ts",
+    `import { openImage } from "../../runner/image/open.js";`,
+    /jobs\/ definitions must not import runner\/: a job type's definition \(and the registry\) is pure schemas and text/,
+  ],
+  [
+    "jobs/registry.ts",
+    `import { imageColors } from "./image_colors/processor.js";`,
+    /jobs\/ definitions must not import a processor/,
+  ],
+  [
+    "jobs/image_colors/processor.ts",
+    `import { sendError } from "../../api/errors.js";`,
+    /a job type's processor must not import api\/: a job type's processor is runner code/,
+  ],
+  [
+    "jobs/image_colors/view.tsx",
+    `import { openImage } from "../../runner/image/open.js";`,
+    /a job type's view must not import runner\/: a job type's view is dashboard code/,
+  ],
+  [
+    "jobs/image_colors/view.tsx",
+    `import type { JobStore } from "../../core/store/store.js";`,
+    /a job type's view imports from core\/ only core\/jobs\//,
+  ],
+  [
+    "api/x.ts",
+    `import { imageColors } from "../jobs/image_colors/processor.js";`,
+    /only core\/ and runner\/ import jobs\/: the services read the job types through core\/jobs\/types.ts/,
+  ],
+  [
+    "core/jobs/x.ts",
+    `import { imageColors } from "../../jobs/image_colors/processor.js";`,
+    /core\/ reads only the definitions of jobs\//,
+  ],
+  [
+    "runner/x.ts",
+    `import { JOB_DEFINITIONS } from "../jobs/registry.js";`,
+    /runner\/ imports only the processors of jobs\//,
+  ],
+  [
+    "ui/src/x.ts",
+    `import { JOB_DEFINITIONS } from "../../jobs/registry.js";`,
+    /ui\/ finds the job types' views by their folders/,
+  ],
 ];
 
 const allowed: [file: string, code: string][] = [
@@ -237,8 +283,24 @@ const allowed: [file: string, code: string][] = [
   // The dashboard: its own files, npm packages, and core/jobs/ (the lists, the records' types).
   [
     "ui/src/pages/x.tsx",
-    `import { useState } from "preact/hooks";\nimport { api } from "../api.js";\nimport { JOB_TYPES } from "../../../core/jobs/types.js";\nimport type { Job } from "../../../core/jobs/records.js";`,
+    `import { useState } from "preact/hooks";\nimport { api } from "../api.js";\nimport { JOB_STATES } from "../../../core/jobs/states.js";\nimport type { Job } from "../../../core/jobs/records.js";`,
   ],
+  // A job type's folder: the definition on core/'s pure pieces, the processor on runner/ and core/,
+  // the view on ui/src/ and types; core/ reads the registry, runner/ loads the processors.
+  [
+    "jobs/image_colors/definition.ts",
+    `import { Type } from "../../core/typebox.js";\nimport { Enum } from "../../core/jobs/enum.js";\nimport { defineJobType } from "../define.js";`,
+  ],
+  [
+    "jobs/image_colors/processor.ts",
+    `import { withDefaults } from "../../core/jobs/parameters.js";\nimport { openImage } from "../../runner/image/open.js";\nimport { COLOR_FORMATS } from "./definition.js";`,
+  ],
+  [
+    "jobs/image_colors/view.tsx",
+    `import type { ResultViewProps } from "../../ui/src/results.js";\nimport type { Job } from "../../core/jobs/records.js";`,
+  ],
+  ["core/jobs/x.ts", `import { JOB_DEFINITIONS } from "../../jobs/registry.js";`],
+  ["runner/x.ts", `import { imageColors } from "../jobs/image_colors/processor.js";`],
   // The client builds on core/ and reads the embedded store's default credentials.
   [
     "client/x.ts",
@@ -283,6 +345,7 @@ describe("import boundaries", () => {
       "local",
       "client",
       "ui",
+      "jobs",
       "cli.ts",
     ]);
     assert.ok(results.length > 100, `only ${results.length} files linted`);

@@ -7,6 +7,7 @@ import { definition as imageResize } from "./image_resize/definition.js";
 import { definition as imageOptimize } from "./image_optimize/definition.js";
 import { definition as imageWatermark } from "./image_watermark/definition.js";
 import { definition as imageColors } from "./image_colors/definition.js";
+import { definition as imageMetadata } from "./image_metadata/definition.js";
 import { definition as imageAiKeywords } from "./image_ai_keywords/definition.js";
 import { definition as videoThumbnail } from "./video_thumbnail/definition.js";
 import { definition as audioConvert } from "./audio_convert/definition.js";
@@ -17,6 +18,7 @@ export const JOB_DEFINITIONS = [
   imageOptimize,
   imageWatermark,
   imageColors,
+  imageMetadata,
   imageAiKeywords,
   videoThumbnail,
   audioConvert,

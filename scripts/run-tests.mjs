@@ -9,7 +9,7 @@ import { join } from "node:path";
 // With no argument: the tests `npm test` runs. test/k8s and test/browser need their own provisioning
 // and run one file at a time (`npm run test:k8s`, `npm run test:browser`).
 const roots = process.argv.slice(2);
-if (roots.length === 0) roots.push("test/unit", "test/integration");
+if (roots.length === 0) roots.push("test/unit", "test/component", "test/integration");
 const files = [];
 const walk = (dir) => {
   for (const name of readdirSync(dir).sort()) {

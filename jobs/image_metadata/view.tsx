@@ -1,5 +1,5 @@
 import { formatBytes } from "../../ui/src/format.js";
-import type { ResultViewProps } from "../../ui/src/results.js";
+import { FactList, type ResultViewProps } from "../../ui/src/results.js";
 
 interface MetadataResult {
   width?: number;
@@ -34,14 +34,5 @@ export default function ImageMetadata(props: ResultViewProps) {
     if (r.exif.date_taken) rows.push(["Taken", r.exif.date_taken]);
     rows.push(["GPS position", r.exif.gps ? "present" : "none"]);
   }
-  return (
-    <dl class="facts" data-testid="image-metadata">
-      {rows.map(([name, value]) => (
-        <div>
-          <dt>{name}</dt>
-          <dd>{value}</dd>
-        </div>
-      ))}
-    </dl>
-  );
+  return <FactList rows={rows} class="facts" testId="image-metadata" />;
 }

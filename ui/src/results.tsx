@@ -1,5 +1,7 @@
 // What the result views of the job types share (jobs/<type>/view.tsx): their props, and the
-// pieces several of them show (an image's preview, its description, the before/after pair).
+// pieces several of them show (an image's preview, its description, the before/after pair, a list
+// of facts).
+import type { ComponentChildren } from "preact";
 import { formatBytes } from "./format.js";
 import { usePreview, type Preview } from "./preview.js";
 import type { Job } from "./types.js";
@@ -83,5 +85,19 @@ export function BeforeAfter(props: ResultViewProps) {
         </figcaption>
       </figure>
     </div>
+  );
+}
+
+/** Facts as a definition list: each row a name and its value. */
+export function FactList(props: { rows: Array<[string, ComponentChildren]>; class: string; testId: string }) {
+  return (
+    <dl class={props.class} data-testid={props.testId}>
+      {props.rows.map(([name, value]) => (
+        <div>
+          <dt>{name}</dt>
+          <dd>{value}</dd>
+        </div>
+      ))}
+    </dl>
   );
 }

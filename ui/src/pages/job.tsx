@@ -6,6 +6,7 @@ import { formatDateTime, formatSeconds, formatTime, typeLabel } from "../format.
 import { throttle, type LiveStateName } from "../live.js";
 import { downloadObject, fileName, useJobLinks, type ObjectOf } from "../preview.js";
 import { resultView } from "../result-views.js";
+import { FactList } from "../results.js";
 import { Link, navigate } from "../router.js";
 import { dataOf, openSse } from "../sse.js";
 import type { Job, JobEvents, Submitted } from "../types.js";
@@ -413,14 +414,5 @@ function JobDetails(props: { job: Job }) {
   rows.push(["Created", formatDateTime(job.created_at)]);
   if (job.started_at) rows.push(["Started", formatDateTime(job.started_at)]);
   if (job.completed_at) rows.push(["Ended", formatDateTime(job.completed_at)]);
-  return (
-    <dl class="details" data-testid="job-parameters">
-      {rows.map(([name, value]) => (
-        <div>
-          <dt>{name}</dt>
-          <dd>{value}</dd>
-        </div>
-      ))}
-    </dl>
-  );
+  return <FactList rows={rows} class="details" testId="job-parameters" />;
 }

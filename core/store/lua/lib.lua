@@ -395,11 +395,15 @@ local function end_job(id, from, message, cancelled)
   }
 end
 
--- The batch of a job that ended as failed, once its event is recorded: counted, stopped when it is
--- fail_fast (stop_batch), and finished when it was its last job.
-local function ended_in_batch(id, from, batch_id)
+-- The batch of a job that ended as failed, once its event is recorded: counted (a cancellation as
+-- such too), stopped when it is fail_fast (stop_batch), and finished when it was its last job.
+local function ended_in_batch(id, from, batch_id, cancelled)
   if batch_id and batch_id ~= '' then
     batch_move(batch_id, from, 'failed')
+    -- Of the batch's failed, the cancelled ones (its record's `cancelled`).
+    if cancelled and redis.call('EXISTS', at(K.batch, batch_id)) == 1 then
+      redis.call('HINCRBY', at(K.batch, batch_id), 'cancelled', 1)
+    end
     stop_batch(batch_id, id)
     finalize_batch(batch_id)
   end
@@ -409,13 +413,13 @@ end
 local function fail_job(id, from, message)
   local event = end_job(id, from, message, false)
   record('job.failed', event)
-  ended_in_batch(id, from, event.batch_id)
+  ended_in_batch(id, from, event.batch_id, false)
 end
 
 cancel_job = function(id, from, message)
   local event = end_job(id, from, message, true)
   record('job.cancelled', event)
-  ended_in_batch(id, from, event.batch_id)
+  ended_in_batch(id, from, event.batch_id, true)
 end
 
 -- Gives a claimed or processing job back to its place in its queue (enqueue), within its retry budget:

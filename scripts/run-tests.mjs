@@ -3,13 +3,19 @@
 // files), with tsx as the TypeScript loader. Node 20's `--test` has no glob support, so the files are
 // listed here.
 import { spawnSync } from "node:child_process";
-import { readdirSync, statSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 
-// With no argument: the tests `npm test` runs. test/k8s and test/browser need their own provisioning
-// and run one file at a time (`npm run test:k8s`, `npm run test:browser`).
+// With no argument: the tests `npm test` runs, test/unit, test/integration and every workspace
+// package's own test/ (packages/*/test). test/k8s and test/browser need their own provisioning and
+// run one file at a time (`npm run test:k8s`, `npm run test:browser`).
 const roots = process.argv.slice(2);
-if (roots.length === 0) roots.push("test/unit", "test/integration");
+if (roots.length === 0) {
+  roots.push("test/unit", "test/integration");
+  for (const name of readdirSync("packages").sort()) {
+    if (existsSync(join("packages", name, "test"))) roots.push(join("packages", name, "test"));
+  }
+}
 const files = [];
 const walk = (dir) => {
   for (const name of readdirSync(dir).sort()) {

@@ -54,7 +54,7 @@ const violations: [file: string, code: string, message: RegExp][] = [
   ],
   [
     "controller/kubernetes/x.ts",
-    `import { S3Server } from "../../local/s3/server.js";`,
+    `import { startLocalRedis } from "../../local/redis.js";`,
     /controller\/ must not import local\//,
   ],
   [
@@ -83,20 +83,52 @@ const violations: [file: string, code: string, message: RegExp][] = [
     `import { freshCredentials } from "../local/credentials.js";`,
     /core\/ must not import local\//,
   ],
+  // The embedded S3 store is a package of its own: nothing of the service inside it, in its sources,
+  // tests or benchmark; and the service reaches it by its name only, never by a path into it.
   [
-    "local/s3/x.ts",
-    `import { JobStore } from "../../core/store/store.js";`,
-    /local\/s3\/ is a self-contained S3 server: it imports only its own files/,
+    "packages/s3-server/src/x.ts",
+    `import { JobStore } from "../../../core/store/store.js";`,
+    /packages\/s3-server\/ is a package of its own \(@media-service\/s3-server\): it imports only its own files/,
   ],
   [
-    "local/s3/x.ts",
-    `import type { Logger } from "../../core/logger.js";`,
-    /local\/s3\/ is a self-contained S3 server/,
+    "packages/s3-server/src/x.ts",
+    `import type { Logger } from "../../../core/logger.js";`,
+    /packages\/s3-server\/ is a package of its own/,
   ],
   [
-    "local/s3/x.ts",
-    `import { startLocalStack } from "../stack.js";`,
-    /local\/s3\/ is a self-contained S3 server/,
+    "packages/s3-server/src/x.ts",
+    `import { startLocalStack } from "../../../local/stack.js";`,
+    /packages\/s3-server\/ is a package of its own/,
+  ],
+  [
+    "packages/s3-server/test/x.test.ts",
+    `import { startTestStack } from "../../../test/support/api.js";`,
+    /packages\/s3-server\/ is a package of its own/,
+  ],
+  [
+    "packages/s3-server/bench/x.ts",
+    `import { summarize } from "../../../bench/stats.js";`,
+    /packages\/s3-server\/ is a package of its own/,
+  ],
+  [
+    "local/x.ts",
+    `import { startEmbeddedS3 } from "../packages/s3-server/src/server.js";`,
+    /import the embedded S3 store by its package name, @media-service\/s3-server, not by a path into its sources/,
+  ],
+  [
+    "cli.ts",
+    `import { startEmbeddedS3 } from "./packages/s3-server/src/index.js";`,
+    /import the embedded S3 store by its package name/,
+  ],
+  [
+    "test/support/x.ts",
+    `import { Storage } from "../../packages/s3-server/src/storage.js";`,
+    /import the embedded S3 store by its package name/,
+  ],
+  [
+    "bench/x.ts",
+    `import { startEmbeddedS3 } from "../packages/s3-server/src/server.js";`,
+    /import the embedded S3 store by its package name/,
   ],
   ["local/x.ts", `import { buildServer } from "../api/server.js";`, /local\/ must not import api\//],
   [
@@ -134,8 +166,8 @@ const violations: [file: string, code: string, message: RegExp][] = [
   ],
   [
     "client/x.ts",
-    `import { startEmbeddedS3 } from "../local/s3/server.js";`,
-    /client\/ must not import local\/ but credentials.ts/,
+    `import { startEmbeddedS3 } from "../packages/s3-server/src/server.js";`,
+    /import the embedded S3 store by its package name/,
   ],
   ["api/x.ts", `import { ApiClient } from "../client/api.js";`, /api\/ must not import client\//],
   [
@@ -274,11 +306,15 @@ const allowed: [file: string, code: string][] = [
   ["core/x.ts", `import { logger } from "./logger.js";\nimport { Redis } from "ioredis";`],
   [
     "local/x.ts",
-    `import { freePort } from "../core/net.js";\nimport type { Logger } from "../core/logger.js";\nimport { S3Server } from "./s3/server.js";`,
+    `import { freePort } from "../core/net.js";\nimport type { Logger } from "../core/logger.js";\nimport { startEmbeddedS3 } from "@media-service/s3-server";`,
   ],
   [
-    "local/s3/x.ts",
+    "packages/s3-server/src/x.ts",
     `import { createHash } from "node:crypto";\nimport type { Logger } from "pino";\nimport { S3Error } from "./errors.js";`,
+  ],
+  [
+    "packages/s3-server/test/x.test.ts",
+    `import { S3Client } from "@aws-sdk/client-s3";\nimport { startEmbeddedS3 } from "../src/server.js";`,
   ],
   // The dashboard: its own files, npm packages, and core/jobs/ (the lists, the records' types).
   [
@@ -309,15 +345,15 @@ const allowed: [file: string, code: string][] = [
   // The composition root, the benchmarks and the tests may import anything.
   [
     "cli.ts",
-    `import "./api/server.js";\nimport "./controller/local-executor.js";\nimport "./runner/main.js";\nimport "./local/stack.js";\nimport "./local/s3/server.js";\nimport "./client/program.js";`,
+    `import "./api/server.js";\nimport "./controller/local-executor.js";\nimport "./runner/main.js";\nimport "./local/stack.js";\nimport "@media-service/s3-server";\nimport "./client/program.js";`,
   ],
   [
     "bench/x.ts",
-    `import "../api/server.js";\nimport "../controller/local-executor.js";\nimport "../local/s3/server.js";`,
+    `import "../api/server.js";\nimport "../controller/local-executor.js";\nimport "@media-service/s3-server";\nimport "../packages/s3-server/bench/load.js";`,
   ],
   [
     "test/unit/x.test.ts",
-    `import "../../api/server.js";\nimport "../../runner/run-job.js";\nimport "../../local/s3/server.js";`,
+    `import "../../api/server.js";\nimport "../../runner/run-job.js";\nimport "@media-service/s3-server";`,
   ],
 ];
 
@@ -347,6 +383,7 @@ describe("import boundaries", () => {
       "ui",
       "jobs",
       "cli.ts",
+      "packages",
     ]);
     assert.ok(results.length > 100, `only ${results.length} files linted`);
     const errors = results.flatMap((r) =>

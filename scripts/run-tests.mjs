@@ -24,11 +24,17 @@ import { fileURLToPath } from "node:url";
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const PURE = new URL("../test/support/pure.ts", import.meta.url).href;
 
-// With no argument: the tests `npm test` runs. test/k8s and test/browser need their own provisioning
-// and run one file at a time (`npm run test:k8s`, `npm run test:browser`).
+// With no argument: the tests `npm test` runs, the three tiers and every workspace package's own
+// test/ (packages/*/test). test/k8s and test/browser need their own provisioning and run one file at
+// a time (`npm run test:k8s`, `npm run test:browser`).
 const TIERS = ["test/unit", "test/component", "test/integration"];
-/** The service's source: what the coverage is of. */
-const SOURCE = ["api", "client", "controller", "core", "local", "runner"];
+const PACKAGES = readdirSync(join(ROOT, "packages")).sort();
+/** The service's source: what the coverage is of (the job types' views are the dashboard's). */
+const SOURCE = [
+  ...["api", "client", "controller", "core", "jobs", "local", "runner"],
+  ...PACKAGES.map((name) => `packages/${name}/src`),
+];
+const isSource = (name) => /(?<!\.d)\.tsx?$/.test(name) && name !== "view.tsx";
 /** The figures of the three tiers, measured (docs/development.md#coverage), rounded down. */
 const FLOOR = { lines: 94, branches: 86, functions: 92 };
 const LCOV = "coverage/lcov.info";
@@ -37,7 +43,12 @@ const args = process.argv.slice(2);
 const coverage = args.includes("--coverage");
 const roots = args.filter((arg) => arg !== "--coverage");
 const whole = roots.length === 0;
-if (whole) roots.push(...TIERS);
+if (whole) {
+  roots.push(...TIERS);
+  for (const name of PACKAGES) {
+    if (existsSync(join("packages", name, "test"))) roots.push(join("packages", name, "test"));
+  }
+}
 
 const files = [];
 const walk = (dir, keep) => {
@@ -63,6 +74,7 @@ const coverageArgs = () => {
     // The coverage of the TypeScript, not of tsx's output.
     "--enable-source-maps",
     ...[...SOURCE.map((dir) => `${dir}/**`), "cli.ts"].map((glob) => `--test-coverage-include=${glob}`),
+    "--test-coverage-exclude=jobs/*/view.tsx",
     ...(whole ? Object.entries(FLOOR).map(([kind, floor]) => `--test-coverage-${kind}=${floor}`) : []),
     "--test-reporter=spec",
     "--test-reporter-destination=stdout",
@@ -98,7 +110,7 @@ if (coverage && whole) {
     status ||= 1;
   } else {
     files.length = 0;
-    for (const dir of SOURCE) walk(join(ROOT, dir), (name) => /(?<!\.d)\.tsx?$/.test(name));
+    for (const dir of SOURCE) walk(join(ROOT, dir), isSource);
     const unseen = files.map((path) => relative(ROOT, path)).filter((path) => !seen.has(path));
     if (unseen.length > 0) {
       console.log(`source files no test loaded (${unseen.length}; not in the figures): ${unseen.join(", ")}`);

@@ -138,7 +138,7 @@ export default tseslint.config(
     },
   },
   // Type-aware rules, with types from tsconfig.json through the project service. scripts/gen-docs.ts is
-  // outside its include, but in the program all the same: test/unit/config-drift.test.ts imports it.
+  // outside its include, but in the program all the same: test/component/config-drift.test.ts imports it.
   {
     files: ["**/*.ts", "**/*.tsx"], // eslint.config.js and scripts/*.mjs are not in tsconfig
     extends: [tseslint.configs.recommendedTypeChecked],

@@ -1,7 +1,7 @@
 // Previews of a job's images, made in the API process: small WebP images for the dashboard's Before
 // and After (a 50 MB photo is shown from ~40 KB), cached in Redis so that a page reload, or another
 // replica, does not decode the source again. sharp is imported when the first preview is made, not
-// while the API starts (test/unit/lazy-imports.test.ts).
+// while the API starts (test/component/lazy-imports.test.ts).
 import { createHash } from "node:crypto";
 import type { Readable } from "node:stream";
 import type { Sharp, SharpOptions } from "sharp";

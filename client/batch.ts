@@ -4,6 +4,7 @@ import { text } from "node:stream/consumers";
 import type { Batch, Job, JobSummary } from "../core/jobs/records.js";
 import { parseJobType } from "./args.js";
 import type { ApiClient } from "./api.js";
+import { stateOf } from "./describe.js";
 import { EXIT, UsageError } from "./errors.js";
 import type { Output } from "./output.js";
 import { createBar } from "./progress.js";
@@ -113,9 +114,10 @@ async function waitForBatch(api: ApiClient, out: Output, id: string): Promise<nu
   const bar = createBar(
     out,
     answer.batch.total_jobs,
-    "{bar} {value}/{total} done | {failed} failed, {running} running",
+    "{bar} {value}/{total} done | {failed} failed, {cancelled} cancelled, {running} running",
     {
       failed: 0,
+      cancelled: 0,
       running: 0,
     },
   );
@@ -128,7 +130,11 @@ async function waitForBatch(api: ApiClient, out: Output, id: string): Promise<nu
   try {
     for (;;) {
       const b = answer.batch;
-      bar.update(b.completed + b.failed, { failed: b.failed, running: b.processing });
+      bar.update(b.completed + b.failed, {
+        failed: b.failed - b.cancelled,
+        cancelled: b.cancelled,
+        running: b.processing,
+      });
       if (b.pending + b.processing === 0) break;
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
       answer = await api.json<BatchAnswer>("GET", path);
@@ -147,17 +153,20 @@ async function waitForBatch(api: ApiClient, out: Output, id: string): Promise<nu
     out.printJson({ ...final, failed });
   } else {
     out.print(
-      `batch ${b.id} ${status(out.out, b.status)}: ${b.completed} completed, ${b.failed} failed, of ${b.total_jobs}`,
+      `batch ${b.id} ${status(out.out, b.status)}: ${b.completed} completed, ${b.failed - b.cancelled} failed, ${b.cancelled} cancelled, of ${b.total_jobs}`,
     );
     if (failed.length > 0) {
       out.print(
         table(
           out.out,
-          ["FAILED JOB", "TYPE", "ERROR"],
-          failed.map((j) => [j.id, j.type, j.error ?? ""]),
+          ["FAILED JOB", "TYPE", "STATE", "ERROR"],
+          failed.map((j) => [j.id, j.type, stateOf(j), j.error ?? ""]),
         ),
       );
     }
   }
-  return b.failed > 0 ? EXIT.failure : EXIT.ok;
+  // A job that failed is a failure to look at; a batch whose only misses were cancelled is told apart
+  // (as a followed job that was cancelled is).
+  if (b.failed > b.cancelled) return EXIT.failure;
+  return b.cancelled > 0 ? EXIT.cancelled : EXIT.ok;
 }

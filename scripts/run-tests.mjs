@@ -2,14 +2,22 @@
 // Runs node's built-in test runner over every *.test.ts under the given directories (or the given
 // files), with tsx as the TypeScript loader. Node 20's `--test` has no glob support, so the files are
 // listed here.
+//
+// The tiers (docs/development.md#tests): test/unit is pure code; test/component runs one part on
+// real Redis, S3, sharp, ffmpeg or files; test/integration runs the whole stack. Every test process
+// loads test/support/pure.ts, which makes a test file under test/unit/ fail when it starts a process
+// or opens a socket, naming the tier it belongs in.
 import { spawnSync } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 
+const PURE = new URL("../test/support/pure.ts", import.meta.url).href;
+
 // With no argument: the tests `npm test` runs. test/k8s and test/browser need their own provisioning
 // and run one file at a time (`npm run test:k8s`, `npm run test:browser`).
+const TIERS = ["test/unit", "test/component", "test/integration"];
 const roots = process.argv.slice(2);
-if (roots.length === 0) roots.push("test/unit", "test/integration");
+if (roots.length === 0) roots.push(...TIERS);
 const files = [];
 const walk = (dir) => {
   for (const name of readdirSync(dir).sort()) {
@@ -29,7 +37,7 @@ if (files.length === 0) {
 const concurrency = process.env.TEST_CONCURRENCY ?? "2";
 const result = spawnSync(
   process.execPath,
-  ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, ...files],
+  ["--import", "tsx", "--import", PURE, "--test", `--test-concurrency=${concurrency}`, ...files],
   { stdio: "inherit", env: { ...process.env, NODE_ENV: "test" } },
 );
 process.exit(result.status ?? 1);

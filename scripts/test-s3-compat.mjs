@@ -6,14 +6,14 @@
 //
 //   node --import tsx scripts/test-s3-compat.mjs [test files or dirs]   (npm run test:s3-compat)
 //
-// Without arguments: test/unit and test/integration, the files `npm test` runs. versitygw must be
+// Without arguments: test/unit, test/component and test/integration, the files `npm test` runs. versitygw must be
 // built first (bash scripts/provision.sh versitygw, which npm run test:s3-compat does).
 import { spawn } from "node:child_process";
 import { ListBucketsCommand, S3Client } from "@aws-sdk/client-s3";
 import { startVersitygw } from "../test/support/versitygw.ts";
 
 const targets = process.argv.slice(2);
-if (targets.length === 0) targets.push("test/unit", "test/integration");
+if (targets.length === 0) targets.push("test/unit", "test/component", "test/integration");
 
 const started = Date.now();
 const server = await startVersitygw();

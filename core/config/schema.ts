@@ -12,7 +12,7 @@ import { RUNNER_ENV } from "./runner-env.js";
 
 // The configuration: every setting once, with its default, its allowed values, its environment
 // variable and its description. load.ts derives the resolved configuration (and its type) from
-// these schemas, scripts/gen-docs.ts derives docs/configuration.md, and test/unit/config-drift.test.ts
+// these schemas, scripts/gen-docs.ts derives docs/configuration.md, and test/component/config-drift.test.ts
 // holds config.example.yaml and the Helm chart to them. Adding a setting means adding it here.
 
 /** A client's name: it is recorded on each of its jobs and appears in logs and metrics. */

@@ -340,6 +340,10 @@ export const JobSummary = Type.Object(
 );
 export type JobSummary = Static<typeof JobSummary>;
 
+const CancelledCount = (what: string) =>
+  Type.Integer({
+    description: `Of the failed ${what}, those that were cancelled (by request, or by their fail_fast batch); failed jobs kept from before this count existed are not in it`,
+  });
 export const Batch = Type.Object(
   {
     id: Type.String(),
@@ -348,7 +352,8 @@ export const Batch = Type.Object(
     pending: Type.Integer({ description: "Jobs waiting to start" }),
     processing: Type.Integer({ description: "Jobs running now" }),
     completed: Type.Integer(),
-    failed: Type.Integer(),
+    failed: Type.Integer({ description: "Failed jobs, the cancelled ones included" }),
+    cancelled: CancelledCount("jobs of the batch"),
     fail_fast: Type.Boolean(),
     webhook_url: Type.Optional(Type.String()),
     stopped_by: Type.Optional(
@@ -366,10 +371,6 @@ export const Batch = Type.Object(
 );
 export type Batch = Static<typeof Batch>;
 
-const CancelledCount = (what: string) =>
-  Type.Integer({
-    description: `Of the failed ${what}, those that were cancelled (by request, or by their fail_fast batch); failed jobs kept from before this count existed are not in it`,
-  });
 export const QueueEntry = Type.Object({
   name: Type.String(),
   pending: Type.Integer(),

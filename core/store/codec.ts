@@ -106,6 +106,7 @@ export function decodeBatch(hash: Hash): Batch | undefined {
     processing: int("processing"),
     completed: int("completed"),
     failed: int("failed"),
+    cancelled: int("cancelled"),
     fail_fast: hash.fail_fast === "1",
     ...(hash.webhook_url ? { webhook_url: hash.webhook_url } : {}),
     ...(hash.stopped_by ? { stopped_by: hash.stopped_by } : {}),

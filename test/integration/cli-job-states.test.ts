@@ -5,6 +5,10 @@
 // filters on it; `retry` names an existing retry rather than making a second, unless --force.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { Job, JobSummary } from "../../core/jobs/records.js";
 import { startTestStack, type TestStack } from "../support/api.js";
@@ -14,12 +18,14 @@ import { submit } from "../support/jobs.js";
 const KEY = `cli-states-key-${randomUUID()}`;
 
 let stack: TestStack;
+const dir = mkdtempSync(join(tmpdir(), "cli-states-"));
 
 before(async () => {
   stack = await startTestStack({ apiKeys: [KEY] });
 });
 after(async () => {
   await stack?.close();
+  rmSync(dir, { recursive: true, force: true });
 });
 
 /** What a person's shell would hold: the API and its key. */
@@ -106,6 +112,32 @@ describe("a cancelled job reads cancelled", () => {
     const ran = await running;
     assert.equal(ran.code, 3, said(ran));
     assert.match(ran.stderr, new RegExp(`^cancelled: job ${id}: cancelled by request$`, "m"));
+  });
+
+  test("batch submit --wait on a batch cancelled while it waits counts its jobs cancelled, not failed, and exits 3", async () => {
+    const batchId = `cli-cancelled-${randomUUID()}`;
+    const file = join(dir, "cancelled.jsonl");
+    const entry = { type: "image_colors", source_bucket: stack.bucket, source_key: "in/none.jpg" };
+    await writeFile(file, `${JSON.stringify(entry)}\n${JSON.stringify(entry)}\n`);
+    const running = runCli(["batch", "submit", file, "--batch-id", batchId, "--wait"], shellEnv());
+    const deadline = Date.now() + 60_000;
+    while ((await stack.request(`/api/v1/jobs/batch/${batchId}`)).status !== 200) {
+      assert.ok(Date.now() < deadline, "the batch never appeared");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const cancel = await stack.request(`/api/v1/jobs/batch/${batchId}/cancel`, { method: "POST" });
+    assert.equal(cancel.status, 200);
+    const ran = await running;
+    assert.equal(ran.code, 3, said(ran));
+    assert.match(
+      ran.stdout,
+      new RegExp(`^batch ${batchId} failed: 0 completed, 0 failed, 2 cancelled, of 2$`, "m"),
+    );
+    assert.match(ran.stdout, /^[0-9a-f-]{36} +image_colors +cancelled +cancelled by request$/m, said(ran));
+    const batch = (await (await stack.request(`/api/v1/jobs/batch/${batchId}`)).json()) as {
+      batch: { failed: number; cancelled: number };
+    };
+    assert.deepEqual([batch.batch.failed, batch.batch.cancelled], [2, 2]);
   });
 
   test("stats counts the cancelled apart from the failed", async () => {

@@ -460,9 +460,9 @@ describe("batch submit", () => {
     await writeFile(file, `${entries.map((e) => JSON.stringify(e)).join("\n")}\n\n`);
     const ran = await cli(["batch", "submit", file, "--wait", "--batch-id", "cli-batch-1"]);
     assert.equal(ran.code, 1, said(ran));
-    assert.match(ran.stdout, /^batch cli-batch-1 partial: 2 completed, 1 failed, of 3$/m);
+    assert.match(ran.stdout, /^batch cli-batch-1 partial: 2 completed, 1 failed, 0 cancelled, of 3$/m);
     const failure =
-      /^([0-9a-f-]{36}) +image_colors +source s3:\/\/.+\/cli\/batch-missing\.png not found$/m.exec(
+      /^([0-9a-f-]{36}) +image_colors +failed +source s3:\/\/.+\/cli\/batch-missing\.png not found$/m.exec(
         ran.stdout,
       );
     assert.ok(failure, ran.stdout);

@@ -55,12 +55,15 @@ export function ProgressBar(props: { percent: number; label: string }) {
 export function BatchProgress({
   batch,
 }: {
-  batch: Pick<Batch, "id" | "total_jobs" | "completed" | "failed" | "processing" | "pending">;
+  batch: Pick<Batch, "id" | "total_jobs" | "completed" | "failed" | "cancelled" | "processing" | "pending">;
 }) {
-  const { total_jobs: total, completed, failed, processing, pending } = batch;
-  const done = completed + failed;
+  const { total_jobs: total, completed, processing, pending } = batch;
+  // The record's failed count includes the cancelled jobs; a person reads them apart.
+  const cancelled = batch.cancelled;
+  const failed = batch.failed - cancelled;
+  const done = completed + batch.failed;
   const share = (n: number) => (total > 0 ? `${(n / total) * 100}%` : "0%");
-  const words = `${done} of ${total} done: ${completed} completed, ${failed} failed, ${processing} running, ${pending} pending`;
+  const words = `${done} of ${total} done: ${completed} completed, ${failed} failed, ${cancelled} cancelled, ${processing} running, ${pending} pending`;
   return (
     <div class="batch-progress">
       <div
@@ -74,13 +77,15 @@ export function BatchProgress({
       >
         <div class="segment segment-completed" style={{ width: share(completed) }} />
         <div class="segment segment-failed" style={{ width: share(failed) }} />
+        <div class="segment segment-cancelled" style={{ width: share(cancelled) }} />
         <div class="segment segment-processing" style={{ width: share(processing) }} />
       </div>
       <p class="segments-text">
         <strong>
           {done} of {total}
         </strong>{" "}
-        done · {completed} completed · {failed} failed · {processing} running · {pending} pending
+        done · {completed} completed · {failed} failed · {cancelled} cancelled · {processing} running ·{" "}
+        {pending} pending
       </p>
     </div>
   );

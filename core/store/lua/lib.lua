@@ -382,6 +382,10 @@ fail_job = function(id, from, message, cancelled)
   })
   if batch_id and batch_id ~= '' then
     batch_move(batch_id, from, 'failed')
+    -- Of the batch's failed, the cancelled ones (its record's `cancelled`).
+    if cancelled and redis.call('EXISTS', at(K.batch, batch_id)) == 1 then
+      redis.call('HINCRBY', at(K.batch, batch_id), 'cancelled', 1)
+    end
     stop_batch(batch_id, id)
     finalize_batch(batch_id)
   end

@@ -13,7 +13,9 @@ export const CHART = join(ROOT, "charts/media-service");
 export const ALL_ON_VALUES = join(CHART, "ci/all-on-values.yaml");
 
 let bin: string | undefined;
-const home = mkdtempSync(join(tmpdir(), "media-service-helm-"));
+let homeDir: string | undefined;
+/** helm's own HOME, made when helm first runs (test/unit/chart-drift.test.ts imports CHART only). */
+const helmHome = () => (homeDir ??= mkdtempSync(join(tmpdir(), "media-service-helm-")));
 
 /** The helm binary: $HELM, else the cached build (building it on first use, a no-op once cached). */
 export function helmBin(): string {
@@ -37,6 +39,7 @@ export interface HelmResult {
 }
 
 export function helm(args: string[], options: { kubeconfig?: string } = {}): Promise<HelmResult> {
+  const home = helmHome();
   return new Promise((resolvePromise) => {
     execFile(
       helmBin(),

@@ -96,6 +96,7 @@ describe("cancelling a batch", () => {
     );
     const batch = await store.getBatch(batchId!);
     assert.equal(batch?.status, "partial");
+    assert.deepEqual([batch?.failed, batch?.cancelled], [2, 2], "its failed jobs were all cancelled");
     assert.ok(batch?.cancelled_at);
     assert.equal(batch?.stopped_by, undefined, "no job's failure stopped it");
     assert.equal(

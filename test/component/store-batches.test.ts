@@ -297,6 +297,7 @@ describe("fail_fast", () => {
     }
     const batch = await store.getBatch(batchId);
     assert.equal(batch?.stopped_by, culprit);
+    assert.equal(batch?.cancelled, 4, "of its 5 failed, the 4 it stopped were cancelled");
     assert.deepEqual(await counts(batchId), {
       status: "failed",
       total_jobs: 5,

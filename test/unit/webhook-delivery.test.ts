@@ -73,6 +73,7 @@ const batch: Batch = {
   processing: 0,
   completed: 2,
   failed: 1,
+  cancelled: 0,
   fail_fast: false,
   webhook_url: URL_WITH_SECRET,
   created_at: AT,

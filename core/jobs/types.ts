@@ -20,7 +20,7 @@ export type JobStatus = (typeof JOB_STATUSES)[number];
  */
 export const JOB_STATES = [...JOB_STATUSES, "cancelled"] as const;
 export type JobState = (typeof JOB_STATES)[number];
-/** The states that are not a status of their own: each has an index of its own (lib.lua fail_job). */
+/** The states that are not a status of their own: each has an index of its own (lib.lua end_job). */
 export const ENDED_STATES = ["failed", "cancelled"] as const;
 
 export const BATCH_STATUSES = ["queued", "processing", "completed", "failed", "partial"] as const;

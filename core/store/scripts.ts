@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import type { Redis } from "ioredis";
+import type { ChainableCommander, Redis } from "ioredis";
 import { isKeyFamily, type KeyFamily, type Keys } from "./keys.js";
 
 // Each transition is one Lua file, and so is the lists' read (list.lua, which writes nothing);
@@ -58,7 +58,8 @@ function loadScripts(): Map<ScriptName, Script> {
 export function declaredKeys(name: string, source: string): KeyFamily[] {
   const header = /^--\[\[([\s\S]*?)\]\]/.exec(source)?.[1];
   if (header === undefined) throw new Error(`lua/${name}.lua does not open with a --[[ ]] header`);
-  const block = /^\s*KEYS\s+([^\n]*(?:\n[ \t]+(?!ARGV|Output|Errors)[^\s][^\n]*)*)/m.exec(header)?.[1] ?? "";
+  const block =
+    /^\s*KEYS\s+([^\n]*(?:\n[ \t]+(?!ARGV|Output|Emits|Errors)[^\s][^\n]*)*)/m.exec(header)?.[1] ?? "";
   const keys: KeyFamily[] = [];
   for (const family of block.split(/\s+/).filter(Boolean)) {
     if (!isKeyFamily(family)) throw new Error(`lua/${name}.lua: KEYS ${family} is no key family`);
@@ -95,23 +96,34 @@ export function defineScripts(redis: Redis): void {
   }
 }
 
-/** A script's KEYS, built from `keys`: for a script queued in a pipeline beside other commands. */
-export function scriptKeys(name: ScriptName, keys: Keys): string[] {
-  return loadScripts()
-    .get(name)!
-    .keys.map((family) => keys.families[family]);
+/** An argument of a script (ARGV). */
+export type ScriptArg = string | number | Buffer;
+
+/**
+ * Runs scripts with the KEYS each declares, built from the store's Keys; `args` are its ARGV. The one
+ * place a script is called by its command (`media_<name>`), on the connection or in a pipeline.
+ */
+export interface ScriptRunner {
+  (name: ScriptName, ...args: ScriptArg[]): Promise<unknown>;
+  /** Queues the call in a pipeline (or MULTI) beside other commands: its exec() answers it. */
+  queue(pipeline: ChainableCommander, name: ScriptName, ...args: ScriptArg[]): void;
 }
 
-export type ScriptRunner = (name: ScriptName, ...args: Array<string | number | Buffer>) => Promise<unknown>;
-
-/** Runs scripts with the KEYS each declares, built from `keys`; `args` are its ARGV. */
 export function scriptRunner(redis: Redis, keys: Keys): ScriptRunner {
   const keysOf = new Map(
     [...loadScripts()].map(([name, script]) => [name, script.keys.map((family) => keys.families[family])]),
   );
-  return (name, ...args) =>
-    (redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[`media_${name}`]!(
+  const call = (on: Redis | ChainableCommander, name: ScriptName, args: ScriptArg[]): unknown =>
+    (on as unknown as Record<string, (...a: unknown[]) => unknown>)[`media_${name}`]!(
       ...keysOf.get(name)!,
       ...args,
     );
+  return Object.assign(
+    (name: ScriptName, ...args: ScriptArg[]) => call(redis, name, args) as Promise<unknown>,
+    {
+      queue(pipeline: ChainableCommander, name: ScriptName, ...args: ScriptArg[]) {
+        call(pipeline, name, args);
+      },
+    },
+  );
 }

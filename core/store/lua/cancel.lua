@@ -20,6 +20,11 @@
     "cancelled" (it changed), "unchanged" (cancelled before), or the status of a job or batch that
     had already ended otherwise: "completed", "failed" (a job), "completed", "failed", "partial" (a batch)
 
+  Emits:
+    job.cancelled for each job it cancels (lib.lua cancel_job), and, for a job of a
+    fail_fast batch, for each of the others too (stop_batch); batch.completed when the batch has
+    ended (finalize_batch)
+
   Errors:
     NOTFOUND job <id> does not exist / NOTFOUND batch <id> does not exist
 ]]
@@ -30,7 +35,7 @@ if kind == 'job' then
   if not status then return redis.error_reply('NOTFOUND job ' .. id .. ' does not exist') end
   if h[2] == '1' then return 'unchanged' end
   if status ~= 'pending' and status ~= 'processing' then return status end
-  fail_job(id, status, message, true)
+  cancel_job(id, status, message)
   return 'cancelled'
 end
 local b = at(K.batch, id)
@@ -43,6 +48,6 @@ redis.call('HSET', b, 'cancelled_at', NOW_ISO)
 cancelling_batch = true
 for _, job in ipairs(redis.call('LRANGE', at(K.batch_jobs, id), 0, -1)) do
   local st = redis.call('HGET', at(K.job, job), 'status')
-  if st == 'pending' or st == 'processing' then fail_job(job, st, message, true) end
+  if st == 'pending' or st == 'processing' then cancel_job(job, st, message) end
 end
 return 'cancelled'

@@ -16,6 +16,8 @@
   Output:
     { job id, job type }, or nil when none of the queues has a pending job
 
+  Emits: nothing
+
   Errors:
     ERR invalid lease (below 1 ms, or not a number): nothing is taken
 ]]

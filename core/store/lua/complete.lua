@@ -15,6 +15,8 @@
   Output:
     1 when it completed the job, 0 for a duplicate or a job that already failed
 
+  Emits: job.completed; batch.completed when it was its batch's last job (lib.lua finalize_batch)
+
   Errors:
     NOTFOUND job <id> does not exist
     ILLEGAL job <id> is pending, cannot become completed

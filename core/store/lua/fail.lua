@@ -19,6 +19,11 @@
   Output:
     1 when it failed the job, 0 when it had already failed
 
+  Emits:
+    job.failed, or job.cancelled for a cancellation (lib.lua fail_job, cancel_job); in a
+    fail_fast batch it stops, job.cancelled for each of the others (stop_batch); batch.completed
+    when it was its batch's last job (finalize_batch)
+
   Errors:
     NOTFOUND job <id> does not exist
     ILLEGAL job <id> is completed, cannot become failed
@@ -30,5 +35,5 @@ if status == 'failed' then return 0 end
 if status == 'completed' then return illegal(id, status, 'failed') end
 local attempts = tonumber(ARGV[6])
 if attempts and attempts > 1 then message = gave_up(message, attempts) end
-fail_job(id, status, message, cancelled)
+if cancelled then cancel_job(id, status, message) else fail_job(id, status, message) end
 return 1

@@ -31,6 +31,8 @@
     release: 1 when the key was locked by this token and is free now, else 0 (completed, taken by
       another request since, or gone)
 
+  Emits: nothing
+
   Errors:
     ERR invalid lock ms: <value>, ERR invalid operation: <value>
 ]]

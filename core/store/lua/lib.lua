@@ -21,6 +21,7 @@
         fail_job            pending, active, expiry, batch_jobs, jobs_by_state, client_jobs_by_state
                             and those of publish, record, count, move_status_index, finalize_batch,
                             timeline, note_ended, note_depth
+        cancel_job          fail_job's
         requeue_job         fail_job's and enqueue's (a job past its retry budget fails)
         search_index        jobs_by_id, jobs_by_source, jobs_by_dest, jobs_by_request and their
                             client_ copies
@@ -28,6 +29,16 @@
     ARGV[1] the length the events stream is trimmed to (approximately)
     ARGV[2] how long finished jobs and batches are kept, in ms
     A script's own arguments start at ARGV[3].
+
+  Emits: the events a function records on the events stream (record; events.ts types them), its
+    own and those of the functions it calls, so a script that calls it names them in its header:
+        finalize_batch      batch.completed (the batch's last job has ended)
+        stop_batch          job.cancelled for the fail_fast batch's other unfinished jobs
+                            (cancel_job), and cancel_job's batch.completed
+        ended_in_batch      job.cancelled (stop_batch), batch.completed (finalize_batch)
+        fail_job            job.failed, and ended_in_batch's job.cancelled, batch.completed
+        cancel_job          job.cancelled, and ended_in_batch's batch.completed
+        requeue_job         job.requeued, or fail_job's job.failed, job.cancelled, batch.completed
 
   Output: nothing; the functions below answer as their comments say. Refusals are error replies
     starting with a code word that errors.ts turns into typed errors:
@@ -314,8 +325,8 @@ local function enqueue(id, type)
   if redis.call('ZADD', pending_queue(type), queue_score(h[1], h[2]), id) == 1 then note_depth(type, 1, id) end
 end
 
--- Ends a pending or processing job as failed; the caller has checked the status.
-local fail_job
+-- Ends a pending or processing job as cancelled (job.cancelled); the caller has checked the status.
+local cancel_job
 -- Set by a script that cancels a whole batch itself (cancel.lua): its jobs' failures do not stop it.
 local cancelling_batch = false
 local function stop_batch(batch_id, failed_id)
@@ -327,11 +338,13 @@ local function stop_batch(batch_id, failed_id)
   local reason = 'cancelled: batch ' .. batch_id .. ' stopped by the failure of job ' .. failed_id
   for _, other in ipairs(redis.call('LRANGE', at(K.batch_jobs, batch_id), 0, -1)) do
     local st = redis.call('HGET', at(K.job, other), 'status')
-    if st == 'pending' or st == 'processing' then fail_job(other, st, reason, true) end
+    if st == 'pending' or st == 'processing' then cancel_job(other, st, reason) end
   end
 end
 
-fail_job = function(id, from, message, cancelled)
+-- What fail_job and cancel_job share: the job ends as failed, a cancellation or not. Answers the
+-- fields of its event, which the caller records before ended_in_batch.
+local function end_job(id, from, message, cancelled)
   local j = at(K.job, id)
   local h = redis.call('HMGET', j, 'type', 'batch_id', 'created_ms', 'started_ms', 'request_id', 'webhook_url')
   local type, batch_id, created_ms = h[1], h[2], tonumber(h[3])
@@ -376,10 +389,15 @@ fail_job = function(id, from, message, cancelled)
   timeline(id, cancelled and 'cancelled' or 'failed', { message = message })
   note_ended(type, 'failed', nil, nil, id)
   if cancelled then note_ended(type, 'cancelled', nil, nil, id) end
-  record(cancelled and 'job.cancelled' or 'job.failed', {
+  return {
     job_id = id, type = type, batch_id = batch_id, status = 'failed', was = from, request_id = h[5],
     webhook = h[6] and 1,
-  })
+  }
+end
+
+-- The batch of a job that ended as failed, once its event is recorded: counted (a cancellation as
+-- such too), stopped when it is fail_fast (stop_batch), and finished when it was its last job.
+local function ended_in_batch(id, from, batch_id, cancelled)
   if batch_id and batch_id ~= '' then
     batch_move(batch_id, from, 'failed')
     -- Of the batch's failed, the cancelled ones (its record's `cancelled`).
@@ -389,6 +407,19 @@ fail_job = function(id, from, message, cancelled)
     stop_batch(batch_id, id)
     finalize_batch(batch_id)
   end
+end
+
+-- Ends a pending or processing job as failed (job.failed); the caller has checked the status.
+local function fail_job(id, from, message)
+  local event = end_job(id, from, message, false)
+  record('job.failed', event)
+  ended_in_batch(id, from, event.batch_id, false)
+end
+
+cancel_job = function(id, from, message)
+  local event = end_job(id, from, message, true)
+  record('job.cancelled', event)
+  ended_in_batch(id, from, event.batch_id, true)
 end
 
 -- Gives a claimed or processing job back to its place in its queue (enqueue), within its retry budget:
@@ -415,7 +446,7 @@ local function requeue_job(id, reason, max_attempts, handback)
   if status == 'pending' and not redis.call('ZSCORE', active, id) then return 'unchanged' end
   local attempts = tonumber(h[5]) or 0
   if status == 'processing' and not handback and attempts >= max_attempts then
-    fail_job(id, status, gave_up(reason, attempts), false)
+    fail_job(id, status, gave_up(reason, attempts))
     return 'failed'
   end
   redis.call('ZREM', active, id)

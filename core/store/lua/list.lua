@@ -47,6 +47,8 @@
     (ZRANGEBYLEX, O(log n + m)), at most search_max of them, and checks them as batch_id's jobs are
     checked (sorted by creation: O(m log m)); it refuses to read more.
 
+  Emits: nothing
+
   Errors:
     ERR invalid <argument>: <value>
     TOOMANY the search matches more than <search_max> jobs, … (what to give instead)

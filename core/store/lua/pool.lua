@@ -18,6 +18,8 @@
     the pool queue's length with the job in it; 0 when the queue was full; -1 when the job is no
     longer claimed by ARGV[4] as pending (cancelled, given back, claimed by another): nothing done
 
+  Emits: nothing
+
   Errors:
     ERR invalid pool queue limit (below 1, or not a number)
 ]]

@@ -17,6 +17,8 @@
   Output:
     { job id, job type }, or nil when the pool's queue has no pending job
 
+  Emits: nothing
+
   Errors:
     ERR invalid lease (below 1 ms, or not a number): nothing is taken
 ]]

@@ -17,6 +17,8 @@
   Output:
     the number of previews deleted to make room (expired ones not counted)
 
+  Emits: nothing
+
   Errors:
     ERR invalid ttl ms: <value>, ERR invalid max entries: <value>, ERR invalid of: <value>
 ]]

@@ -13,6 +13,8 @@
   Output:
     1 when recorded, 0 when the job is not processing
 
+  Emits: nothing (its SSE message is on the job's channel)
+
   Errors:
     ERR invalid percent (not a number): nothing is written
 ]]

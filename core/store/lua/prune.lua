@@ -15,6 +15,8 @@
 
   Output:
     the number of expiry entries handled (records removed, or already gone)
+
+  Emits: nothing
 ]]
 local limit = tonumber(ARGV[3])
 local due = redis.call('ZRANGEBYSCORE', K.expiry, '-inf', NOW, 'LIMIT', 0, limit)

@@ -21,6 +21,11 @@
   Output:
     a flat array: job id, "requeued" or "failed", job id, ... (empty when no lease had run out)
 
+  Emits:
+    for each job, job.requeued; or, when its budget was spent, what fail.lua emits for a
+    failure: job.failed, job.cancelled for the rest of a fail_fast batch, batch.completed (lib.lua
+    requeue_job, fail_job)
+
   Errors:
     ERR invalid max attempts (below 1, or not a number)
 ]]

@@ -11,6 +11,8 @@
   Output:
     1 when renewed, 0 when the job holds no lease (finished, unclaimed, or no such job)
 
+  Emits: nothing
+
   Errors:
     ERR invalid lease (below 1 ms, or not a number)
 ]]

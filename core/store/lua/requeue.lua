@@ -23,6 +23,11 @@
   Output:
     "requeued", "failed" (its budget was spent), or "unchanged" (nothing to give back)
 
+  Emits:
+    job.requeued; or, for a job whose budget was spent, what fail.lua emits for a failure:
+    job.failed, job.cancelled for the rest of a fail_fast batch, batch.completed (lib.lua
+    requeue_job, fail_job)
+
   Errors:
     NOTFOUND job <id> does not exist
     ERR invalid max attempts (below 1, or not a number)

@@ -15,6 +15,8 @@
   Output:
     1 when it started the job, 0 for a duplicate (already processing)
 
+  Emits: job.started
+
   Errors:
     NOTFOUND job <id> does not exist
     ILLEGAL job <id> is <completed|failed>, cannot become processing

@@ -32,6 +32,8 @@
     the whole submission is queued, itself included; or, for a retry of a job retried before (and
     not forced), {"retried", <the id of its retry>}
 
+  Emits: job.created for each job; batch.created for a batch
+
   Errors:
     CONFLICT batch <shown_id> already exists (among the client's own), CONFLICT job <id> already exists
     NOTFOUND job <id> does not exist (the job a retry retries)

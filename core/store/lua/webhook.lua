@@ -21,6 +21,8 @@
   Output:
     the attempts now recorded on the record (0 when the record has expired)
 
+  Emits: nothing (it acknowledges events of the stream)
+
   Errors:
     ERR invalid record kind, ERR invalid webhook result, ERR invalid next attempt: nothing is written
 ]]

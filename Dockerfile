@@ -22,17 +22,25 @@ FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 ENV CI=true
 COPY package.json package-lock.json build-ca.pe[m] ./
+# The workspace packages' manifests too: npm ci links them into node_modules.
+COPY packages/s3-server/package.json packages/s3-server/
 RUN if [ -s build-ca.pem ]; then export npm_config_cafile="$PWD/build-ca.pem"; fi \
  && npm ci --no-audit --no-fund
 COPY . .
-# npm run build = tsc + scripts/copy-assets.mjs (the store's Lua scripts into dist/) +
+# npm run build = tsc -b (the workspace package @media-service/s3-server into packages/s3-server/dist,
+# then the service into dist/) + scripts/copy-assets.mjs (the store's Lua scripts into dist/) +
 # scripts/bundle-typebox.mjs (TypeBox as one file, dist/core/typebox.js) + the dashboard (Vite,
 # into dist/ui: browser code, left out of the import check below). Then what the production
 # dependencies carry and never run: source maps, type declarations, Markdown (licences kept), a
-# package's own tests, docs, examples and benchmarks, and prebuilt binaries for other platforms. Every dependency and every compiled module must still import.
+# package's own tests, docs, examples and benchmarks, and prebuilt binaries for other platforms; of
+# the workspace packages (linked from node_modules) only package.json and the compiled JavaScript
+# (with its source maps, as dist/ has them) are kept. Every dependency and every compiled module
+# must still import.
 RUN npm run build \
  && test -f dist/cli.js && test -f dist/ui/index.html \
  && npm prune --omit=dev --no-audit --no-fund \
+ && find packages -mindepth 2 -maxdepth 2 ! -name package.json ! -name dist ! -name node_modules -exec rm -rf {} + \
+ && find packages -path '*/dist/*' \( -name '*.d.ts' -o -name '*.d.ts.map' -o -name '*.tsbuildinfo' \) -delete \
  && rm -rf node_modules/.cache \
  && find node_modules -type f \( -name '*.map' -o -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' \
       -o -iname '*.md' -o -iname '*.markdown' \) ! -iname 'licen[cs]e*' ! -iname 'copying*' ! -iname 'notice*' -delete \
@@ -114,6 +122,7 @@ ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 # (their command replaces the entrypoint).
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/packages ./packages
 COPY --from=build /app/dist ./dist
 
 ARG NODE_IMAGE

@@ -6,14 +6,20 @@ const root = import.meta.dirname;
 
 // Import boundaries between the top-level directories. core/ is the shared base; api/, controller/
 // and runner/ each depend on core/ only and never on each other; local/ (the one-machine stack)
-// builds on core/ and its embedded S3 store; client/ (the command-line client) builds on core/ and
+// builds on core/ and the embedded S3 store; client/ (the command-line client) builds on core/ and
 // talks to the services over the network; cli.ts, the composition root, wires them together and
-// may import anything, as may bench/, test/ and scripts/. The S3 store under local/s3/ is a package
-// of its own: its own files, node built-ins and npm packages, nothing else of this repository.
+// may import anything, as may bench/, test/ and scripts/. The embedded S3 store is a workspace
+// package of its own (packages/s3-server, @media-service/s3-server): its own files, node built-ins
+// and npm packages, nothing of the service; the service imports it by its name only, never by a
+// path into its sources (node runs its compiled output, which the name resolves to).
 // ui/ is the dashboard, browser code that Vite bundles: it talks to the API over HTTP and imports
 // nothing of the services; of core/ only core/jobs/ (the job type and status lists, and the API's
 // records as types, erased from the bundle). The services do not import it either: the API serves
 // its built files from dist/ui.
+// jobs/ holds one folder per job type, in three parts of three layers: definition.ts (and the
+// registry, jobs/registry.ts) is base code beside core/, pure schemas and text that core/ reads and
+// the services reach through core/jobs/types.ts; processor.ts is runner code, which only runner/
+// loads; view.tsx is dashboard code, which only the dashboard's bundle holds.
 // Each entry is one forbidden (importer, imported) pair with the rule said in words; the messages
 // are what a violation prints.
 const BOTH_ON_CORE = "both depend on core/ only, and cli.ts wires them together";
@@ -21,7 +27,8 @@ const LOCAL_STACK =
   "the one-machine stack (embedded Redis and S3) is started by cli.ts; the services reach it only through core/ (config, store, storage clients)";
 const CORE_BASE =
   "core/ is the shared base that api/, controller/, runner/ and local/ build on, so it imports none of them";
-const LOCAL_ON_CORE = "local/ builds on core/ and local/s3/ only; cli.ts wires the services to the stack";
+const LOCAL_ON_CORE =
+  "local/ builds on core/ and the embedded store's package (@media-service/s3-server) only; cli.ts wires the services to the stack";
 const CLIENT =
   "the command-line client talks to the service over HTTP and S3; it builds on core/ (schemas, job types, configuration, the S3 client) and cli.ts wires it in";
 const CLIENT_LOCAL =
@@ -30,8 +37,13 @@ const UI_OVER_HTTP =
   "the dashboard runs in a browser and talks to the API over HTTP only; it imports none of the services";
 const UI_BUILT =
   "ui/ is the dashboard's browser code, bundled by Vite; the API serves the built files (dist/ui) and imports none of it";
-// local/ outside local/s3/: its files and any subdirectory but s3.
-const LOCAL_OUTSIDE_S3 = ["local/*", "local/!(s3)/**"];
+const JOB_DEFINITION =
+  "a job type's definition (and the registry) is pure schemas and text beside core/, which every process and the dashboard's build read";
+const JOB_PROCESSOR =
+  "a job type's processor is runner code: only runner/ loads it (by the type's name, lazily)";
+const JOB_VIEW = "a job type's view is dashboard code: it builds on ui/src/ and the API's records as types";
+const JOB_REGISTRY =
+  "the services read the job types through core/jobs/types.ts (the registry, the definitions); a type's processor is runner/'s, its view the dashboard's";
 const boundaries = [
   ["api", "controller", `api/ must not import controller/: ${BOTH_ON_CORE}.`],
   ["api", "runner", `api/ must not import runner/: ${BOTH_ON_CORE}.`],
@@ -50,9 +62,9 @@ const boundaries = [
   ["core", "controller", `core/ must not import controller/: ${CORE_BASE}.`],
   ["core", "runner", `core/ must not import runner/: ${CORE_BASE}.`],
   ["core", "local", `core/ must not import local/: ${CORE_BASE}.`],
-  [LOCAL_OUTSIDE_S3, "api", `local/ must not import api/: ${LOCAL_ON_CORE}.`],
-  [LOCAL_OUTSIDE_S3, "controller", `local/ must not import controller/: ${LOCAL_ON_CORE}.`],
-  [LOCAL_OUTSIDE_S3, "runner", `local/ must not import runner/: ${LOCAL_ON_CORE}.`],
+  ["local", "api", `local/ must not import api/: ${LOCAL_ON_CORE}.`],
+  ["local", "controller", `local/ must not import controller/: ${LOCAL_ON_CORE}.`],
+  ["local", "runner", `local/ must not import runner/: ${LOCAL_ON_CORE}.`],
   ["client", "api", `client/ must not import api/: ${CLIENT}.`],
   ["client", "controller", `client/ must not import controller/: ${CLIENT}.`],
   ["client", "runner", `client/ must not import runner/: ${CLIENT}.`],
@@ -60,7 +72,7 @@ const boundaries = [
   ["controller", "client", `controller/ must not import client/: ${CLIENT}.`],
   ["runner", "client", `runner/ must not import client/: ${CLIENT}.`],
   ["core", "client", `core/ must not import client/: ${CORE_BASE}.`],
-  [LOCAL_OUTSIDE_S3, "client", `local/ must not import client/: ${LOCAL_ON_CORE}.`],
+  ["local", "client", `local/ must not import client/: ${LOCAL_ON_CORE}.`],
   ["ui", "api", `ui/ must not import api/: ${UI_OVER_HTTP}.`],
   ["ui", "controller", `ui/ must not import controller/: ${UI_OVER_HTTP}.`],
   ["ui", "runner", `ui/ must not import runner/: ${UI_OVER_HTTP}.`],
@@ -72,7 +84,41 @@ const boundaries = [
     `the services and the client must not import ui/: ${UI_BUILT}.`,
   ],
 ];
-const PRODUCTION = ["api", "controller", "runner", "core", "local", "client", "ui"];
+// The parts of a job type's folder (jobs/<type>/), and what else is in jobs/ (the registry).
+const DEFINITIONS = ["jobs/*.ts", "jobs/*/definition.ts"];
+const PROCESSORS = "jobs/*/processor.ts";
+const VIEWS = "jobs/*/view.tsx";
+boundaries.push(
+  ...["api", "controller", "runner", "local", "client", "ui"].map((layer) => [
+    DEFINITIONS,
+    layer,
+    `jobs/ definitions must not import ${layer}/: ${JOB_DEFINITION}.`,
+  ]),
+  [DEFINITIONS, PROCESSORS, `jobs/ definitions must not import a processor: ${JOB_PROCESSOR}.`],
+  [DEFINITIONS, VIEWS, `jobs/ definitions must not import a view: ${JOB_VIEW}.`],
+  ...["api", "controller", "local", "client", "ui"].map((layer) => [
+    PROCESSORS,
+    layer,
+    `a job type's processor must not import ${layer}/: ${JOB_PROCESSOR}; it builds on runner/ and core/.`,
+  ]),
+  [PROCESSORS, VIEWS, `a job type's processor must not import a view: ${JOB_VIEW}.`],
+  ...["api", "controller", "runner", "local", "client"].map((layer) => [
+    VIEWS,
+    layer,
+    `a job type's view must not import ${layer}/: ${JOB_VIEW}.`,
+  ]),
+  [VIEWS, PROCESSORS, `a job type's view must not import a processor: ${JOB_PROCESSOR}.`],
+  [["api", "controller", "local", "client"], "jobs", `only core/ and runner/ import jobs/: ${JOB_REGISTRY}.`],
+  ["core", [PROCESSORS, VIEWS], `core/ reads only the definitions of jobs/: ${JOB_REGISTRY}.`],
+  ["runner", [...DEFINITIONS, VIEWS], `runner/ imports only the processors of jobs/: ${JOB_REGISTRY}.`],
+  [
+    "ui",
+    "jobs",
+    `ui/ finds the job types' views by their folders and their lists at build time: ${JOB_REGISTRY}.`,
+  ],
+);
+const PRODUCTION = ["api", "controller", "runner", "core", "local", "client", "ui", "jobs"];
+const S3_PACKAGE = "packages/s3-server";
 const zones = [
   ...boundaries.map(([target, from, message]) => ({ target, from, message })),
   {
@@ -82,11 +128,24 @@ const zones = [
     message: `client/ must not import local/ but credentials.ts: ${CLIENT_LOCAL}.`,
   },
   {
-    target: "local/s3",
+    target: S3_PACKAGE,
     from: ".",
-    except: ["./local/s3", "./node_modules"],
+    except: [`./${S3_PACKAGE}`, "./node_modules"],
     message:
-      "local/s3/ is a self-contained S3 server: it imports only its own files, node built-ins and npm packages (a logger is passed in as pino's Logger type).",
+      "packages/s3-server/ is a package of its own (@media-service/s3-server): it imports only its own files, node built-ins and npm packages, nothing of the service (a logger is passed in as pino's Logger type).",
+  },
+  {
+    target: [...PRODUCTION, "cli.ts", "bench", "test", "scripts"],
+    from: `${S3_PACKAGE}/src`,
+    message:
+      "import the embedded S3 store by its package name, @media-service/s3-server, not by a path into its sources: node runs the package's compiled output, which the name resolves to (its package.json exports).",
+  },
+  {
+    target: VIEWS,
+    from: "core",
+    except: ["./jobs"],
+    message:
+      "a job type's view imports from core/ only core/jobs/ (the records as types): the rest of core/ is server code, which a browser bundle cannot hold.",
   },
   {
     target: "ui",
@@ -104,7 +163,7 @@ const zones = [
 ];
 
 export default tseslint.config(
-  { ignores: ["dist/", "node_modules/", "charts/", ".data/", "coverage/"] },
+  { ignores: ["dist/", "packages/*/dist/", "node_modules/", "charts/", ".data/", "coverage/"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -163,7 +222,7 @@ export default tseslint.config(
   // The service's code takes TypeBox from core/typebox.ts, which the build replaces with one bundle:
   // a file importing the package itself would load its ~250 modules again.
   {
-    files: ["{api,controller,runner,core,local,client}/**/*.ts", "cli.ts"],
+    files: ["{api,controller,runner,core,local,client,jobs}/**/*.ts", "cli.ts"],
     ignores: ["core/typebox.ts"],
     rules: {
       "no-restricted-imports": [
@@ -181,22 +240,32 @@ export default tseslint.config(
   },
   // The dashboard: its own TypeScript project (ui/tsconfig.json: DOM, JSX). Values of the API's record
   // schemas would bring TypeBox into the bundle; their types are erased.
+  // A job type's view is in the dashboard's project too.
   {
-    files: ["ui/**/*.{ts,tsx}"],
+    files: ["ui/**/*.{ts,tsx}", VIEWS],
     rules: {
       "@typescript-eslint/no-restricted-imports": [
         "error",
         {
           patterns: [
             {
-              group: ["**/core/jobs/*", "!**/core/jobs/types.js"],
+              group: [
+                "**/core/jobs/*",
+                "!**/core/jobs/states.js",
+                "**/jobs/registry.js",
+                "**/jobs/*/definition.js",
+              ],
               allowTypeImports: true,
               message:
-                "ui/ imports types only from core/jobs/ (erased from the bundle); values only from core/jobs/types.ts (plain lists).",
+                "the dashboard imports types only from core/jobs/ and the job types' definitions (erased from the bundle); values only from core/jobs/states.ts (plain lists) and virtual:job-types (the job types' lists, made at build time).",
             },
           ],
         },
       ],
     },
+  },
+  {
+    files: [VIEWS],
+    languageOptions: { parserOptions: { projectService: false, project: ["./ui/tsconfig.json"] } },
   },
 );

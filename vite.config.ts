@@ -1,12 +1,31 @@
 // The dashboard (ui/) is built by Vite into dist/ui, which the API serves at /ui (api/ui.ts).
 // `npm run dev:ui` serves it with hot reload on http://localhost:5173/ui/ and forwards /api to an API
 // on localhost:8080 (`npm run dev`), or to DASHBOARD_API.
-import { defineConfig } from "vite";
+import { defineConfig, type Plugin } from "vite";
+import { JOB_MEDIA, JOB_TYPES } from "./core/jobs/types.js";
+
+/**
+ * `virtual:job-types`: the job types' names and media, read from the registry (jobs/registry.ts)
+ * when the dashboard is built, so the bundle has the lists without the schemas (and TypeBox) the
+ * registry's definitions hold. Each type's result view is found by its folder (ui/src/result-views.ts).
+ */
+function jobTypes(): Plugin {
+  const id = "virtual:job-types";
+  return {
+    name: "media-service-job-types",
+    resolveId: (source) => (source === id ? `\0${id}` : undefined),
+    load: (module) =>
+      module === `\0${id}`
+        ? `export const JOB_TYPES = ${JSON.stringify(JOB_TYPES)};\nexport const JOB_MEDIA = ${JSON.stringify(JOB_MEDIA)};\n`
+        : undefined,
+  };
+}
 
 export default defineConfig({
   root: "ui",
   base: "/ui/",
   publicDir: "public",
+  plugins: [jobTypes()],
   // Preact's automatic JSX runtime (no framework plugin needed).
   oxc: { jsx: { runtime: "automatic", importSource: "preact" } },
   build: {

@@ -9,6 +9,7 @@ import {
 import { ERROR_MESSAGE, type SchemaBounds } from "../core/jobs/bounds.js";
 import type { SubmissionFields } from "../core/jobs/spec.js";
 import { parameterSchemas } from "../core/jobs/parameters.js";
+import { JOB_DEFINITIONS } from "../core/jobs/types.js";
 import {
   Batch,
   BatchStatusSchema,
@@ -163,25 +164,10 @@ export function submitResponse(description: string, schema: TSchema) {
   });
 }
 
-/** Submit endpoints: path under /api/v1 → job type. */
-export const SUBMIT_ROUTES: Array<{ path: string; type: JobType; summary: string }> = [
-  { path: "/jobs/image/resize", type: "image_resize", summary: "Resize an image" },
-  { path: "/jobs/image/optimize", type: "image_optimize", summary: "Optimize (recompress) an image" },
-  {
-    path: "/jobs/image/watermark",
-    type: "image_watermark",
-    summary: "Watermark an image with text or an image",
-  },
-  { path: "/jobs/image/colors", type: "image_colors", summary: "Extract the dominant colours of an image" },
-  {
-    path: "/jobs/image/ai/keywords",
-    type: "image_ai_keywords",
-    summary: "Generate keywords for an image with AI",
-  },
-  { path: "/jobs/video/thumbnail", type: "video_thumbnail", summary: "Extract a thumbnail from a video" },
-  { path: "/jobs/audio/convert", type: "audio_convert", summary: "Convert audio to another format" },
-  { path: "/jobs/analyze", type: "analyze", summary: "Analyze media with an AI provider" },
-];
+/** Submit endpoints: path under /api/v1 → job type, as each type declares its route. */
+export const SUBMIT_ROUTES: Array<{ path: string; type: JobType; summary: string }> = JOB_DEFINITIONS.map(
+  (d) => ({ path: d.route.path, type: d.name, summary: d.route.summary }),
+);
 
 /**
  * The body of a single-job submission, with the configuration's bounds: location fields, the

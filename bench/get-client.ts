@@ -8,7 +8,7 @@ import { constants, PerformanceObserver } from "node:perf_hooks";
 import type { Config } from "../core/config/load.js";
 import { createS3Client } from "../core/storage/s3.js";
 import { fetchSource } from "../runner/object-io.js";
-import type { Endpoint } from "./s3.js";
+import type { Endpoint } from "../packages/s3-server/bench/load.js";
 
 const [endpointJson, bucket, key, getsArg, concurrencyArg] = process.argv.slice(2);
 const endpoint = JSON.parse(endpointJson!) as Endpoint;

@@ -2,7 +2,8 @@
 // memory as the runner reads a small source (runner/object-io.ts fetchSource, the AWS SDK client of
 // core/storage/s3.ts), `concurrency` 2. The client runs in a process of its own, started without and
 // with the runner's V8 flags (RUNNER_NODE_FLAGS, core/config/runner-env.ts), in alternating rounds;
-// the store runs in its own process too (bench/s3-server.ts), and its CPU per GET is read from /proc.
+// the store runs in its own process too (packages/s3-server/bench/serve.ts), and its CPU per GET is
+// read from /proc.
 //
 //   npm run bench -- get
 //
@@ -15,7 +16,7 @@ import { readFileSync } from "node:fs";
 import { promisify } from "node:util";
 import { CreateBucketCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { RUNNER_NODE_FLAGS } from "../core/config/runner-env.js";
-import { startEmbedded } from "./s3.js";
+import { startEmbedded } from "../packages/s3-server/bench/load.js";
 import { formatRatio, formatSummary, printTable, ratio, summarize, type Summary } from "./stats.js";
 
 const BYTES = Number(process.env.BENCH_GET_BYTES ?? 2_100_000);

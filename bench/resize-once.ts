@@ -35,7 +35,7 @@ if (process.env.BENCH_SHARP && mode !== "node") {
 if (mode === "processor") {
   if (!source) throw new Error("usage: resize-once.ts processor <source> <width> [out]");
   const { processContext } = await import("./context.js");
-  const { imageResize } = await import("../runner/processors/image-resize.js");
+  const { imageResize } = await import("../jobs/image_resize/processor.js");
   // A box as tall as allowed: `inside` then sets the height from the aspect ratio (800 px wide).
   const bench = await processContext("image_resize", source, {
     width,

@@ -545,7 +545,7 @@ async function timed<T>(work: () => Promise<T>): Promise<{ ms: number; value: T 
 export async function thumbnailBenchmark(): Promise<{ processorOverFfmpeg: Summary }> {
   const rounds = num("BENCH_THUMB_ROUNDS", 7);
   const video = await longVideo();
-  const { videoThumbnail } = await import("../runner/processors/video-thumbnail.js");
+  const { videoThumbnail } = await import("../jobs/video_thumbnail/processor.js");
   const work = await mkdtemp(join(tmpdir(), "media-service-bench-thumb-"));
   const processor = async () => {
     const bench = await processContext("video_thumbnail", video, { timestamp: "00:50:00", format: "jpeg" });

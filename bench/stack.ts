@@ -4,13 +4,13 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { startEmbeddedS3 } from "@media-service/s3-server";
 import { buildApi, type Api } from "../api/server.js";
 import { loadConfig, type Config } from "../core/config/load.js";
 import { createLogger, type Logger } from "../core/logger.js";
 import { createMetricsRegistry } from "../core/metrics.js";
 import { openCoreServices, type CoreServices } from "../core/services.js";
 import { spawnRedisServer } from "../local/redis.js";
-import { startEmbeddedS3 } from "../local/s3/server.js";
 
 export const BENCH_API_KEY = "bench-key-0123456789abcdef0123456789abcdef0123456789abcdef01234567";
 const ACCESS_KEY = "bench";

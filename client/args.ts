@@ -1,7 +1,7 @@
 // What the command line says, checked before anything is sent: s3:// locations, job types,
 // parameters. A mistake here is a UsageError (exit code 2).
 import { BUCKET_PATTERN, NO_CONTROL_PATTERN } from "../core/jobs/records.js";
-import { JOB_TYPES, type JobType } from "../core/jobs/types.js";
+import { definitionOf, JOB_TYPES, type JobType } from "../core/jobs/types.js";
 import { UsageError } from "./errors.js";
 
 export interface S3Location {
@@ -33,9 +33,9 @@ export function parseS3Url(raw: string, what: string, options: { keyOptional?: b
   return { bucket, key };
 }
 
-/** The URL path of a type's submit route: image_ai_keywords → image/ai/keywords (docs/api.md). */
+/** The path of a type's submit route under /jobs/: image_ai_keywords → image/ai/keywords (docs/api.md). */
 export function typePath(type: JobType): string {
-  return type.replaceAll("_", "/");
+  return definitionOf(type).route.path.replace(/^\/jobs\//, "");
 }
 
 /** A job type as its name (image_resize) or its route's path (image/resize, /jobs/image/resize). */
@@ -45,7 +45,7 @@ export function parseJobType(raw: string): JobType {
     .replace(/^\/?(?:api\/v1\/)?jobs\//, "")
     .replace(/^\/+|\/+$/g, "")
     .replaceAll("/", "_");
-  const found = JOB_TYPES.find((t) => t === name);
+  const found = JOB_TYPES.find((t) => t === name || typePath(t).replaceAll("/", "_") === name);
   if (!found) {
     const known = JOB_TYPES.map((t) => `${t} (${typePath(t)})`).join(", ");
     throw new UsageError(`unknown job type "${raw}"; the types are ${known}`);

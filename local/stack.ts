@@ -1,11 +1,11 @@
 import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
+import { startEmbeddedS3 } from "@media-service/s3-server";
 import { isLoopback, isUnspecified } from "../core/config/exposure.js";
 import type { Config } from "../core/config/load.js";
 import type { Logger } from "../core/logger.js";
 import { embeddedCredentials, LOCAL_BUCKET } from "./credentials.js";
 import { startLocalRedis } from "./redis.js";
-import { startEmbeddedS3 } from "./s3/server.js";
 
 export interface LocalStack {
   /** The configuration with the local services filled in. */

@@ -2,6 +2,9 @@
 // - the settings of docs/configuration.md, between its GENERATED markers, from the configuration's
 //   schema (core/config/schema.ts): each setting's key, environment variable, default, allowed
 //   values and description;
+// - the chart's values per job type (values.yaml's runner.resources, runner.timeouts and
+//   pool.classes; values.schema.json's maps of them and of runner.maxRunningJobsPerType), one entry
+//   for each type of the registry (jobs/registry.ts) with the configuration schema's defaults;
 // - charts/media-service/README.md from the chart's values.yaml `# --` comments, by helm-docs
 //   (built and cached by scripts/k8s/build-helm-docs.sh).
 import { execFileSync } from "node:child_process";
@@ -9,7 +12,9 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { format, resolveConfig } from "prettier";
+import { Value } from "../core/typebox.js";
 import { ConfigFile, DURATION, ENV, KEYED_BY } from "../core/config/schema.js";
+import { JOB_TYPES } from "../core/jobs/types.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 export const CONFIGURATION_DOC = join(ROOT, "docs/configuration.md");
@@ -172,10 +177,27 @@ function table(rows: SettingRow[]): string {
   return lines.join("\n");
 }
 
+/** A paragraph in lines of at most 100 characters, as the pages are written. */
+function wrap(text: string, width = 100): string {
+  const lines: string[] = [];
+  for (const word of text.split(" ")) {
+    const last = lines.at(-1);
+    if (last !== undefined && last.length + 1 + word.length <= width)
+      lines[lines.length - 1] = `${last} ${word}`;
+    else lines.push(word);
+  }
+  return lines.join("\n");
+}
+
 /** The generated part of docs/configuration.md (before formatting). */
 export function configurationReference(): string {
   const root = ConfigFile as unknown as Schema;
-  const parts: string[] = [];
+  const types = JOB_TYPES.map((t) => `\`${t}\``).join(", ");
+  const parts: string[] = [
+    wrap(
+      `A key with \`<type>\` stands for each job type (${types}); \`[]\` for each entry of a list, \`<name>\` for each entry of a map.`,
+    ),
+  ];
   const topLevel: Record<string, Schema> = {};
   for (const [name, section] of Object.entries(root.properties ?? {})) {
     if (section.type === "object" && section.properties) {
@@ -196,6 +218,79 @@ export async function updateConfigurationDoc(doc: string): Promise<string> {
   const text = `${doc.slice(0, begin + BEGIN.length)}\n\n${configurationReference()}\n\n${doc.slice(end)}`;
   const options = (await resolveConfig(CONFIGURATION_DOC)) ?? {};
   return format(text, { ...options, parser: "markdown" });
+}
+
+/** The configuration's defaults (the file with nothing in it, every default applied). */
+function configDefaults(): {
+  executor: { timeouts: Record<string, string>; pool: { classes: Record<string, string> } };
+  kubernetes: { resources: Record<string, Record<"requests" | "limits", { cpu: string; memory: string }>> };
+} {
+  return Value.Default(ConfigFile, {}) as ReturnType<typeof configDefaults>;
+}
+
+/** A YAML scalar as values.yaml writes it: quoted where YAML would read a number. */
+const yamlScalar = (value: string) => (/^[0-9.]+$/.test(value) ? JSON.stringify(value) : value);
+
+/** values.yaml with the entries under `path` (a map of job types) written anew, one line each. */
+function replaceYamlBlock(text: string, path: string[], entries: string[]): string {
+  const lines = text.split("\n");
+  let at = -1;
+  for (let depth = 0, from = 0; depth < path.length; depth++) {
+    const indent = " ".repeat(depth * 2);
+    at = lines.findIndex((line, i) => i >= from && line === `${indent}${path[depth]}:`);
+    if (at < 0) throw new Error(`values.yaml has no ${path.slice(0, depth + 1).join(".")} map`);
+    from = at + 1;
+  }
+  const indent = " ".repeat(path.length * 2);
+  let end = at + 1;
+  while (end < lines.length && lines[end]!.startsWith(indent)) end++;
+  lines.splice(at + 1, end - at - 1, ...entries.map((entry) => `${indent}${entry}`));
+  return lines.join("\n");
+}
+
+/** The chart's values.yaml with its per-type maps written from the registry and the schema's defaults. */
+export function chartValues(text: string): string {
+  const defaults = configDefaults();
+  const resources = (type: string) => {
+    const r = defaults.kubernetes.resources[type]!;
+    const list = (l: { cpu: string; memory: string }) =>
+      `{ cpu: ${yamlScalar(l.cpu)}, memory: ${yamlScalar(l.memory)} }`;
+    return `${type}: { requests: ${list(r.requests)}, limits: ${list(r.limits)} }`;
+  };
+  let out = replaceYamlBlock(text, ["runner", "resources"], JOB_TYPES.map(resources));
+  out = replaceYamlBlock(
+    out,
+    ["runner", "timeouts"],
+    JOB_TYPES.map((t) => `${t}: ${yamlScalar(defaults.executor.timeouts[t]!)}`),
+  );
+  return replaceYamlBlock(
+    out,
+    ["pool", "classes"],
+    JOB_TYPES.map((t) => `${t}: ${defaults.executor.pool.classes[t]}`),
+  );
+}
+
+/** values.schema.json's maps keyed by job type. */
+const SCHEMA_MAPS = [
+  ["runner", "resources"],
+  ["runner", "timeouts"],
+  ["runner", "maxRunningJobsPerType"],
+  ["pool", "classes"],
+];
+
+/**
+ * The chart's values.schema.json with its per-type maps holding every type of the registry, each
+ * with the schema of the map's first entry.
+ */
+export function chartSchema(text: string): string {
+  const schema = JSON.parse(text) as Schema;
+  for (const path of SCHEMA_MAPS) {
+    const map = path.reduce<Schema | undefined>((node, key) => node?.properties?.[key], schema);
+    const entry = Object.values(map?.properties ?? {})[0];
+    if (!map || !entry) throw new Error(`values.schema.json has no ${path.join(".")} map`);
+    map.properties = Object.fromEntries(JOB_TYPES.map((type) => [type, entry]));
+  }
+  return `${JSON.stringify(schema, null, 2)}\n`;
 }
 
 /** helm-docs, built once and cached. */
@@ -237,6 +332,18 @@ async function main(): Promise<void> {
   if (updated !== doc) {
     if (check) stale.push("docs/configuration.md");
     else writeFileSync(CONFIGURATION_DOC, updated);
+  }
+  for (const [file, generate] of [
+    ["values.yaml", chartValues],
+    ["values.schema.json", chartSchema],
+  ] as const) {
+    const path = join(CHART, file);
+    const current = readFileSync(path, "utf8");
+    const written = generate(current);
+    if (written !== current) {
+      if (check) stale.push(`charts/media-service/${file}`);
+      else writeFileSync(path, written);
+    }
   }
   const readmePath = join(CHART, "README.md");
   const readme = chartReadme();

@@ -8,16 +8,22 @@
 // loads test/support/pure.ts, which makes a test file under test/unit/ fail when it starts a process
 // or opens a socket, naming the tier it belongs in.
 import { spawnSync } from "node:child_process";
-import { readdirSync, statSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 
 const PURE = new URL("../test/support/pure.ts", import.meta.url).href;
 
-// With no argument: the tests `npm test` runs. test/k8s and test/browser need their own provisioning
-// and run one file at a time (`npm run test:k8s`, `npm run test:browser`).
+// With no argument: the tests `npm test` runs, the three tiers and every workspace package's own
+// test/ (packages/*/test). test/k8s and test/browser need their own provisioning and run one file at
+// a time (`npm run test:k8s`, `npm run test:browser`).
 const TIERS = ["test/unit", "test/component", "test/integration"];
 const roots = process.argv.slice(2);
-if (roots.length === 0) roots.push(...TIERS);
+if (roots.length === 0) {
+  roots.push(...TIERS);
+  for (const name of readdirSync("packages").sort()) {
+    if (existsSync(join("packages", name, "test"))) roots.push(join("packages", name, "test"));
+  }
+}
 const files = [];
 const walk = (dir) => {
   for (const name of readdirSync(dir).sort()) {

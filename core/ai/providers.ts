@@ -1,10 +1,12 @@
-// Which provider a job uses. Pure (types only), so the Kubernetes manifest builder, the API and the
+// Which provider a job uses. Pure (no I/O), so the Kubernetes manifest builder, the API and the
 // runner all decide the same way.
 import type { AiProvider, Config } from "../config/load.js";
-import type { JobType } from "../jobs/types.js";
+import { JOB_DEFINITIONS, type JobType } from "../jobs/types.js";
 
 /** Job types that call an AI provider. */
-export const AI_JOB_TYPES: ReadonlySet<JobType> = new Set<JobType>(["image_ai_keywords", "analyze"]);
+export const AI_JOB_TYPES: ReadonlySet<JobType> = new Set(
+  JOB_DEFINITIONS.filter((d) => d.runner.ai).map((d) => d.name),
+);
 
 type ProviderSettings = Pick<Config["ai"], "providers" | "defaultProvider">;
 

@@ -8,6 +8,8 @@ import {
   type TUnion,
 } from "../typebox.js";
 import { EXECUTION_CLASSES, JOB_TYPES, type JobType } from "../jobs/types.js";
+import { definitionOf } from "../../jobs/registry.js";
+import type { ResourceClass } from "../../jobs/define.js";
 import { RUNNER_ENV } from "./runner-env.js";
 
 // The configuration: every setting once, with its default, its allowed values, its environment
@@ -267,16 +269,6 @@ const Cpu = (def: string, description: string) =>
   Type.String({ pattern: CPU_QUANTITY, title: "CPU quantity", default: def, description });
 const Memory = (def: string, description: string) =>
   Type.String({ pattern: MEMORY_QUANTITY, title: "memory quantity", default: def, description });
-const JOB_TIMEOUTS: Record<JobType, string> = {
-  image_resize: "2m",
-  image_optimize: "2m",
-  image_watermark: "2m",
-  image_colors: "2m",
-  image_ai_keywords: "5m",
-  video_thumbnail: "5m",
-  audio_convert: "30m",
-  analyze: "10m",
-};
 
 export const ExecutorConfig = Section(
   {
@@ -297,7 +289,7 @@ export const ExecutorConfig = Section(
       description: "Jobs one local runner process serves before it is replaced (1: a fresh process per job).",
     }),
     timeouts: PerJobType(
-      (type) => Duration(JOB_TIMEOUTS[type], `Processing time of \`${type}\` jobs.`),
+      (type) => Duration(definitionOf(type).runner.timeout, `Processing time of \`${type}\` jobs.`),
       "Processing time allowed per job type, unless the job sets `timeout_seconds`.",
     ),
     max_attempts: Type.Integer({
@@ -386,7 +378,8 @@ const ResourceList = ([cpu, memory]: [string, string], what: string) =>
     { cpu: Cpu(cpu, `CPU ${what}.`), memory: Memory(memory, `Memory ${what}.`) },
     { additionalProperties: false, default: {} },
   );
-const JOB_RESOURCES: Record<"image" | "media" | "ai", [[string, string], [string, string]]> = {
+/** The default requests and limits of each resource class a job type names (its definition's runner.resources). */
+const JOB_RESOURCES: Record<ResourceClass, [[string, string], [string, string]]> = {
   image: [
     ["250m", "256Mi"],
     ["1", "1Gi"],
@@ -399,16 +392,6 @@ const JOB_RESOURCES: Record<"image" | "media" | "ai", [[string, string], [string
     ["100m", "128Mi"],
     ["500m", "512Mi"],
   ],
-};
-const RESOURCE_CLASS: Record<JobType, keyof typeof JOB_RESOURCES> = {
-  image_resize: "image",
-  image_optimize: "image",
-  image_watermark: "image",
-  image_colors: "image",
-  image_ai_keywords: "ai",
-  video_thumbnail: "media",
-  audio_convert: "media",
-  analyze: "ai",
 };
 
 // Kubernetes objects passed through as Kubernetes spells them (camelCase), like Helm values do.
@@ -495,7 +478,7 @@ export const KubernetesConfig = Section(
     }),
     scratch_size: Memory("2Gi", "sizeLimit of the emptyDir a runner works in (sources and outputs)."),
     resources: PerJobType((type) => {
-      const [requests, limits] = JOB_RESOURCES[RESOURCE_CLASS[type]];
+      const [requests, limits] = JOB_RESOURCES[definitionOf(type).runner.resources];
       return Type.Object(
         {
           requests: ResourceList(requests, `requested by \`${type}\` runners`),

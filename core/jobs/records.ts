@@ -1,4 +1,5 @@
-import { Type, type Static, type TSchema } from "../typebox.js";
+import { CloneType, Type, type Static, type TSchema } from "../typebox.js";
+import { JOB_DEFINITIONS } from "../../jobs/registry.js";
 import { BATCH_STATUSES, EXECUTION_CLASSES, JOB_STATES, JOB_STATUSES, JOB_TYPES } from "./types.js";
 import { Enum } from "./enum.js";
 import { DEFAULT_BOUNDS, ERROR_MESSAGE, perBounds, quantityPattern, type SchemaBounds } from "./bounds.js";
@@ -159,80 +160,24 @@ export const RetriedAlreadyResponse = Type.Object(
 );
 export type RetriedAlreadyResponse = Static<typeof RetriedAlreadyResponse>;
 
-const Dimensions = {
-  width: Type.Integer(),
-  height: Type.Integer(),
-};
-
-export const ImageOutputResult = Type.Object(
-  {
-    output_url: Type.String(),
-    file_size: Type.Integer(),
-    duration: Type.Number({ description: "Processing time in seconds" }),
-    metadata: Type.Object({ ...Dimensions, format: Type.String() }),
-  },
-  { description: "image_resize, image_optimize, image_watermark" },
-);
-export const ColorsResult = Type.Object(
-  { colors: Type.Array(Type.String()), percentages: Type.Array(Type.Number()) },
-  { description: "image_colors" },
-);
-export const KeywordsResult = Type.Object(
-  {
-    keywords: Type.Array(Type.String(), {
-      description: "keyword_count distinct keywords, most confident first",
-    }),
-    confidence_scores: Type.Array(Type.Number({ minimum: 0, maximum: 1 }), {
-      description: "Each keyword's confidence (0-1), same order, never increasing",
-    }),
-  },
-  { description: "image_ai_keywords" },
-);
-export const ThumbnailResult = Type.Object(
-  {
-    output_url: Type.String(),
-    file_size: Type.Integer(),
-    timestamp: Type.String(),
-    metadata: Type.Object(Dimensions),
-  },
-  { description: "video_thumbnail" },
-);
-export const AudioResult = Type.Object(
-  {
-    output_url: Type.String(),
-    file_size: Type.Integer(),
-    duration: Type.Number({ description: "Seconds of audio" }),
-    metadata: Type.Object({
-      format: Type.String(),
-      codec: Type.String(),
-      bitrate: Type.Optional(Type.Integer()),
-      sample_rate: Type.Integer(),
-      channels: Type.Integer(),
-    }),
-  },
-  { description: "audio_convert" },
-);
-export const AnalyzeResult = Type.Object(
-  {
-    provider: Type.String({ description: "The provider's configured name" }),
-    model: Type.String({ description: "The model that answered, as the provider names it" }),
-    text: Type.String({ description: "The model's answer to the prompt" }),
-    tags: Type.Optional(Type.Array(Type.String(), { description: "Short tags describing the media" })),
-    transcript: Type.Optional(
-      Type.String({ description: "Audio: the transcription the answer is based on" }),
-    ),
-  },
-  { description: "analyze" },
-);
-/** Named in the OpenAPI document so readers see every result shape. */
-export const RESULT_SCHEMAS: Record<string, TSchema> = {
-  ImageOutputResult,
-  ColorsResult,
-  KeywordsResult,
-  ThumbnailResult,
-  AudioResult,
-  AnalyzeResult,
-};
+/**
+ * The result shapes of the job types, named in the OpenAPI document so readers see every one: each
+ * type's (jobs/<type>/definition.ts), described by the types that have it, in the registry's order.
+ */
+export const RESULT_SCHEMAS: Record<string, TSchema> = (() => {
+  const shapes = new Map<string, { schema: TSchema; types: string[] }>();
+  for (const { name, result } of JOB_DEFINITIONS) {
+    const shape = shapes.get(result.name) ?? { schema: result.schema, types: [] };
+    shape.types.push(name);
+    shapes.set(result.name, shape);
+  }
+  return Object.fromEntries(
+    [...shapes].map(([name, { schema, types }]) => [
+      name,
+      CloneType(schema, { description: types.join(", ") }),
+    ]),
+  );
+})();
 
 export const WebhookDelivery = Type.Object(
   {
@@ -271,8 +216,7 @@ export const Job = Type.Object(
         {},
         {
           additionalProperties: true,
-          description:
-            "Present when completed; its shape depends on the job type (ImageOutputResult, ColorsResult, KeywordsResult, ThumbnailResult, AudioResult, AnalyzeResult)",
+          description: `Present when completed; its shape depends on the job type (${Object.keys(RESULT_SCHEMAS).join(", ")})`,
         },
       ),
     ),

@@ -1,4 +1,4 @@
-import { integerRange } from "./bounds.js";
+import { integerRange } from "./patterns.js";
 
 // Timestamps of the video_thumbnail job: `HH:MM:SS`, `MM:SS` (each with an optional fraction) or a
 // number of seconds (a JSON number or a numeric string), as TIMESTAMP_PATTERN of the parameter

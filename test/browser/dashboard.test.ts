@@ -361,6 +361,10 @@ describe("the dashboard in a browser", () => {
         source_key: "in/photo.jpg",
         color_count: 6,
       }),
+      metadata: await submit(stack, "image/metadata", {
+        source_bucket: stack.bucket,
+        source_key: "in/photo.jpg",
+      }),
       keywords: await submit(stack, "image/ai/keywords", {
         source_bucket: stack.bucket,
         source_key: "in/photo.jpg",
@@ -413,6 +417,11 @@ describe("the dashboard in a browser", () => {
     assert.equal(await page.getByTestId("swatch").count(), 6);
     await waitForText(page.getByTestId("swatch").first(), /#[0-9a-f]{6}\s*\d+(\.\d)? %/i);
     await screenshot(page, "job-colors");
+
+    await open(jobs.metadata);
+    await waitForText(page.getByTestId("image-metadata"), /Format\s*JPEG/);
+    assert.match(await page.getByTestId("image-metadata").innerText(), /1200 × \d+ px/);
+    await screenshot(page, "job-metadata");
 
     await open(jobs.keywords);
     assert.equal(await page.getByRole("list", { name: "Keywords" }).getByRole("listitem").count(), 10);

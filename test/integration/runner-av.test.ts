@@ -11,8 +11,8 @@ import { join } from "node:path";
 import { isPermanent } from "../../runner/errors.js";
 import { FfmpegError, runFfmpeg } from "../../runner/av/run.js";
 import type { ProcessOutput, Processor } from "../../runner/processor.js";
-import { audioConvert } from "../../runner/processors/audio-convert.js";
-import { targetSize, videoThumbnail } from "../../runner/processors/video-thumbnail.js";
+import { audioConvert } from "../../jobs/audio_convert/processor.js";
+import { targetSize, videoThumbnail } from "../../jobs/video_thumbnail/processor.js";
 import { formatTimestamp, parseTimestamp } from "../../runner/av/timestamp.js";
 import {
   emptyFile,

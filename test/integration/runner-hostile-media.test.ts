@@ -183,6 +183,7 @@ const SUBMIT: Record<JobType, { path: string; parameters: Record<string, unknown
   image_optimize: { path: "image/optimize", parameters: {}, output: "jpg" },
   image_watermark: { path: "image/watermark", parameters: { watermark_text: "mark" }, output: "jpg" },
   image_colors: { path: "image/colors", parameters: {} },
+  image_metadata: { path: "image/metadata", parameters: {} },
   image_ai_keywords: { path: "image/ai/keywords", parameters: {} },
   analyze: { path: "analyze", parameters: {} },
   video_thumbnail: { path: "video/thumbnail", parameters: { timestamp: "00:00:01" }, output: "jpg" },

@@ -15,10 +15,10 @@ import { normalizeParameters } from "../../core/jobs/spec.js";
 import type { JobType } from "../../core/jobs/types.js";
 import { PermanentError } from "../../runner/errors.js";
 import type { ProcessContext, ProcessLimits, ProcessOutput, Processor } from "../../runner/processor.js";
-import { imageColors } from "../../runner/processors/image-colors.js";
-import { imageOptimize } from "../../runner/processors/image-optimize.js";
-import { imageResize } from "../../runner/processors/image-resize.js";
-import { imageWatermark } from "../../runner/processors/image-watermark.js";
+import { imageColors } from "../../jobs/image_colors/processor.js";
+import { imageOptimize } from "../../jobs/image_optimize/processor.js";
+import { imageResize } from "../../jobs/image_resize/processor.js";
+import { imageWatermark } from "../../jobs/image_watermark/processor.js";
 import {
   makeImage,
   noiseBytes,

@@ -1,9 +1,9 @@
 // A whole API process for tests, on real parts: its own redis-server, an S3-protocol store, and the
 // API listening on a free port. Each stack has its own key prefix and data dir.
 //
-// The store is the embedded one (local/s3), one per stack, unless S3_ENDPOINT names an outside server
-// (with S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY and optionally S3_REGION, as `media-service` reads
-// them): then every stack uses that server, with a bucket of its own (test files run in parallel
+// The store is the embedded one (@media-service/s3-server), one per stack, unless S3_ENDPOINT names
+// an outside server (with S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY and optionally S3_REGION, as
+// `media-service` reads them): then every stack uses that server, with a bucket of its own (test files run in parallel
 // processes), created at start and emptied and deleted at close. Tests write to `stack.bucket`.
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -20,6 +20,7 @@ import {
   S3Client,
 } from "@aws-sdk/client-s3";
 import { pino } from "pino";
+import { startEmbeddedS3 } from "@media-service/s3-server";
 import { buildApi, type Api } from "../../api/server.js";
 import { LocalExecutor } from "../../controller/local-executor.js";
 import { poolRoute } from "../../controller/pool.js";
@@ -27,7 +28,6 @@ import { loadConfig, type Config } from "../../core/config/load.js";
 import type { Logger } from "../../core/logger.js";
 import { createMetricsRegistry } from "../../core/metrics.js";
 import { openCoreServices, type CoreServices } from "../../core/services.js";
-import { startEmbeddedS3 } from "../../local/s3/server.js";
 import { startNotifier } from "../../controller/webhooks/start.js";
 import { startTestRedis, type TestRedis } from "./redis.js";
 

@@ -11,7 +11,7 @@ import {
   type ScoredKeyword,
 } from "../../runner/ai/keywords.js";
 import { languageName, transcriptionLanguage } from "../../runner/ai/prompts.js";
-import { readAnalysis } from "../../runner/processors/analyze.js";
+import { readAnalysis } from "../../jobs/analyze/processor.js";
 
 describe("extractJson: the JSON in a model's answer", () => {
   const cases: Array<[string, string, unknown]> = [

@@ -54,7 +54,7 @@ const violations: [file: string, code: string, message: RegExp][] = [
   ],
   [
     "controller/kubernetes/x.ts",
-    `import { S3Server } from "../../local/s3/server.js";`,
+    `import { startLocalRedis } from "../../local/redis.js";`,
     /controller\/ must not import local\//,
   ],
   [
@@ -83,20 +83,52 @@ const violations: [file: string, code: string, message: RegExp][] = [
     `import { freshCredentials } from "../local/credentials.js";`,
     /core\/ must not import local\//,
   ],
+  // The embedded S3 store is a package of its own: nothing of the service inside it, in its sources,
+  // tests or benchmark; and the service reaches it by its name only, never by a path into it.
   [
-    "local/s3/x.ts",
-    `import { JobStore } from "../../core/store/store.js";`,
-    /local\/s3\/ is a self-contained S3 server: it imports only its own files/,
+    "packages/s3-server/src/x.ts",
+    `import { JobStore } from "../../../core/store/store.js";`,
+    /packages\/s3-server\/ is a package of its own \(@media-service\/s3-server\): it imports only its own files/,
   ],
   [
-    "local/s3/x.ts",
-    `import type { Logger } from "../../core/logger.js";`,
-    /local\/s3\/ is a self-contained S3 server/,
+    "packages/s3-server/src/x.ts",
+    `import type { Logger } from "../../../core/logger.js";`,
+    /packages\/s3-server\/ is a package of its own/,
   ],
   [
-    "local/s3/x.ts",
-    `import { startLocalStack } from "../stack.js";`,
-    /local\/s3\/ is a self-contained S3 server/,
+    "packages/s3-server/src/x.ts",
+    `import { startLocalStack } from "../../../local/stack.js";`,
+    /packages\/s3-server\/ is a package of its own/,
+  ],
+  [
+    "packages/s3-server/test/x.test.ts",
+    `import { startTestStack } from "../../../test/support/api.js";`,
+    /packages\/s3-server\/ is a package of its own/,
+  ],
+  [
+    "packages/s3-server/bench/x.ts",
+    `import { summarize } from "../../../bench/stats.js";`,
+    /packages\/s3-server\/ is a package of its own/,
+  ],
+  [
+    "local/x.ts",
+    `import { startEmbeddedS3 } from "../packages/s3-server/src/server.js";`,
+    /import the embedded S3 store by its package name, @media-service\/s3-server, not by a path into its sources/,
+  ],
+  [
+    "cli.ts",
+    `import { startEmbeddedS3 } from "./packages/s3-server/src/index.js";`,
+    /import the embedded S3 store by its package name/,
+  ],
+  [
+    "test/support/x.ts",
+    `import { Storage } from "../../packages/s3-server/src/storage.js";`,
+    /import the embedded S3 store by its package name/,
+  ],
+  [
+    "bench/x.ts",
+    `import { startEmbeddedS3 } from "../packages/s3-server/src/server.js";`,
+    /import the embedded S3 store by its package name/,
   ],
   ["local/x.ts", `import { buildServer } from "../api/server.js";`, /local\/ must not import api\//],
   [
@@ -134,8 +166,8 @@ const violations: [file: string, code: string, message: RegExp][] = [
   ],
   [
     "client/x.ts",
-    `import { startEmbeddedS3 } from "../local/s3/server.js";`,
-    /client\/ must not import local\/ but credentials.ts/,
+    `import { startEmbeddedS3 } from "../packages/s3-server/src/server.js";`,
+    /import the embedded S3 store by its package name/,
   ],
   ["api/x.ts", `import { ApiClient } from "../client/api.js";`, /api\/ must not import client\//],
   [
@@ -204,6 +236,52 @@ const violations: [file: string, code: string, message: RegExp][] = [
     /the services and the client must not import ui\//,
   ],
   ["ui/src/x.ts", `import { ApiClient } from "../../client/api.js";`, /ui\/ must not import client\//],
+  // A job type's folder: its definition is base code, its processor runner code, its view dashboard code.
+  [
+    "jobs/image_colors/definition.ts",
+    `import { openImage } from "../../runner/image/open.js";`,
+    /jobs\/ definitions must not import runner\/: a job type's definition \(and the registry\) is pure schemas and text/,
+  ],
+  [
+    "jobs/registry.ts",
+    `import { imageColors } from "./image_colors/processor.js";`,
+    /jobs\/ definitions must not import a processor/,
+  ],
+  [
+    "jobs/image_colors/processor.ts",
+    `import { sendError } from "../../api/errors.js";`,
+    /a job type's processor must not import api\/: a job type's processor is runner code/,
+  ],
+  [
+    "jobs/image_colors/view.tsx",
+    `import { openImage } from "../../runner/image/open.js";`,
+    /a job type's view must not import runner\/: a job type's view is dashboard code/,
+  ],
+  [
+    "jobs/image_colors/view.tsx",
+    `import type { JobStore } from "../../core/store/store.js";`,
+    /a job type's view imports from core\/ only core\/jobs\//,
+  ],
+  [
+    "api/x.ts",
+    `import { imageColors } from "../jobs/image_colors/processor.js";`,
+    /only core\/ and runner\/ import jobs\/: the services read the job types through core\/jobs\/types.ts/,
+  ],
+  [
+    "core/jobs/x.ts",
+    `import { imageColors } from "../../jobs/image_colors/processor.js";`,
+    /core\/ reads only the definitions of jobs\//,
+  ],
+  [
+    "runner/x.ts",
+    `import { JOB_DEFINITIONS } from "../jobs/registry.js";`,
+    /runner\/ imports only the processors of jobs\//,
+  ],
+  [
+    "ui/src/x.ts",
+    `import { JOB_DEFINITIONS } from "../../jobs/registry.js";`,
+    /ui\/ finds the job types' views by their folders/,
+  ],
 ];
 
 const allowed: [file: string, code: string][] = [
@@ -228,17 +306,37 @@ const allowed: [file: string, code: string][] = [
   ["core/x.ts", `import { logger } from "./logger.js";\nimport { Redis } from "ioredis";`],
   [
     "local/x.ts",
-    `import { freePort } from "../core/net.js";\nimport type { Logger } from "../core/logger.js";\nimport { S3Server } from "./s3/server.js";`,
+    `import { freePort } from "../core/net.js";\nimport type { Logger } from "../core/logger.js";\nimport { startEmbeddedS3 } from "@media-service/s3-server";`,
   ],
   [
-    "local/s3/x.ts",
+    "packages/s3-server/src/x.ts",
     `import { createHash } from "node:crypto";\nimport type { Logger } from "pino";\nimport { S3Error } from "./errors.js";`,
+  ],
+  [
+    "packages/s3-server/test/x.test.ts",
+    `import { S3Client } from "@aws-sdk/client-s3";\nimport { startEmbeddedS3 } from "../src/server.js";`,
   ],
   // The dashboard: its own files, npm packages, and core/jobs/ (the lists, the records' types).
   [
     "ui/src/pages/x.tsx",
-    `import { useState } from "preact/hooks";\nimport { api } from "../api.js";\nimport { JOB_TYPES } from "../../../core/jobs/types.js";\nimport type { Job } from "../../../core/jobs/records.js";`,
+    `import { useState } from "preact/hooks";\nimport { api } from "../api.js";\nimport { JOB_STATES } from "../../../core/jobs/states.js";\nimport type { Job } from "../../../core/jobs/records.js";`,
   ],
+  // A job type's folder: the definition on core/'s pure pieces, the processor on runner/ and core/,
+  // the view on ui/src/ and types; core/ reads the registry, runner/ loads the processors.
+  [
+    "jobs/image_colors/definition.ts",
+    `import { Type } from "../../core/typebox.js";\nimport { Enum } from "../../core/jobs/enum.js";\nimport { defineJobType } from "../define.js";`,
+  ],
+  [
+    "jobs/image_colors/processor.ts",
+    `import { withDefaults } from "../../core/jobs/parameters.js";\nimport { openImage } from "../../runner/image/open.js";\nimport { COLOR_FORMATS } from "./definition.js";`,
+  ],
+  [
+    "jobs/image_colors/view.tsx",
+    `import type { ResultViewProps } from "../../ui/src/results.js";\nimport type { Job } from "../../core/jobs/records.js";`,
+  ],
+  ["core/jobs/x.ts", `import { JOB_DEFINITIONS } from "../../jobs/registry.js";`],
+  ["runner/x.ts", `import { imageColors } from "../jobs/image_colors/processor.js";`],
   // The client builds on core/ and reads the embedded store's default credentials.
   [
     "client/x.ts",
@@ -247,15 +345,15 @@ const allowed: [file: string, code: string][] = [
   // The composition root, the benchmarks and the tests may import anything.
   [
     "cli.ts",
-    `import "./api/server.js";\nimport "./controller/local-executor.js";\nimport "./runner/main.js";\nimport "./local/stack.js";\nimport "./local/s3/server.js";\nimport "./client/program.js";`,
+    `import "./api/server.js";\nimport "./controller/local-executor.js";\nimport "./runner/main.js";\nimport "./local/stack.js";\nimport "@media-service/s3-server";\nimport "./client/program.js";`,
   ],
   [
     "bench/x.ts",
-    `import "../api/server.js";\nimport "../controller/local-executor.js";\nimport "../local/s3/server.js";`,
+    `import "../api/server.js";\nimport "../controller/local-executor.js";\nimport "@media-service/s3-server";\nimport "../packages/s3-server/bench/load.js";`,
   ],
   [
     "test/unit/x.test.ts",
-    `import "../../api/server.js";\nimport "../../runner/run-job.js";\nimport "../../local/s3/server.js";`,
+    `import "../../api/server.js";\nimport "../../runner/run-job.js";\nimport "@media-service/s3-server";`,
   ],
 ];
 
@@ -283,7 +381,9 @@ describe("import boundaries", () => {
       "local",
       "client",
       "ui",
+      "jobs",
       "cli.ts",
+      "packages",
     ]);
     assert.ok(results.length > 100, `only ${results.length} files linted`);
     const errors = results.flatMap((r) =>

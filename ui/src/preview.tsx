@@ -6,7 +6,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, ApiError, apiBlob } from "./api.js";
 import type { JobLinks } from "./types.js";
-import { JOB_MEDIA } from "../../core/jobs/types.js";
+import { JOB_MEDIA } from "virtual:job-types";
 
 /** Types whose output is an image a browser shows. */
 export const IMAGE_OUTPUT: ReadonlySet<string> = new Set(

@@ -10,7 +10,8 @@ import type {
   QueueStats,
   TimelineEntry,
 } from "../../core/jobs/records.js";
-import type { BatchStatus, JobState, JobStatus, JobType } from "../../core/jobs/types.js";
+import type { BatchStatus, JobState, JobStatus } from "../../core/jobs/states.js";
+import type { JobType } from "../../core/jobs/types.js";
 
 export type {
   Batch,

@@ -5,7 +5,7 @@ import { formatAgo, formatDateTime } from "../format.js";
 import { throttle, useJobChanges } from "../live.js";
 import { Link, navigate, useLocation } from "../router.js";
 import type { Batch, BatchList, BatchWithJobs, Job, JobChange } from "../types.js";
-import { BATCH_STATUSES } from "../../../core/jobs/types.js";
+import { BATCH_STATUSES } from "../../../core/jobs/states.js";
 import { JobTable } from "./jobs.js";
 
 const PAGE_SIZE = 20;

@@ -2,24 +2,11 @@ import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useMemo, useState } from "preact/hooks";
 import { api, ApiError } from "../api.js";
 import { LiveState, Loading, Notice, ProgressBar, StatusBadge } from "../components.js";
-import {
-  formatBytes,
-  formatDateTime,
-  formatPercent,
-  formatSeconds,
-  formatTime,
-  typeLabel,
-} from "../format.js";
+import { formatDateTime, formatSeconds, formatTime, typeLabel } from "../format.js";
 import { throttle, type LiveStateName } from "../live.js";
-import {
-  downloadObject,
-  fileName,
-  useJobLinks,
-  useObjectUrl,
-  usePreview,
-  type ObjectOf,
-  type Preview,
-} from "../preview.js";
+import { downloadObject, fileName, useJobLinks, type ObjectOf } from "../preview.js";
+import { resultView } from "../result-views.js";
+import { FactList } from "../results.js";
 import { Link, navigate } from "../router.js";
 import { dataOf, openSse } from "../sse.js";
 import type { Job, JobEvents, Submitted } from "../types.js";
@@ -256,49 +243,17 @@ function FailureView(props: { job: Job }) {
   );
 }
 
-interface ImageResult {
-  output_url?: string;
-  file_size?: number;
-  duration?: number;
-  timestamp?: string;
-  metadata?: {
-    width?: number;
-    height?: number;
-    format?: string;
-    codec?: string;
-    bitrate?: number;
-    sample_rate?: number;
-    channels?: number;
-  };
-}
-
 /** The result shown for what it is. */
 function ResultView(props: { job: Job }) {
   const { job } = props;
   const result = (job.result ?? {}) as Record<string, unknown>;
   const writesFile = typeof result.output_url === "string";
   const links = useJobLinks(job.id, writesFile, job.status);
+  const View = resultView(job.type);
   return (
     <section class="result" aria-labelledby="result-heading" data-testid="job-result">
       <h2 id="result-heading">Result</h2>
-      {(() => {
-        switch (job.type) {
-          case "image_resize":
-          case "image_optimize":
-          case "image_watermark":
-            return <BeforeAfter job={job} result={result} />;
-          case "video_thumbnail":
-            return <Thumbnail job={job} result={result} />;
-          case "audio_convert":
-            return <AudioResult job={job} result={result} />;
-          case "image_colors":
-            return <Colors result={result} />;
-          case "image_ai_keywords":
-            return <Keywords result={result} />;
-          case "analyze":
-            return <Analysis result={result} />;
-        }
-      })()}
+      {View && <View job={job} result={result} />}
       <div class="output-links" data-testid="downloads">
         {writesFile && <DownloadButton job={job} of="output" label="Download the output" primary />}
         <DownloadButton job={job} of="source" label="Download the source" />
@@ -352,201 +307,6 @@ function DownloadButton(props: { job: Job; of: ObjectOf; label: string; primary?
       </button>{" "}
       {error && <Notice kind="error">{error}</Notice>}
     </>
-  );
-}
-
-function describeImage(result: ImageResult): string {
-  const m = result.metadata ?? {};
-  const parts = [
-    m.width && m.height ? `${m.width} × ${m.height}` : undefined,
-    m.format?.toUpperCase(),
-    result.file_size !== undefined ? formatBytes(result.file_size) : undefined,
-  ];
-  return parts.filter(Boolean).join(" · ");
-}
-
-/** A preview read through the API, or what stands in its place while it is read or when it failed. */
-function PreviewImage(props: { preview: Preview | null; alt: string; testId: string; what: string }) {
-  const { preview } = props;
-  if (preview?.state === "ready") return <img src={preview.url} alt={props.alt} data-testid={props.testId} />;
-  return (
-    <div class="media-placeholder" data-testid={`${props.testId}-placeholder`}>
-      {preview?.state === "error"
-        ? `${props.what}: ${preview.message}`
-        : `Loading the ${props.what.toLowerCase()}…`}
-    </div>
-  );
-}
-
-function BeforeAfter(props: { job: Job; result: ImageResult }) {
-  const { job, result } = props;
-  const source = usePreview(job.id, "source", true);
-  const output = usePreview(job.id, "output", true);
-  return (
-    <div class="before-after">
-      <figure>
-        <PreviewImage
-          preview={source}
-          alt={`Source image ${job.source_key}`}
-          testId="source-image"
-          what="Source preview"
-        />
-        <figcaption>
-          <strong>Before</strong> · <span class="mono">{job.source_key}</span>
-        </figcaption>
-      </figure>
-      <figure>
-        <PreviewImage
-          preview={output}
-          alt={`Output image ${job.dest_key ?? ""}`}
-          testId="output-image"
-          what="Output preview"
-        />
-        <figcaption>
-          <strong>After</strong> · {describeImage(result)}
-        </figcaption>
-      </figure>
-    </div>
-  );
-}
-
-function Thumbnail(props: { job: Job; result: ImageResult }) {
-  const { job, result } = props;
-  const output = usePreview(job.id, "output", true);
-  return (
-    <figure class="single-media">
-      <PreviewImage
-        preview={output}
-        alt={`Frame at ${result.timestamp ?? "the requested time"}`}
-        testId="output-image"
-        what="Thumbnail"
-      />
-      <figcaption>
-        Frame at <strong>{result.timestamp ?? "—"}</strong> · {describeImage(result)}
-      </figcaption>
-    </figure>
-  );
-}
-
-/** Audio up to this size is read into the page to be played; a longer file is only downloaded. */
-const PLAYABLE_BYTES = 32 * 1024 ** 2;
-
-function AudioResult(props: { job: Job; result: ImageResult }) {
-  const { job, result } = props;
-  const m = result.metadata ?? {};
-  const playable = (result.file_size ?? 0) <= PLAYABLE_BYTES;
-  const audio = useObjectUrl(job.id, "output", playable);
-  return (
-    <div class="audio-result">
-      {audio?.state === "ready" ? (
-        <audio controls preload="metadata" src={audio.url} data-testid="output-audio" />
-      ) : (
-        <div class="media-placeholder">
-          {!playable
-            ? `The audio is ${formatBytes(result.file_size)}: download it to play it.`
-            : audio?.state === "error"
-              ? `Audio not available: ${audio.message}`
-              : "Loading the audio…"}
-        </div>
-      )}
-      <dl class="facts">
-        <div>
-          <dt>Length</dt>
-          <dd>{formatSeconds(result.duration)}</dd>
-        </div>
-        <div>
-          <dt>Format</dt>
-          <dd>
-            {m.format ?? "—"} ({m.codec ?? "—"})
-          </dd>
-        </div>
-        <div>
-          <dt>Bitrate</dt>
-          <dd>{m.bitrate ? `${Math.round(m.bitrate / 1000)} kbit/s` : "—"}</dd>
-        </div>
-        <div>
-          <dt>Sample rate, channels</dt>
-          <dd>
-            {m.sample_rate ? `${m.sample_rate} Hz` : "—"}, {m.channels ?? "—"}
-          </dd>
-        </div>
-        <div>
-          <dt>Size</dt>
-          <dd>{formatBytes(result.file_size)}</dd>
-        </div>
-      </dl>
-    </div>
-  );
-}
-
-function Colors(props: { result: { colors?: string[]; percentages?: number[] } }) {
-  const colors = props.result.colors ?? [];
-  const shares = props.result.percentages ?? [];
-  return (
-    <ul class="swatches" aria-label="Dominant colours">
-      {colors.map((color, i) => (
-        <li class="swatch" data-testid="swatch">
-          <span class="swatch-chip" style={{ backgroundColor: color }} aria-hidden="true" />
-          <span class="mono">{color}</span>
-          <span class="swatch-share">{(shares[i] ?? 0).toFixed(1)} %</span>
-        </li>
-      ))}
-    </ul>
-  );
-}
-
-function Keywords(props: { result: { keywords?: string[]; confidence_scores?: number[] } }) {
-  const keywords = props.result.keywords ?? [];
-  const scores = props.result.confidence_scores ?? [];
-  return (
-    <ul class="chips" aria-label="Keywords">
-      {keywords.map((keyword, i) => {
-        const score = scores[i] ?? 0;
-        return (
-          <li class="chip">
-            <span class="chip-word">{keyword}</span>
-            <span class="chip-bar" aria-hidden="true">
-              <span class="chip-fill" style={{ width: `${Math.round(score * 100)}%` }} />
-            </span>
-            <span class="chip-score">{formatPercent(score)}</span>
-          </li>
-        );
-      })}
-    </ul>
-  );
-}
-
-function Analysis(props: { result: Record<string, unknown> }) {
-  const { result } = props;
-  const text = typeof result.text === "string" ? result.text : "";
-  const tags = Array.isArray(result.tags) ? (result.tags as string[]) : [];
-  return (
-    <div class="analysis">
-      <div class="ai-text">
-        {text.split(/\n{2,}/).map((paragraph) => (
-          <p>{paragraph}</p>
-        ))}
-      </div>
-      {tags.length > 0 && (
-        <ul class="chips" aria-label="Tags">
-          {tags.map((tag) => (
-            <li class="chip">
-              <span class="chip-word">{tag}</span>
-            </li>
-          ))}
-        </ul>
-      )}
-      {typeof result.transcript === "string" && (
-        <details>
-          <summary>Transcript</summary>
-          <p class="transcript">{result.transcript}</p>
-        </details>
-      )}
-      <p class="subtle">
-        Answered by {typeof result.model === "string" ? result.model : "—"} (
-        {typeof result.provider === "string" ? result.provider : "—"}).
-      </p>
-    </div>
   );
 }
 
@@ -654,14 +414,5 @@ function JobDetails(props: { job: Job }) {
   rows.push(["Created", formatDateTime(job.created_at)]);
   if (job.started_at) rows.push(["Started", formatDateTime(job.started_at)]);
   if (job.completed_at) rows.push(["Ended", formatDateTime(job.completed_at)]);
-  return (
-    <dl class="details" data-testid="job-parameters">
-      {rows.map(([name, value]) => (
-        <div>
-          <dt>{name}</dt>
-          <dd>{value}</dd>
-        </div>
-      ))}
-    </dl>
-  );
+  return <FactList rows={rows} class="details" testId="job-parameters" />;
 }

@@ -7,7 +7,8 @@ import { useJobChanges } from "../live.js";
 import { OutputThumb } from "../preview.js";
 import { Link, navigate, useLocation } from "../router.js";
 import type { Job, JobChange, JobList, JobState, JobSummary } from "../types.js";
-import { JOB_STATES, JOB_TYPES } from "../../../core/jobs/types.js";
+import { JOB_TYPES } from "virtual:job-types";
+import { JOB_STATES } from "../../../core/jobs/states.js";
 
 const PAGE_SIZE = 25;
 // The filters, in the address; `limit` (the page size, 25 unless given) is not in the form.

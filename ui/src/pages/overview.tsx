@@ -6,7 +6,7 @@ import { formatCount, formatSeconds, typeLabel } from "../format.js";
 import { throttle, useJobChanges } from "../live.js";
 import { Link, navigate, useLocation } from "../router.js";
 import type { HistoryFigures, QueueStats, StatsHistory } from "../types.js";
-import { JOB_TYPES } from "../../../core/jobs/types.js";
+import { JOB_TYPES } from "virtual:job-types";
 
 /**
  * The time ranges of the charts: how many minutes, and how many of them one point covers (the API

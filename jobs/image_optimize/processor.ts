@@ -14,10 +14,10 @@
 // size). Not when strip_metadata asks for metadata the source carries to go: the request to remove
 // it wins over the size.
 import { withDefaults } from "../../core/jobs/parameters.js";
-import { defaultOutputFormat, encode, type OutputFormat } from "../image/encode.js";
-import { openImage } from "../image/open.js";
-import { imageOutput, sourceAsOutput, writeImage } from "../image/output.js";
-import type { Processor } from "../processor.js";
+import { defaultOutputFormat, encode, type OutputFormat } from "../../runner/image/encode.js";
+import { openImage } from "../../runner/image/open.js";
+import { imageOutput, sourceAsOutput, writeImage } from "../../runner/image/output.js";
+import type { Processor } from "../../runner/processor.js";
 
 export const imageOptimize: Processor = async (ctx) => {
   const startedAt = performance.now();
@@ -61,3 +61,5 @@ export const imageOptimize: Processor = async (ctx) => {
   ctx.progress(90, "optimized");
   return imageOutput(data, info, startedAt);
 };
+
+export default imageOptimize;

@@ -9,13 +9,18 @@
 import { withDefaults } from "../../core/jobs/parameters.js";
 import type { ChatMessage } from "../../core/ai/client.js";
 import { extractJson } from "../../core/ai/json-answer.js";
-import { PermanentError } from "../errors.js";
-import { openImage } from "../image/open.js";
-import type { Processor } from "../processor.js";
-import { bestKeywords, mergeKeywords, readKeywords, type ScoredKeyword } from "../ai/keywords.js";
-import { imageDataUrl } from "../ai/media-input.js";
-import { askProvider, providerClient, responseFormatFor } from "../ai/provider.js";
-import { KEYWORDS_SCHEMA, keywordsFollowUp, keywordsPrompt, keywordsSystemPrompt } from "../ai/prompts.js";
+import { PermanentError } from "../../runner/errors.js";
+import { openImage } from "../../runner/image/open.js";
+import type { Processor } from "../../runner/processor.js";
+import { bestKeywords, mergeKeywords, readKeywords, type ScoredKeyword } from "../../runner/ai/keywords.js";
+import { imageDataUrl } from "../../runner/ai/media-input.js";
+import { askProvider, providerClient, responseFormatFor } from "../../runner/ai/provider.js";
+import {
+  KEYWORDS_SCHEMA,
+  keywordsFollowUp,
+  keywordsPrompt,
+  keywordsSystemPrompt,
+} from "../../runner/ai/prompts.js";
 
 /** Requests per job: the first and up to two follow-ups. */
 export const MAX_REQUESTS = 3;
@@ -81,3 +86,5 @@ export const imageAiKeywords: Processor = async (ctx) => {
     result: { keywords: best.map((k) => k.keyword), confidence_scores: best.map((k) => k.confidence) },
   };
 };
+
+export default imageAiKeywords;

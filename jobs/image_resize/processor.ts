@@ -16,11 +16,11 @@
 // Output format: parameters.format, else the source's (GIF → PNG; TIFF, HEIC → PNG with alpha,
 // else JPEG; see encode.ts). Neither side of the output may exceed limits.max_output_dimension.
 import { withDefaults, type FIT_MODES } from "../../core/jobs/parameters.js";
-import { PermanentError } from "../errors.js";
-import { defaultOutputFormat, encode, type OutputFormat } from "../image/encode.js";
-import { openImage } from "../image/open.js";
-import { imageOutput, writeImage } from "../image/output.js";
-import type { Processor } from "../processor.js";
+import { PermanentError } from "../../runner/errors.js";
+import { defaultOutputFormat, encode, type OutputFormat } from "../../runner/image/encode.js";
+import { openImage } from "../../runner/image/open.js";
+import { imageOutput, writeImage } from "../../runner/image/output.js";
+import type { Processor } from "../../runner/processor.js";
 
 type Fit = (typeof FIT_MODES)[number];
 
@@ -104,3 +104,5 @@ function plannedSize(source: Size, box: Size, fit: Fit, enlarge: boolean): Size 
     height: Math.max(1, Math.round(source.height * scale)),
   };
 }
+
+export default imageResize;

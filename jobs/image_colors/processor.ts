@@ -10,11 +10,11 @@
 // Up to color_count colours: an image with fewer distinct colours (after merging colours too close
 // to tell apart) gives fewer (see quantize.ts). An image without an opaque pixel fails.
 import { withDefaults } from "../../core/jobs/parameters.js";
-import { PermanentError } from "../errors.js";
-import { formatColor } from "../image/color.js";
-import { openImage } from "../image/open.js";
-import { percentages, quantize } from "../image/quantize.js";
-import type { Processor } from "../processor.js";
+import { PermanentError } from "../../runner/errors.js";
+import { formatColor } from "../../runner/image/color.js";
+import { openImage } from "../../runner/image/open.js";
+import { percentages, quantize } from "../../runner/image/quantize.js";
+import type { Processor } from "../../runner/processor.js";
 
 /** Pixels sampled: shares come out within about half a point, and clustering takes milliseconds. */
 export const SAMPLE_PIXELS = 128 * 128;
@@ -72,3 +72,5 @@ export const imageColors: Processor = async (ctx) => {
     },
   };
 };
+
+export default imageColors;

@@ -1,4 +1,4 @@
-// Integration tests of the embedded S3-protocol server (local/s3) against the real AWS SDK v3
+// Tests of the embedded S3-protocol server against the real AWS SDK v3
 // (default checksum settings and requestChecksumCalculation: "WHEN_REQUIRED") and lib-storage,
 // plus raw HTTP for what an SDK never does (disconnecting mid-body, tampered bodies, anonymous
 // requests) and the published AWS Signature V4 test vectors for the verifier itself.
@@ -45,10 +45,10 @@ import {
 import { Upload } from "@aws-sdk/lib-storage";
 import { Hash } from "@smithy/hash-node";
 import { SignatureV4 } from "@smithy/signature-v4";
-import { createChecksummer } from "../../local/s3/checksum.js";
-import { AwsChunkedDecoder } from "../../local/s3/chunked.js";
-import { startEmbeddedS3, type EmbeddedS3 } from "../../local/s3/server.js";
-import { authenticate, chunkSignature, deriveSigningKey } from "../../local/s3/sigv4.js";
+import { createChecksummer } from "../src/checksum.js";
+import { AwsChunkedDecoder } from "../src/chunked.js";
+import { startEmbeddedS3, type EmbeddedS3 } from "../src/server.js";
+import { authenticate, chunkSignature, deriveSigningKey } from "../src/sigv4.js";
 
 const ACCESS_KEY = "AKIDEMBEDDEDTEST";
 const SECRET_KEY = "embedded-test-secret/with+chars";

@@ -26,11 +26,16 @@ import { join } from "node:path";
 import ffmpeg from "fluent-ffmpeg";
 import sharp from "sharp";
 import { withDefaults, type VideoThumbnailParameters } from "../../core/jobs/parameters.js";
-import { describeError, PermanentError } from "../errors.js";
-import type { Processor } from "../processor.js";
-import { NOT_MEDIA_FORMATS, probeSource, REFERENCE_FORMATS, type VideoStreamInfo } from "../av/probe.js";
-import { runFfmpeg, tellingLine, TruncatedError, type RunResult } from "../av/run.js";
-import { formatDuration, formatTimestamp, parseTimestamp } from "../av/timestamp.js";
+import { describeError, PermanentError } from "../../runner/errors.js";
+import type { Processor } from "../../runner/processor.js";
+import {
+  NOT_MEDIA_FORMATS,
+  probeSource,
+  REFERENCE_FORMATS,
+  type VideoStreamInfo,
+} from "../../runner/av/probe.js";
+import { runFfmpeg, tellingLine, TruncatedError, type RunResult } from "../../runner/av/run.js";
+import { formatDuration, formatTimestamp, parseTimestamp } from "../../runner/av/timestamp.js";
 
 type ThumbnailFormat = VideoThumbnailParameters["format"];
 
@@ -282,3 +287,5 @@ function mediaDemuxers(): Promise<string | undefined> {
   );
   return demuxerList;
 }
+
+export default videoThumbnail;

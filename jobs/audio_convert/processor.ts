@@ -15,12 +15,12 @@
 // runFfmpeg (TruncatedError), whatever decoded before the cut.
 import { join } from "node:path";
 import { LOSSLESS_AUDIO_FORMATS, withDefaults } from "../../core/jobs/parameters.js";
-import { PermanentError } from "../errors.js";
-import type { Processor } from "../processor.js";
-import { AUDIO_CODECS, audioCodec, audioEncodeOptions, type AudioFormat } from "../av/codecs.js";
-import { checkDecodedAudio } from "../av/declared.js";
-import { probeFile, probeSource, type MediaInfo } from "../av/probe.js";
-import { EncoderSetupError, runFfmpeg } from "../av/run.js";
+import { PermanentError } from "../../runner/errors.js";
+import type { Processor } from "../../runner/processor.js";
+import { AUDIO_CODECS, audioCodec, audioEncodeOptions, type AudioFormat } from "../../runner/av/codecs.js";
+import { checkDecodedAudio } from "../../runner/av/declared.js";
+import { probeFile, probeSource, type MediaInfo } from "../../runner/av/probe.js";
+import { EncoderSetupError, runFfmpeg } from "../../runner/av/run.js";
 
 /** Progress shares: probing the source, converting, probing the output. */
 const CONVERT_FROM = 5;
@@ -140,3 +140,5 @@ async function probeOutput(path: string, countPackets: boolean, signal: AbortSig
 }
 
 const round = (n: number, digits: number) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+export default audioConvert;

@@ -20,13 +20,13 @@ import {
   type ImageWatermarkParameters,
   type WATERMARK_POSITIONS,
 } from "../../core/jobs/parameters.js";
-import { PermanentError } from "../errors.js";
-import { defaultOutputFormat, encode, type OutputFormat } from "../image/encode.js";
-import { openImage, type SourceImage } from "../image/open.js";
-import { imageOutput, writeImage } from "../image/output.js";
-import { sharp } from "../image/settings.js";
-import { renderText, type RgbaImage } from "../image/text.js";
-import type { ProcessContext, Processor } from "../processor.js";
+import { PermanentError } from "../../runner/errors.js";
+import { defaultOutputFormat, encode, type OutputFormat } from "../../runner/image/encode.js";
+import { openImage, type SourceImage } from "../../runner/image/open.js";
+import { imageOutput, writeImage } from "../../runner/image/output.js";
+import { sharp } from "../../runner/image/settings.js";
+import { renderText, type RgbaImage } from "../../runner/image/text.js";
+import type { ProcessContext, Processor } from "../../runner/processor.js";
 
 type Position = (typeof WATERMARK_POSITIONS)[number];
 
@@ -200,3 +200,5 @@ export function place(
       };
   }
 }
+
+export default imageWatermark;

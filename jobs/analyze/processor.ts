@@ -14,9 +14,9 @@ import { basename, join } from "node:path";
 import { withDefaults } from "../../core/jobs/parameters.js";
 import type { ChatMessage, ContentPart } from "../../core/ai/client.js";
 import { extractJson, stripReasoning } from "../../core/ai/json-answer.js";
-import { PermanentError } from "../errors.js";
-import { DECODED_FORMATS, openImage } from "../image/open.js";
-import { sharp } from "../image/settings.js";
+import { PermanentError } from "../../runner/errors.js";
+import { DECODED_FORMATS, openImage } from "../../runner/image/open.js";
+import { sharp } from "../../runner/image/settings.js";
 import {
   checkAudio,
   checkVideo,
@@ -25,18 +25,18 @@ import {
   ProbeError,
   REFERENCE_FORMATS,
   type MediaInfo,
-} from "../av/probe.js";
-import { formatTimestamp } from "../av/timestamp.js";
-import type { Processor, ProcessContext } from "../processor.js";
-import { audioSegments, imageDataUrl, sampleFrames } from "../ai/media-input.js";
-import { askProvider, providerClient, responseFormatFor } from "../ai/provider.js";
+} from "../../runner/av/probe.js";
+import { formatTimestamp } from "../../runner/av/timestamp.js";
+import type { Processor, ProcessContext } from "../../runner/processor.js";
+import { audioSegments, imageDataUrl, sampleFrames } from "../../runner/ai/media-input.js";
+import { askProvider, providerClient, responseFormatFor } from "../../runner/ai/provider.js";
 import {
   ANALYSIS_SCHEMA,
   analysisSystemPrompt,
   DEFAULT_ANALYSIS_PROMPTS,
   transcriptionLanguage,
   type MediaKind,
-} from "../ai/prompts.js";
+} from "../../runner/ai/prompts.js";
 
 const MAX_TAGS = 20;
 
@@ -206,3 +206,5 @@ function readTags(value: unknown): string[] {
   }
   return tags;
 }
+
+export default analyze;

@@ -1,0 +1,54 @@
+// What a job type declares about itself, in its folder (jobs/<type>/definition.ts): everything the
+// API, the configuration, the CLI, the chart and the dashboard say of it. Pure: schemas and text,
+// no I/O, nothing of the services, so every process (and the dashboard's build) may read it. The
+// type's processor (jobs/<type>/processor.ts, runner only) and its result view
+// (jobs/<type>/view.tsx, dashboard only) sit beside it and are found by the folder's name.
+import type { TObject } from "../core/typebox.js";
+import type { SchemaBounds } from "../core/jobs/bounds.js";
+
+/** What a file is: an image, a video, audio, or (an analyze job's source) any of them. */
+export type MediaKind = "image" | "video" | "audio" | "any";
+
+/** The default requests and limits a type's runners get (kubernetes.resources.<type>). */
+export type ResourceClass = "image" | "media" | "ai";
+
+export interface JobTypeDefinition<Name extends string = string, Parameters extends TObject = TObject> {
+  /** The type's name: its queue, the `type` of its jobs, and its folder under jobs/. */
+  name: Name;
+  /** Its submit route under /api/v1 (the path is also what the CLI accepts as the type). */
+  route: { path: `/jobs/${string}`; summary: string };
+  /** What its source is, and its output (null: it writes no output file, and takes no dest_*). */
+  media: { source: MediaKind; output: MediaKind | null };
+  /**
+   * Its parameters, with the configuration's bounds: names, rules, defaults and descriptions, as
+   * the API validates them, the OpenAPI document and `submit --help` show them, and the processor
+   * reads them (withDefaults). A field with a default is never Type.Optional (its Static type has it).
+   */
+  parameters: (bounds: SchemaBounds) => Parameters;
+  /**
+   * Its result's shape, named in the OpenAPI document (types that share a shape share its name; the
+   * document describes each shape with the types that have it).
+   */
+  result: { name: string; schema: TObject };
+  /** How its runners run. */
+  runner: {
+    /** executor.timeouts.<type>: a Go-style duration. */
+    timeout: string;
+    /** kubernetes.resources.<type>'s defaults. */
+    resources: ResourceClass;
+    /**
+     * The processor reads its source only through openImage (a file or its bytes), so a small
+     * source is kept in memory (limits.in_memory_source_bytes); otherwise it hands a file to ffmpeg.
+     */
+    inMemorySource: boolean;
+    /** It calls an AI provider (its runners get the providers' settings). */
+    ai?: boolean;
+  };
+}
+
+/** A definition as written, its name and parameter schema kept as their own types. */
+export function defineJobType<const Name extends string, Parameters extends TObject>(
+  definition: JobTypeDefinition<Name, Parameters>,
+): JobTypeDefinition<Name, Parameters> {
+  return definition;
+}

@@ -33,7 +33,12 @@ export async function createExecutor(
   };
   if (config.executor.kind === "kubernetes") {
     const { KubernetesExecutor } = await import("./kubernetes/executor.js");
-    return new KubernetesExecutor({ ...options, ...(registry ? { registry } : {}) });
+    const { kubernetesClients } = await import("./kubernetes/clients.js");
+    return new KubernetesExecutor({
+      ...options,
+      kube: kubernetesClients(),
+      ...(registry ? { registry } : {}),
+    });
   }
   const { LocalExecutor } = await import("./local-executor.js");
   return new LocalExecutor(options);

@@ -1,4 +1,4 @@
-import { CoreV1Api, type KubeConfig, type V1Job } from "@kubernetes/client-node";
+import type { CoreV1Api, V1Job } from "@kubernetes/client-node";
 import type { Logger } from "../../core/logger.js";
 
 // Kubernetes Events on runner Jobs, so `kubectl describe job media-<id>` and `kubectl get events`
@@ -7,16 +7,12 @@ import type { Logger } from "../../core/logger.js";
 const MESSAGE_MAX = 1024;
 
 export class JobEventRecorder {
-  private readonly core: CoreV1Api;
-
   constructor(
-    kc: KubeConfig,
+    private readonly core: Pick<CoreV1Api, "createNamespacedEvent">,
     private readonly namespace: string,
     private readonly instance: string,
     private readonly log: Logger,
-  ) {
-    this.core = kc.makeApiClient(CoreV1Api);
-  }
+  ) {}
 
   /** A Warning Event on the Job (by name; with its uid when the Job is known). */
   async jobFailed(jobName: string, job: V1Job | undefined, reason: string, message: string): Promise<void> {

@@ -729,6 +729,7 @@ describe("warm runner pool", () => {
           image_optimize: "auto",
           image_watermark: "job",
           image_colors: "auto",
+          image_metadata: "job",
           image_ai_keywords: "job",
           video_thumbnail: "job",
           audio_convert: "job",

@@ -17,8 +17,12 @@ export interface JobTypeDefinition<Name extends string = string, Parameters exte
   name: Name;
   /** Its submit route under /api/v1 (the path is also what the CLI accepts as the type). */
   route: { path: `/jobs/${string}`; summary: string };
-  /** What its source is, and its output (null: it writes no output file, and takes no dest_*). */
-  media: { source: MediaKind; output: MediaKind | null };
+  /**
+   * What its source is, and its output (null: it writes no output file, and takes no dest_*).
+   * `destination: "prefix"`: it writes many objects under a dest_prefix the submission gives instead
+   * of a dest_key (recorded as dest_key: the key of the object a client starts from, under it).
+   */
+  media: { source: MediaKind; output: MediaKind | null; destination?: "key" | "prefix" };
   /**
    * Its parameters, with the configuration's bounds: names, rules, defaults and descriptions, as
    * the API validates them, the OpenAPI document and `submit --help` show them, and the processor
@@ -30,6 +34,11 @@ export interface JobTypeDefinition<Name extends string = string, Parameters exte
    * document describes each shape with the types that have it).
    */
   result: { name: string; schema: TObject };
+  /**
+   * A rule across its parameters that a schema cannot say (e.g. distinct values in a list of
+   * objects): the sentence a 400 says, or undefined. Run on every submission after the schema.
+   */
+  check?: (parameters: Record<string, unknown>) => string | undefined;
   /** How its runners run. */
   runner: {
     /** executor.timeouts.<type>: a Go-style duration. */

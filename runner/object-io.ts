@@ -6,6 +6,7 @@ import {
   AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
+  DeleteObjectsCommand,
   GetObjectCommand,
   HeadBucketCommand,
   PutObjectCommand,
@@ -13,6 +14,7 @@ import {
   type S3Client,
 } from "@aws-sdk/client-s3";
 import { PermanentError } from "./errors.js";
+import type { ObjectWriter } from "./processor.js";
 
 /** Files larger than this are uploaded in parts (and in parallel). */
 export const MULTIPART_THRESHOLD = 16 * 1024 * 1024;
@@ -318,4 +320,33 @@ async function multipartUpload(
       .catch(() => undefined);
     throw err;
   }
+}
+
+/** Keys one DeleteObjects request may name. */
+const DELETE_BATCH = 1000;
+
+/** A processor's ObjectWriter on the runner's store client. */
+export function objectWriter(s3: S3Client): ObjectWriter {
+  return {
+    upload: (bucket, key, path, contentType, signal) =>
+      uploadFile(s3, bucket, key, path, contentType, signal),
+    remove: async (bucket, keys) => {
+      for (let i = 0; i < keys.length; i += DELETE_BATCH) {
+        const batch = keys.slice(i, i + DELETE_BATCH);
+        const answer = await s3.send(
+          new DeleteObjectsCommand({
+            Bucket: bucket,
+            Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
+          }),
+        );
+        const failed = answer.Errors?.filter((e) => e.Code !== "NoSuchKey") ?? [];
+        if (failed.length > 0) {
+          const first = failed[0]!;
+          throw new Error(
+            `${failed.length} object(s) of s3://${bucket} could not be removed: ${first.Key} (${first.Code ?? "?"})`,
+          );
+        }
+      }
+    },
+  };
 }

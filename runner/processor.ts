@@ -35,8 +35,28 @@ export interface ProcessContext {
   progress(percent: number, message?: string): void;
   /** Downloads another object of the store (e.g. a watermark image) into the scratch directory. */
   fetchObject(bucket: string, key: string): Promise<string>;
+  /**
+   * Writes and removes objects of the store beyond the one output the runner uploads (a type that
+   * writes many, video_adaptive's ladder). Uploads as the runner's own (multipart above its
+   * threshold, nothing partial left behind); removal ignores objects already gone. The runner always
+   * gives it; a context made for one processor alone (a test, a benchmark) may leave it out.
+   */
+  objects?: ObjectWriter;
   logger: Logger;
   config: Config;
+}
+
+export interface ObjectWriter {
+  /** Uploads a file; resolves with its size. */
+  upload(
+    bucket: string,
+    key: string,
+    path: string,
+    contentType: string,
+    signal: AbortSignal,
+  ): Promise<number>;
+  /** Removes objects (given no signal: it is what runs after a job was stopped). */
+  remove(bucket: string, keys: readonly string[]): Promise<void>;
 }
 
 /** The output to upload: a file, or bytes in memory. */

@@ -10,7 +10,7 @@ import { outputUrl } from "../core/storage/s3.js";
 import type { JobStore } from "../core/store/store.js";
 import { EXIT, jobDeadline, timeoutMessage, type Deadline } from "../core/policy.js";
 import { describeError, isPermanent, PermanentError, TimeoutError } from "./errors.js";
-import { downloadObject, fetchSource, uploadBuffer, uploadFile } from "./object-io.js";
+import { downloadObject, fetchSource, objectWriter, uploadBuffer, uploadFile } from "./object-io.js";
 import type { ProcessContext } from "./processor.js";
 import { ProgressReporter } from "./progress.js";
 import { IN_MEMORY_TYPES, loadProcessor } from "./registry.js";
@@ -160,6 +160,7 @@ export async function runJob(jobId: string, deps: RunnerDeps, startedJob?: Job):
         });
         return path;
       },
+      objects: objectWriter(s3),
       logger: log,
       config,
     };

@@ -55,4 +55,5 @@ export type ImageColorsParameters = JobParameters["image_colors"];
 export type ImageAiKeywordsParameters = JobParameters["image_ai_keywords"];
 export type VideoThumbnailParameters = JobParameters["video_thumbnail"];
 export type AudioConvertParameters = JobParameters["audio_convert"];
+export type VideoAdaptiveParameters = JobParameters["video_adaptive"];
 export type AnalyzeParameters = JobParameters["analyze"];

@@ -187,6 +187,7 @@ const SUBMIT: Record<JobType, { path: string; parameters: Record<string, unknown
   image_ai_keywords: { path: "image/ai/keywords", parameters: {} },
   analyze: { path: "analyze", parameters: {} },
   video_thumbnail: { path: "video/thumbnail", parameters: { timestamp: "00:00:01" }, output: "jpg" },
+  video_adaptive: { path: "video/adaptive", parameters: {} },
   audio_convert: { path: "audio/convert", parameters: { format: "mp3" }, output: "mp3" },
 };
 

@@ -14,6 +14,7 @@ import {
   Batch,
   BatchStatusSchema,
   DestinationFields,
+  DestinationPrefixFields,
   ErrorBody,
   Job,
   JobStatusSchema,
@@ -38,6 +39,7 @@ import {
   JOB_STATES,
   JOB_TYPES,
   WRITES_OUTPUT,
+  WRITES_UNDER_PREFIX,
   type JobState,
   type JobStatus,
   type JobType,
@@ -177,14 +179,14 @@ export function submitBodySchema(type: JobType, bounds: SchemaBounds): TObject {
   const parameters = parameterSchemas(bounds)[type];
   const properties: TProperties = {
     ...SourceFields,
-    ...(WRITES_OUTPUT[type] ? DestinationFields : {}),
+    ...destinationFields(type),
     ...parameters.properties,
     ...submissionOptionFields(bounds),
   };
   const required = [
     "source_bucket",
     "source_key",
-    ...(WRITES_OUTPUT[type] ? ["dest_bucket", "dest_key"] : []),
+    ...Object.keys(destinationFields(type)),
     ...(parameters.required ?? []),
   ];
   return optionalDefaults({
@@ -192,6 +194,12 @@ export function submitBodySchema(type: JobType, bounds: SchemaBounds): TObject {
     ...Type.Object(properties, { additionalProperties: false }),
     required,
   });
+}
+
+/** Where a type's output goes: a key, a prefix (a type that writes many objects), or nowhere. */
+function destinationFields(type: JobType): TProperties {
+  if (WRITES_UNDER_PREFIX[type]) return DestinationPrefixFields;
+  return WRITES_OUTPUT[type] ? DestinationFields : {};
 }
 
 /** The keywords of an object schema other than its fields: rules that span fields (anyOf, allOf, …). */
@@ -220,6 +228,7 @@ export function optionalDefaults<T extends TObject>(schema: T): T {
 export const NON_PARAMETER_FIELDS = new Set([
   ...Object.keys(SourceFields),
   ...Object.keys(DestinationFields),
+  ...Object.keys(DestinationPrefixFields),
   ...Object.keys(SubmissionOptionFields),
 ]);
 
@@ -236,7 +245,7 @@ function batchEntrySchema(type: JobType, bounds: SchemaBounds): TObject {
     (parameters.required ?? []).length > 0 || "anyOf" in parameters || "oneOf" in parameters;
   const withDefaults = { ...parameters, default: {} } as TSchema;
   const dest = WRITES_OUTPUT[type]
-    ? DestinationFields
+    ? destinationFields(type)
     : {
         dest_bucket: Type.Optional(DestinationFields.dest_bucket),
         dest_key: Type.Optional(DestinationFields.dest_key),

@@ -1,6 +1,6 @@
 // The job commands: submit, job, watch, cancel, retry, jobs, stats. Each returns its exit code.
 import type { Job, JobSummary, QueueStats } from "../core/jobs/records.js";
-import { WRITES_OUTPUT } from "../core/jobs/types.js";
+import { WRITES_OUTPUT, WRITES_UNDER_PREFIX } from "../core/jobs/types.js";
 import { clip } from "../core/text.js";
 import { parseJobType, parseParams, parseS3Url, typePath } from "./args.js";
 import { filterQuery, type FilterOptions } from "./bulk.js";
@@ -49,7 +49,14 @@ export function submitBody(
   const type = parseJobType(typeArg);
   const source = parseS3Url(options.source, "--source");
   const body: Record<string, unknown> = { source_bucket: source.bucket, source_key: source.key };
-  if (WRITES_OUTPUT[type]) {
+  if (WRITES_UNDER_PREFIX[type]) {
+    if (options.dest === undefined) {
+      throw new UsageError(`${type} writes many objects: --dest s3://bucket/prefix is required`);
+    }
+    const dest = parseS3Url(options.dest, "--dest");
+    body.dest_bucket = dest.bucket;
+    body.dest_prefix = dest.key;
+  } else if (WRITES_OUTPUT[type]) {
     if (options.dest === undefined) {
       throw new UsageError(`${type} writes a file: --dest s3://bucket/key is required`);
     }

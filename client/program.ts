@@ -153,7 +153,10 @@ export function addClientCommands(program: Command, done: (code: number) => void
     // Required, but checked after commander's check of unknown options (see mandatory): a misspelt
     // option is named as such rather than hidden behind a missing --source.
     .option("--source <s3url>", "the source file, s3://bucket/key (required)")
-    .option("--dest <s3url>", "where the output goes, s3://bucket/key (types that write a file)")
+    .option(
+      "--dest <s3url>",
+      "where the output goes, s3://bucket/key (types that write a file; s3://bucket/prefix for those that write many)",
+    )
     .option("--params <json>", "parameters as a JSON object (key=value pairs win)")
     .option("--priority <n>", "place in the type's queue, -50 to 50 (higher runs first)", integer)
     .option("--webhook-url <url>", "notified when the job ends")

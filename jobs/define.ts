@@ -17,12 +17,14 @@ export interface JobTypeDefinition<Name extends string = string, Parameters exte
   name: Name;
   /** Its submit route under /api/v1 (the path is also what the CLI accepts as the type). */
   route: { path: `/jobs/${string}`; summary: string };
+  /** What its source is, and its output (null: it writes no output file, and takes no dest_*). */
+  media: { source: MediaKind; output: MediaKind | null };
   /**
-   * What its source is, and its output (null: it writes no output file, and takes no dest_*).
-   * `destination: "prefix"`: it writes many objects under a dest_prefix the submission gives instead
-   * of a dest_key (recorded as dest_key: the key of the object a client starts from, under it).
+   * A type that writes many objects under a prefix takes `dest_prefix` instead of `dest_key`: this
+   * gives the key its job is recorded with (dest_key), the object a client starts from (a master
+   * playlist), from the prefix and the parameters.
    */
-  media: { source: MediaKind; output: MediaKind | null; destination?: "key" | "prefix" };
+  entryKey?: (prefix: string, parameters: Record<string, unknown>) => string;
   /**
    * Its parameters, with the configuration's bounds: names, rules, defaults and descriptions, as
    * the API validates them, the OpenAPI document and `submit --help` show them, and the processor

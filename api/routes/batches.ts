@@ -1,5 +1,5 @@
 import { schemaBounds } from "../../core/jobs/bounds.js";
-import { buildJobSpec } from "../../core/jobs/spec.js";
+import { buildJobSpec, InvalidJobError } from "../../core/jobs/spec.js";
 import { CANCELLED_BY_REQUEST } from "../../core/policy.js";
 import { addLogContext } from "../access-log.js";
 import { submitterOf, viewerOf } from "../auth.js";
@@ -56,14 +56,18 @@ export function batchRoutes(app: App, ctx: ApiContext): void {
         logContext: (submitted) => ({ batch_id: submitted.batchId, jobs: submitted.jobIds.length }),
         submit: (idempotency) => {
           const priority = body.options?.priority;
-          const specs = body.jobs.map((entry) =>
-            buildJobSpec(
-              entry.type,
-              priority === undefined || entry.priority !== undefined ? entry : { ...entry, priority },
-              entry.parameters,
-              request.id,
-            ),
-          );
+          const specs = body.jobs.map((entry, i) => {
+            try {
+              return buildJobSpec(
+                entry.type,
+                priority === undefined || entry.priority !== undefined ? entry : { ...entry, priority },
+                entry.parameters,
+                request.id,
+              );
+            } catch (err) {
+              throw err instanceof InvalidJobError ? new InvalidJobError(`jobs[${i}]: ${err.message}`) : err;
+            }
+          });
           const webhookUrl = body.options?.webhook_url;
           return ctx.store.submit(
             specs,

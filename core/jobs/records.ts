@@ -34,6 +34,20 @@ export const DestinationFields = {
   dest_bucket: Bucket("Bucket for the output file"),
   dest_key: Key("Key for the output file"),
 };
+/**
+ * Where a type that writes many objects writes them (video_adaptive): a prefix, with at least one
+ * character other than `/`. Its job is recorded with dest_key: the object a client starts from.
+ */
+export const DestinationPrefixFields = {
+  dest_bucket: Bucket("Bucket for the objects the job writes"),
+  dest_prefix: Type.String({
+    minLength: 1,
+    maxLength: 1000,
+    pattern: "^(?=[^/]|.*[^/])[^\\u0000-\\u001f\\u007f-\\u009f]*$",
+    description:
+      "Key prefix the job writes its objects under (a trailing `/` or none: the same); the job's dest_key is the key of its entry object under it",
+  }),
+};
 
 // A webhook target: an absolute http or https URL whose host is a DNS name (its last label starting
 // with a letter), a dotted IPv4 address or a bracketed IPv6 address, with an optional port (up to

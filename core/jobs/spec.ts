@@ -2,7 +2,7 @@ import { TypeCompiler, type TLiteralValue, type TObject, type TypeCheck } from "
 import { shown } from "../text.js";
 import { PARAMETER_SCHEMAS, withDefaults } from "./parameters.js";
 import type { Job } from "./records.js";
-import { JOB_TYPES, type ExecutionClass, type JobType } from "./types.js";
+import { definitionOf, JOB_TYPES, type ExecutionClass, type JobType } from "./types.js";
 
 /** A job as it is submitted: what the store records. */
 export interface JobSpec {
@@ -66,6 +66,8 @@ export interface SubmissionFields {
   source_key: string;
   dest_bucket?: string;
   dest_key?: string;
+  /** A type that writes many objects (WRITES_UNDER_PREFIX): where; recorded as its dest_key. */
+  dest_prefix?: string;
   webhook_url?: string;
   webhook_style?: "default" | "chat" | "slack";
   request_id?: string;
@@ -92,6 +94,12 @@ export function buildJobSpec(
   };
   if (fields.dest_bucket !== undefined) spec.dest_bucket = fields.dest_bucket;
   if (fields.dest_key !== undefined) spec.dest_key = fields.dest_key;
+  const definition = definitionOf(type);
+  if ("entryKey" in definition && definition.entryKey && fields.dest_prefix !== undefined) {
+    spec.dest_key = definition.entryKey(fields.dest_prefix, parameters);
+  }
+  const refused = "check" in definition ? definition.check?.(parameters) : undefined;
+  if (refused) throw new InvalidJobError(refused);
   if (fields.webhook_url !== undefined) spec.webhook_url = fields.webhook_url;
   const style = fields.webhook_style;
   if (style !== undefined) spec.webhook_style = style === "slack" ? "chat" : style;

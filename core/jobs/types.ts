@@ -15,6 +15,11 @@ export const WRITES_OUTPUT: Readonly<Record<JobType, boolean>> = Object.fromEntr
   JOB_DEFINITIONS.map((d) => [d.name, d.media.output !== null]),
 ) as Record<JobType, boolean>;
 
+/** Types that write many objects under a `dest_prefix` (given instead of dest_key). */
+export const WRITES_UNDER_PREFIX: Readonly<Record<JobType, boolean>> = Object.fromEntries(
+  JOB_DEFINITIONS.map((d) => [d.name, "entryKey" in d && d.entryKey !== undefined]),
+) as Record<JobType, boolean>;
+
 /**
  * What each type's source and output are (null: the type writes no output file): what a preview
  * (GET /jobs/{id}/preview) can be made of, and what the dashboard shows them as.

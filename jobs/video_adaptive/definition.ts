@@ -58,7 +58,8 @@ export const definition = defineJobType({
     path: "/jobs/video/adaptive",
     summary: "Encode a video into an adaptive-streaming ladder (HLS and DASH)",
   },
-  media: { source: "video", output: "video", destination: "prefix" },
+  media: { source: "video", output: "video" },
+  entryKey: (prefix, parameters) => entryKeyOf(prefix, parameters.formats as string[] | undefined),
   parameters: (bounds) =>
     Type.Object(
       {

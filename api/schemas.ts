@@ -335,6 +335,17 @@ export const RetryBody = Type.Object(
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
 
+/** An object under a ladder's prefix: relative, plain names (no `..`, no empty segment). */
+export const LADDER_PATH_PATTERN = "^(?!.*(?:^|/)\\.\\.?(?:/|$))[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*$";
+export const LadderParams = Type.Object({
+  id: IdParams.properties.id,
+  "*": Type.String({
+    maxLength: 512,
+    pattern: LADDER_PATH_PATTERN,
+    description: "The object's path under the job's prefix, as its playlists name it (e.g. media_0.m3u8)",
+  }),
+});
+
 /** Which of a job's objects a preview or a download is of. */
 const ObjectOf = (defaultOf: "source" | "output", description: string) =>
   Enum(["source", "output"] as const, { default: defaultOf, description });

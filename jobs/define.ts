@@ -63,3 +63,6 @@ export function defineJobType<const Name extends string, Parameters extends TObj
 ): JobTypeDefinition<Name, Parameters> {
   return definition;
 }
+
+/** The prefix a type that writes under one (`entryKey`) recorded its job with: the key less its last segment. */
+export const prefixOfEntry = (destKey: string) => destKey.slice(0, destKey.lastIndexOf("/"));

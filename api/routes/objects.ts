@@ -3,7 +3,7 @@ import { GetObjectCommand, type GetObjectCommandOutput } from "@aws-sdk/client-s
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "../../core/typebox.js";
 import type { Job } from "../../core/jobs/records.js";
-import { JOB_MEDIA, WRITES_OUTPUT } from "../../core/jobs/types.js";
+import { JOB_MEDIA, prefixOfEntry, WRITES_OUTPUT, WRITES_UNDER_PREFIX } from "../../core/jobs/types.js";
 import { addLogContext } from "../access-log.js";
 import { viewerOf } from "../auth.js";
 import type { ApiContext, App } from "../context.js";
@@ -23,6 +23,7 @@ import {
   errorResponse,
   errorResponses,
   IdParams,
+  LadderParams,
   PreviewQuery,
 } from "../schemas.js";
 
@@ -252,6 +253,53 @@ export function objectRoutes(app: App, ctx: ApiContext): void {
           .type(object.ContentType ?? "application/octet-stream")
           .send(object.Body as Readable);
       });
+    },
+  );
+
+  app.get(
+    "/jobs/:id/ladder/*",
+    {
+      schema: {
+        summary: "An object of a job's ladder through the API",
+        description:
+          "An object a job that writes many (video_adaptive) wrote under its dest_prefix, by its path under the prefix as its playlists name it: the master playlist, a media playlist, a segment, the MPD. Relative URIs in the playlists resolve to this route, so a player given the master playlist's URL here (and the API key on its requests) plays the ladder through the API alone. Once the job has completed (409 before).",
+        tags: ["jobs"],
+        security: API_KEY_SECURITY,
+        params: LadderParams,
+        response: {
+          200: Type.Unsafe({ description: "The object", content: { "application/octet-stream": BINARY } }),
+          ...errorResponses(400, 404, 409, 502),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params;
+      const path = request.params["*"];
+      addLogContext(request, { job_id: id });
+      const job = await ctx.store.getJob(id, viewerOf(request));
+      if (!job) return reply.code(404).send({ error: `job ${id} not found` });
+      try {
+        if (!WRITES_UNDER_PREFIX[job.type] || !job.dest_bucket || !job.dest_key) {
+          throw new PreviewRefusal(404, `job ${id} is ${job.type}, which writes no ladder`);
+        }
+        if (job.status !== "completed") {
+          throw new PreviewRefusal(
+            409,
+            `job ${id} is ${job.status}; its ladder exists once it has completed`,
+          );
+        }
+        const where = { bucket: job.dest_bucket, key: `${prefixOfEntry(job.dest_key)}/${path}` };
+        const object = await getObject(ctx, request, "output", where);
+        if (object.ContentLength !== undefined) reply.header("Content-Length", object.ContentLength);
+        if (object.ETag) reply.header("ETag", object.ETag);
+        return reply
+          .header("Cache-Control", "private, max-age=3600")
+          .header("Vary", "X-API-Key, Authorization")
+          .type(object.ContentType ?? "application/octet-stream")
+          .send(object.Body as Readable);
+      } catch (err) {
+        return refuse(request, reply, err);
+      }
     },
   );
 }

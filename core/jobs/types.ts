@@ -5,7 +5,7 @@ import type { MediaKind } from "../../jobs/define.js";
 
 export * from "./states.js";
 export { JOB_DEFINITIONS, definitionOf, type DefinitionOf } from "../../jobs/registry.js";
-export type { JobTypeDefinition } from "../../jobs/define.js";
+export { prefixOfEntry, type JobTypeDefinition } from "../../jobs/define.js";
 export type { JobType, MediaKind };
 
 export const JOB_TYPES: readonly JobType[] = JOB_DEFINITIONS.map((definition) => definition.name);

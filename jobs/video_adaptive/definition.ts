@@ -3,6 +3,8 @@ import { Enum } from "../../core/jobs/enum.js";
 import { ERROR_MESSAGE, integerRange } from "../../core/jobs/patterns.js";
 import { defineJobType } from "../define.js";
 
+export { prefixOfEntry } from "../define.js";
+
 export const LADDER_CODECS = ["h264", "h265", "av1"] as const;
 export const LADDER_FORMATS = ["hls", "dash"] as const;
 
@@ -31,8 +33,6 @@ export function entryKeyOf(prefix: string, formats: readonly string[] | undefine
   const entry = !formats || formats.includes("hls") ? MASTER_PLAYLIST : DASH_MANIFEST;
   return `${prefix.replace(/\/+$/, "")}/${entry}`;
 }
-/** The prefix of a ladder recorded with `destKey` (the key less its last segment). */
-export const prefixOfEntry = (destKey: string) => destKey.slice(0, destKey.lastIndexOf("/"));
 
 const Rendition = (maxDimension: number) =>
   Type.Object(

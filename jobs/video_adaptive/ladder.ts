@@ -80,12 +80,22 @@ export interface LadderCommand {
 export function ladderCommand(
   renditions: Rendition[],
   parameters: Pick<VideoAdaptiveParameters, "video_codec" | "segment_seconds" | "preset">,
-  source: { videoIndex: number; audioIndex?: number; frameRate?: number },
+  source: {
+    videoIndex: number;
+    audioIndex?: number;
+    frameRate?: number;
+    displayWidth: number;
+    displayHeight: number;
+  },
 ): LadderCommand {
   const n = renditions.length;
   const seg = parameters.segment_seconds;
   const split = `[0:${source.videoIndex}]split=${n}${renditions.map((_, i) => `[s${i}]`).join("")}`;
-  const scales = renditions.map((r, i) => `[s${i}]scale=${r.width}:${r.height},setsar=1[v${i}]`);
+  // Every rendition shown at the source's aspect ratio (the dash muxer refuses an adaptation set
+  // whose aspect ratios differ): an even width rounded off it (426x240 of 16:9) gets pixels a hair
+  // off square (setdar) rather than a picture a hair off the source's shape.
+  const dar = `${source.displayWidth}/${source.displayHeight}`;
+  const scales = renditions.map((r, i) => `[s${i}]scale=${r.width}:${r.height},setdar=${dar}[v${i}]`);
   const gop = Math.max(1, Math.round((source.frameRate ?? 25) * seg));
   const options = ["-filter_complex", [split, ...scales].join(";")];
   renditions.forEach((_, i) => options.push("-map", `[v${i}]`));

@@ -62,6 +62,8 @@ export const videoAdaptive: Processor = async (ctx) => {
   const dir = join(ctx.scratchDir, "ladder");
   const command = ladderCommand(renditions, parameters, {
     videoIndex: video.index,
+    displayWidth: video.displayWidth,
+    displayHeight: video.displayHeight,
     ...(info.audio ? { audioIndex: info.audio.index } : {}),
     ...(video.frameRate ? { frameRate: video.frameRate } : {}),
   });

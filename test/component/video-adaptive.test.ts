@@ -216,11 +216,13 @@ describe("video_adaptive", () => {
   });
 
   test("a job stopped while it uploads removes what it wrote", { timeout: 120_000 }, async () => {
-    const source = await makeVideo({ durationSeconds: 8, width: 320, height: 180, audio: true });
+    // 240 lines of 16:9 are 426 pixels wide, a hair off 16:9: a ladder still (the dash muxer
+    // refuses renditions of different aspect ratios in one adaptation set).
+    const source = await makeVideo({ durationSeconds: 8, width: 640, height: 360, audio: true });
     const prefix = "ladders/stopped";
     const handle = await ladder(source, prefix, {
       renditions: [
-        { height: 180, video_bitrate: "300k" },
+        { height: 240, video_bitrate: "300k" },
         { height: 144, video_bitrate: "200k" },
       ],
       segment_seconds: 2,

@@ -227,3 +227,15 @@ export function writeMaster(
   }
   return lines.join("\n") + "\n";
 }
+
+/**
+ * The RFC 6381 name of an HEVC rendition (`hvc1.1.6.L93.B0`), from ffprobe's profile and level of
+ * its stream: ffmpeg 5.1's dash muxer writes a bare `hvc1`, which players cannot check support of.
+ * Main and Main 10 (what x265 writes from 8- and 10-bit input); the constraint byte as x265 sets it.
+ */
+export function hevcCodecs(profile: string | undefined, level: number | undefined): string | undefined {
+  if (!level || level <= 0) return undefined;
+  const ids: Record<string, string> = { Main: "1.6", "Main 10": "2.4" };
+  const id = profile ? ids[profile] : undefined;
+  return id ? `hvc1.${id}.L${level}.B0` : undefined;
+}

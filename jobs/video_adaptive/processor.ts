@@ -18,10 +18,18 @@ import { withDefaults } from "../../core/jobs/parameters.js";
 import { outputUrl } from "../../core/storage/s3.js";
 import { describeError, PermanentError } from "../../runner/errors.js";
 import type { ObjectWriter, Processor } from "../../runner/processor.js";
-import { probeSource } from "../../runner/av/probe.js";
+import { probeFile, probeSource } from "../../runner/av/probe.js";
 import { runFfmpeg } from "../../runner/av/run.js";
 import { DASH_MANIFEST, MASTER_PLAYLIST, prefixOfEntry } from "./definition.js";
-import { AUDIO_KBPS, chooseRenditions, ladderCommand, readMaster, writeMaster } from "./ladder.js";
+import {
+  AUDIO_KBPS,
+  chooseRenditions,
+  hevcCodecs,
+  ladderCommand,
+  readMaster,
+  writeMaster,
+  type Variant,
+} from "./ladder.js";
 
 /** Progress shares: probing, encoding, uploading. */
 const ENCODE_FROM = 5;
@@ -92,6 +100,7 @@ export const videoAdaptive: Processor = async (ctx) => {
       `ffmpeg wrote ${ffmpegMaster.variants.length} variant(s) for ${renditions.length} rendition(s)`,
     );
   }
+  if (parameters.video_codec === "h265") await nameHevc(dir, ffmpegMaster.variants, ctx.signal);
   const audio =
     command.audio && ffmpegMaster.audioUri
       ? { uri: ffmpegMaster.audioUri, codecs: "mp4a.40.2", bandwidth: AUDIO_KBPS * 1000 }
@@ -152,6 +161,26 @@ export const videoAdaptive: Processor = async (ctx) => {
     },
   };
 };
+
+/**
+ * Each HEVC variant's full codecs name, read from its init segment, in its variant and in the MPD
+ * (representation n is media_n.m3u8's): ffmpeg wrote a bare `hvc1` in both.
+ */
+async function nameHevc(dir: string, variants: Variant[], signal: AbortSignal): Promise<void> {
+  const mpdPath = join(dir, DASH_MANIFEST);
+  let mpd = await readFile(mpdPath, "utf8");
+  for (const variant of variants) {
+    const n = /^media_(\d+)\.m3u8$/.exec(variant.uri)?.[1];
+    if (n === undefined) continue;
+    const info = await probeFile(join(dir, `init-${n}.m4s`), { signal });
+    const stream = info.raw.streams.find((s) => s.codec_type === "video");
+    const name = hevcCodecs(stream?.profile as string | undefined, Number(stream?.level));
+    if (!name) continue;
+    variant.codecs = variant.codecs.replace(/^hvc1(?=,|$)/, name);
+    mpd = mpd.replace(new RegExp(`(<Representation id="${n}"[^>]*codecs=")hvc1"`), `$1${name}"`);
+  }
+  await writeFile(mpdPath, mpd);
+}
 
 /** Runs `each` over the names, `concurrency` at a time; the first failure stops the rest. */
 async function uploadAll(names: string[], concurrency: number, each: (name: string) => Promise<void>) {

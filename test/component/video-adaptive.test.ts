@@ -203,6 +203,41 @@ describe("video_adaptive", () => {
     assert.ok(lastSegment < firstPlaylist, "every segment before any playlist");
   });
 
+  test("H.265 and AV1 ladders: keyframes aligned, codecs named in full in both manifests", async () => {
+    const source = await makeVideo({ durationSeconds: 4, width: 320, height: 180 });
+    for (const [codec, pattern] of [
+      ["h265", /^hvc1\.1\.6\.L\d+\.B0$/],
+      ["av1", /^av01\.0\.\d\dM\.08$/],
+    ] as const) {
+      const prefix = `ladders/${codec}`;
+      const { ctx } = await ladder(source, prefix, {
+        video_codec: codec,
+        renditions: [
+          { height: 180, video_bitrate: "300k" },
+          { height: 144, video_bitrate: "200k" },
+        ],
+        segment_seconds: 2,
+        formats: ["hls", "dash"],
+      });
+      const result = (await videoAdaptive(ctx)).result as { renditions: Array<{ codecs: string }> };
+      for (const r of result.renditions) assert.match(r.codecs, pattern, codec);
+      const mpd = await store.text(`${prefix}/manifest.mpd`);
+      const named = [...mpd.matchAll(/<Representation [^>]*codecs="([^"]+)"/g)].map((m) => m[1]);
+      assert.deepEqual(
+        named,
+        result.renditions.map((r) => r.codecs),
+        codec,
+      );
+      const master = parseHls(await store.text(`${prefix}/master.m3u8`));
+      const playlists = await Promise.all(
+        master.playlists!.map(async (p) => parseHls(await store.text(`${prefix}/${p.uri}`))),
+      );
+      const times = await Promise.all(playlists.map((p) => keyframeTimes(prefix, p)));
+      assert.deepEqual(times[0], [0, 2], codec);
+      assert.deepEqual(times[1], times[0], codec);
+    }
+  });
+
   test("a truncated source fails the job and writes nothing", { timeout: 120_000 }, async () => {
     const whole = await makeVideo({ durationSeconds: 6, width: 320, height: 180 });
     const source = await truncated(whole, 0.5);

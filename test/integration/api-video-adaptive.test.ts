@@ -95,4 +95,29 @@ describe("POST /jobs/video/adaptive", () => {
     assert.equal(refused.status, 400);
     assert.match(String(refused.body.error), /^jobs\[1\]: renditions: heights must be distinct/);
   });
+
+  test("GET /jobs/{id}/ladder/{path}: refused before the job completes, for another type, for a path that climbs", async () => {
+    const { body } = await submit({ ...base, dest_prefix: "ladders/pending" });
+    const pending = await stack.request(`/api/v1/jobs/${String(body.job_id)}/ladder/master.m3u8`);
+    assert.equal(pending.status, 409);
+    assert.match(
+      ((await pending.json()) as { error: string }).error,
+      /is pending; its ladder exists once it has completed/,
+    );
+    const climbing = await stack.request(`/api/v1/jobs/${String(body.job_id)}/ladder/..%2F..%2Fsecret`);
+    assert.equal(climbing.status, 400);
+    const missing = await stack.request("/api/v1/jobs/no-such-job/ladder/master.m3u8");
+    assert.equal(missing.status, 404);
+    const other = await stack.request("/api/v1/jobs/image/colors", {
+      method: "POST",
+      json: { source_bucket: "media", source_key: "in/a.jpg" },
+    });
+    const otherId = ((await other.json()) as { job_id: string }).job_id;
+    const notLadder = await stack.request(`/api/v1/jobs/${otherId}/ladder/master.m3u8`);
+    assert.equal(notLadder.status, 404);
+    assert.match(
+      ((await notLadder.json()) as { error: string }).error,
+      /image_colors, which writes no ladder/,
+    );
+  });
 });

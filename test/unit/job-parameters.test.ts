@@ -31,7 +31,7 @@ describe("parameter schemas", () => {
         }
       }
     }
-    assert.equal(defaulted, 2 * 16);
+    assert.equal(defaulted, 2 * 21);
   });
 
   test("defaults do not depend on the configuration's bounds", () => {

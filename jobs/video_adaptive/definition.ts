@@ -99,6 +99,7 @@ export const definition = defineJobType({
       },
       { additionalProperties: false },
     ),
+  example: { preset: "ultrafast" },
   result: {
     name: "AdaptiveResult",
     schema: Type.Object({

@@ -316,7 +316,11 @@ const CASES: HostileCase[] = [
     extension: "mkv",
     types: [...VIDEO_TYPES, "audio_convert"],
     message: "source video is truncated: File ended prematurely",
-    messageFor: { audio_convert: "source audio is truncated: it declares 5.0" },
+    messageFor: {
+      audio_convert: "source audio is truncated: it declares 5.0",
+      // Given the length to encode (its progress), the ladder says how much of it there was.
+      video_adaptive: "source video is truncated: it declares 5.0",
+    },
     classification: "permanent",
   },
   {

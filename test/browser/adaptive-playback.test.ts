@@ -16,6 +16,9 @@ import { makeVideo, removeMediaDirs } from "../support/av.js";
 import { assertClean, launchBrowser, openPage, screenshot, waitForText } from "../support/browser.js";
 import { finished, submit } from "../support/jobs.js";
 
+// The callback given to waitForFunction runs in the page, where this is the browser's own.
+declare const document: { querySelector(selector: string): { readyState: number } | null };
+
 const KEY = "adaptive-browser-key-0123456789";
 const PREFIX = "ladders/playback";
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -196,8 +199,9 @@ describe("an adaptive ladder in Chromium", { timeout: 240_000 }, () => {
     await waitForText(rows.first(), /640 × 360/);
     assert.equal(await rows.count(), 4, "three renditions and the audio");
     await waitForText(page.getByTestId("ladder-state"), /Playing the HLS ladder/);
+    // A function, not a string: the dashboard's CSP refuses a string evaluated as script.
     await page.waitForFunction(
-      "document.querySelector('[data-testid=ladder-video]').readyState >= 2",
+      () => (document.querySelector("[data-testid=ladder-video]")?.readyState ?? 0) >= 2,
       undefined,
       { timeout: 30_000 },
     );

@@ -175,7 +175,7 @@ const IMAGE_TYPES: JobType[] = [
   "analyze",
 ];
 const AUDIO_TYPES: JobType[] = ["audio_convert", "analyze"];
-const VIDEO_TYPES: JobType[] = ["video_thumbnail", "analyze"];
+const VIDEO_TYPES: JobType[] = ["video_thumbnail", "video_transcode", "analyze"];
 
 /** How each job type is submitted: its path under /api/v1/jobs/ and parameters. */
 const SUBMIT: Record<JobType, { path: string; parameters: Record<string, unknown>; output?: string }> = {
@@ -187,6 +187,7 @@ const SUBMIT: Record<JobType, { path: string; parameters: Record<string, unknown
   image_ai_keywords: { path: "image/ai/keywords", parameters: {} },
   analyze: { path: "analyze", parameters: {} },
   video_thumbnail: { path: "video/thumbnail", parameters: { timestamp: "00:00:01" }, output: "jpg" },
+  video_transcode: { path: "video/transcode", parameters: { preset: "fast" }, output: "mp4" },
   audio_convert: { path: "audio/convert", parameters: { format: "mp3" }, output: "mp3" },
 };
 
@@ -261,7 +262,7 @@ const CASES: HostileCase[] = [
     name: "a zero-byte file",
     make: async () => Buffer.alloc(0),
     extension: "jpg",
-    types: [...IMAGE_TYPES, "video_thumbnail", "audio_convert"],
+    types: [...IMAGE_TYPES, "video_thumbnail", "video_transcode", "audio_convert"],
     // The runner refuses it as it downloads it.
     message: "is empty",
     classification: "permanent",

@@ -252,7 +252,7 @@ export const definition = defineJobType({
           Type.String({
             pattern: "^[1-9][0-9]{0,3}k$",
             description:
-              "Audio bitrate such as 128k: aac 8k-512k, opus 6k-512k, mp3 8k-320k. Default: aac 128k, opus 96k, mp3 192k",
+              "Audio bitrate such as 128k: aac 8k-512k, opus 6k-512k, mp3 8k-320k. Default: aac 192k, opus 96k, mp3 192k",
           }),
         ),
         audio_channels: Type.Optional(

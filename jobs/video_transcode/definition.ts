@@ -188,7 +188,7 @@ const VideoBitrate = (description: string) =>
     [ERROR_MESSAGE]: `must be a bitrate in kbit/s such as 2500k, ${VIDEO_BITRATE.min}k to ${VIDEO_BITRATE.max}k; got {value}`,
   });
 
-const MAX_SECONDS = `${MAX_TIMESTAMP_SECONDS} (1000 hours)`;
+const MAX_SECONDS = `${MAX_TIMESTAMP_SECONDS / 3600} hours`;
 
 export const definition = defineJobType({
   name: "video_transcode",

@@ -10,7 +10,6 @@ import { after, before, describe, test } from "node:test";
 import { isPermanent } from "../../runner/errors.js";
 import type { ProcessOutput } from "../../runner/processor.js";
 import { videoTranscode } from "../../jobs/video_transcode/processor.js";
-import { fitSize } from "../../runner/av/video-encode.js";
 import {
   ffmpeg,
   makeAudio,
@@ -64,6 +63,15 @@ async function transcode(source: string, parameters: Record<string, unknown>) {
   const video = probed.streams.find((s) => s.codec_type === "video")!;
   const audio = probed.streams.find((s) => s.codec_type === "audio");
   return { out, path, probed, video, audio, result: out.result, progress: handle.progress };
+}
+
+/** The pids of processes whose command line matches, one per line ("" for none). */
+async function pgrep(pattern: string): Promise<string> {
+  try {
+    return (await run("pgrep", ["-f", pattern])).stdout.trim();
+  } catch {
+    return ""; // pgrep exits 1 when nothing matches
+  }
 }
 
 /** The video's duration as written: its frames over its frame rate. */
@@ -228,14 +236,6 @@ describe("video_transcode: trims, sizes, rates and pixel formats", () => {
     assert.deepEqual([t.video.width, t.video.height], [320, 240]);
     const small = await transcode(source, { width: 1000, height: 1000, preset: "fast" });
     assert.deepEqual([small.video.width, small.video.height], [320, 240]);
-    assert.deepEqual(fitSize({ displayWidth: 1920, displayHeight: 1080 }, { width: 1280 }, 16384), {
-      width: 1280,
-      height: 720,
-    });
-    assert.deepEqual(fitSize({ displayWidth: 1080, displayHeight: 1920 }, { height: 853 }, 16384), {
-      width: 478,
-      height: 852,
-    });
   });
 
   test("a 10-bit source becomes 8-bit by default, and stays 10-bit when asked", async () => {
@@ -278,7 +278,7 @@ describe("video_transcode: bad sources fail permanently, saying what is wrong", 
     await failsWith(
       await truncated(long, 0.46),
       { preset: "fast" },
-      /source video is truncated: File ended prematurely/,
+      /source video is truncated: it declares 5\.00 s but holds [0-9.]+ s \(File ended prematurely\)/,
     );
   });
 
@@ -328,7 +328,6 @@ describe("video_transcode: cancelled", () => {
     }
     handle.abort.abort(new Error("cancelled by request"));
     await assert.rejects(running, /cancelled by request/);
-    const { stdout } = await run("sh", ["-c", `pgrep -f '${long}' || true`]);
-    assert.equal(stdout.trim(), "", "no ffmpeg left on the source");
+    assert.equal(await pgrep(long), "", "no ffmpeg left on the source");
   });
 });

@@ -1,8 +1,11 @@
 import { formatBytes, formatSeconds } from "../../ui/src/format.js";
-import { useJobLinks, useObjectUrl } from "../../ui/src/preview.js";
+import { useObjectUrl } from "../../ui/src/preview.js";
 import type { ResultViewProps } from "../../ui/src/results.js";
 
-/** A video up to this size is read into the page; a larger one plays from its presigned link. */
+/**
+ * A video up to this size is read into the page (through the API, with the key) to be played; a
+ * larger one is only downloaded.
+ */
 const IN_PAGE_BYTES = 64 * 1024 ** 2;
 
 interface TranscodeResult {
@@ -20,27 +23,25 @@ interface TranscodeResult {
 export default function TranscodeResultView(props: ResultViewProps) {
   const { job } = props;
   const result = props.result as TranscodeResult;
-  const inPage = (result.file_size ?? 0) <= IN_PAGE_BYTES;
-  const blob = useObjectUrl(job.id, "output", inPage);
-  const links = useJobLinks(job.id, !inPage, job.status);
-  const src = inPage ? (blob?.state === "ready" ? blob.url : undefined) : links?.output?.url;
+  const playable = (result.file_size ?? 0) <= IN_PAGE_BYTES;
+  const video = useObjectUrl(job.id, "output", playable);
   return (
     <div class="video-result">
-      {src ? (
+      {video?.state === "ready" ? (
         <video
           controls
           preload="metadata"
-          src={src}
+          src={video.url}
           width={result.width}
           height={result.height}
           data-testid="output-video"
         />
       ) : (
         <div class="media-placeholder">
-          {inPage && blob?.state === "error"
-            ? `Video not available: ${blob.message}`
-            : !inPage && links && !links.output
-              ? `The video is ${formatBytes(result.file_size)}: download it to play it.`
+          {!playable
+            ? `The video is ${formatBytes(result.file_size)}: download it to play it.`
+            : video?.state === "error"
+              ? `Video not available: ${video.message}`
               : "Loading the video…"}
         </div>
       )}

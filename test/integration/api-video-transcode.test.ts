@@ -156,7 +156,7 @@ describe("video_transcode run by the executor", () => {
     // The runner's scratch directory, where its ffmpeg reads the source, is named after the job.
     const ffmpegOf = async () => {
       try {
-        return (await run("pgrep", ["-f", `^ffmpeg .*${id}`])).stdout.trim();
+        return (await run("pgrep", ["-f", `ffmpeg .*${id}`])).stdout.trim();
       } catch {
         return ""; // pgrep exits 1 when nothing matches
       }

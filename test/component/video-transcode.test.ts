@@ -10,6 +10,8 @@ import { after, before, describe, test } from "node:test";
 import { isPermanent } from "../../runner/errors.js";
 import type { ProcessOutput } from "../../runner/processor.js";
 import { videoTranscode } from "../../jobs/video_transcode/processor.js";
+import { availableCpus } from "../../runner/cpus.js";
+import { runFfmpeg } from "../../runner/av/run.js";
 import {
   ffmpeg,
   makeAudio,
@@ -313,6 +315,22 @@ describe("video_transcode: bad sources fail permanently, saying what is wrong", 
       { video_codec: "av1", width: 40 },
       /av1 \(SVT-AV1\) encodes frames of at least 64x64/,
     );
+  });
+});
+
+describe("ffmpeg's threads", () => {
+  test("every ffmpeg the runner starts decodes and encodes with -threads of the CPUs it has", async () => {
+    let args: string[] = [];
+    await runFfmpeg(
+      { input: source, output: "-", outputOptions: ["-frames:v", "1", "-f", "null"] },
+      { signal: new AbortController().signal, onSpawn: (child) => (args = child.spawnargs) },
+    );
+    const threads = String(availableCpus());
+    const input = args.indexOf("-i");
+    assert.equal(args[args.indexOf("-threads") + 1], threads, "the decoder's threads, before -i");
+    assert.ok(args.indexOf("-threads") < input);
+    assert.equal(args[args.lastIndexOf("-threads") + 1], threads, "the encoder's threads, after -i");
+    assert.ok(args.lastIndexOf("-threads") > input);
   });
 });
 

@@ -4,7 +4,8 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { loadConfig } from "../../core/config/load.js";
 import { executionClass, jobDeadline, timeoutMessage } from "../../core/policy.js";
-import { fitSize } from "../../runner/av/video-encode.js";
+import { withDefaults } from "../../core/jobs/parameters.js";
+import { fitSize, videoEncodeOptions } from "../../runner/av/video-encode.js";
 
 describe("video_transcode", () => {
   const config = loadConfig({ env: {} });
@@ -27,6 +28,24 @@ describe("video_transcode", () => {
       requests: { cpu: "2", memory: "2Gi" },
       limits: { cpu: "4", memory: "4Gi" },
     });
+  });
+
+  test("encoders that ignore -threads get their own thread count; h265 in mp4 and mov is hvc1", () => {
+    const options = (parameters: Record<string, unknown>, container: "mp4" | "mkv" | "mov" = "mp4") =>
+      videoEncodeOptions(withDefaults("video_transcode", parameters), container, 3).join(" ");
+    assert.match(options({ video_codec: "h265" }), /-x265-params pools=3:log-level=error/);
+    assert.match(options({ video_codec: "h265" }), /-tag:v hvc1/);
+    assert.match(options({ video_codec: "h265" }, "mov"), /-tag:v hvc1/);
+    assert.doesNotMatch(options({ video_codec: "h265" }, "mkv"), /hvc1/);
+    assert.match(options({ video_codec: "av1" }), /-svtav1-params lp=3/);
+    assert.match(options({ video_codec: "vp9" }), /-crf 33 -b:v 0/);
+    assert.match(options({ video_codec: "vp9", crf: 30, max_bitrate: "900k" }), /-crf 30 -b:v 900k/);
+    assert.match(
+      options({ video_bitrate: "1000k", max_bitrate: "1500k" }),
+      /-b:v 1000k -maxrate 1500k -bufsize 3000k/,
+    );
+    assert.match(options({}), /-c:v libx264 -preset medium -crf 23 -pix_fmt yuv420p/);
+    assert.equal(options({ video_codec: "copy" }), "-c:v copy");
   });
 
   test("fitted inside the box, aspect kept, even sides, never enlarged", () => {

@@ -287,6 +287,7 @@ export const definition = defineJobType({
       },
       { additionalProperties: false, allOf: rules() },
     ),
+  example: { preset: "fast" },
   result: {
     name: "TranscodeResult",
     schema: Type.Object({

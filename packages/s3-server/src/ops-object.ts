@@ -24,7 +24,7 @@ import {
 import { receivePayload, requireBodyLength } from "./payload.js";
 import { sendFileRange } from "./send-file.js";
 import { decodePathComponent } from "./sigv4.js";
-import { isValidBucketName, type ObjectMeta, type StoredChecksum, type WriteConditions } from "./storage.js";
+import { isValidBucketName, type ObjectMeta, type StoredChecksum, type WriteConditions } from "./model.js";
 import { renderCopyObjectResult, renderObjectAttributes } from "./xml.js";
 
 /** GetObject query parameters that override response headers. */

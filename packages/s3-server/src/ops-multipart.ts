@@ -25,7 +25,8 @@ import {
   parseCopySource,
   writeConditions,
 } from "./ops-object.js";
-import { readPayload, receivePayload, requireBodyLength } from "./payload.js";
+import { readPayload } from "./payload.js";
+import { receiveBody } from "./ops-object.js";
 import { uriEncode } from "./sigv4.js";
 import type { ChecksumType, CompletedUpload, CompletePart } from "./model.js";
 import { childElements, childText, parseXml } from "./xml-parse.js";
@@ -98,16 +99,7 @@ export async function uploadPart(ctx: RequestContext): Promise<void> {
   const partNumber = partNumberParam(ctx);
   const uploadId = uploadIdParam(ctx);
   const upload = await ctx.storage.uploads.getUpload(ctx.bucket, uploadId, ctx.key);
-  requireBodyLength(ctx.req);
-  ctx.beginBody();
-  const temp = await ctx.storage.createTemp();
-  try {
-    const result = await receivePayload(ctx.req, temp.stream, {
-      auth: ctx.auth,
-      maxSize: MAX_OBJECT_SIZE,
-      tooLarge: () => entityTooLarge(MAX_OBJECT_SIZE),
-      ...(upload.checksumAlgorithm ? { defaultChecksum: upload.checksumAlgorithm } : {}),
-    });
+  await receiveBody(ctx, upload.checksumAlgorithm, async (temp, result) => {
     if (
       upload.checksumAlgorithm &&
       result.checksum &&
@@ -123,9 +115,7 @@ export async function uploadPart(ctx: RequestContext): Promise<void> {
       ...(result.checksum ? { checksum: result.checksum } : {}),
     });
     sendEmpty(ctx, 200, { ETag: part.etag, ...checksumHeaders(part.checksum) });
-  } finally {
-    await temp.discard();
-  }
+  });
 }
 
 export async function uploadPartCopy(ctx: RequestContext): Promise<void> {

@@ -122,7 +122,7 @@ export const definition = defineJobType({
       duration: Type.Number({ description: "Seconds of video" }),
     }),
   },
-  runner: { timeout: "2h", resources: "media", inMemorySource: false },
+  runner: { timeout: "2h", resources: "video", inMemorySource: false },
   check: (parameters) => {
     const renditions = (parameters.renditions ?? []) as Array<{ height: number }>;
     const heights = renditions.map((r) => r.height);

@@ -80,6 +80,8 @@ export interface LadderCommand {
 export function ladderCommand(
   renditions: Rendition[],
   parameters: Pick<VideoAdaptiveParameters, "video_codec" | "segment_seconds" | "preset">,
+  /** The CPUs the process may use (its cgroup's quota): the encoders' own thread pools. */
+  cpus: number,
   source: {
     videoIndex: number;
     audioIndex?: number;
@@ -101,7 +103,7 @@ export function ladderCommand(
   renditions.forEach((_, i) => options.push("-map", `[v${i}]`));
   const audio = source.audioIndex !== undefined;
   if (audio) options.push("-map", `0:${source.audioIndex}`);
-  options.push(...codecOptions(parameters.video_codec, parameters.preset, gop));
+  options.push(...codecOptions(parameters.video_codec, parameters.preset, gop, cpus));
   options.push("-pix_fmt", "yuv420p", "-force_key_frames", `expr:gte(t,n_forced*${seg})`);
   renditions.forEach((r, i) => {
     options.push(`-b:v:${i}`, `${r.kbps}k`, `-maxrate:v:${i}`, `${Math.round(r.kbps * 1.1)}k`);
@@ -135,6 +137,7 @@ function codecOptions(
   codec: VideoAdaptiveParameters["video_codec"],
   preset: VideoAdaptiveParameters["preset"],
   gop: number,
+  cpus: number,
 ): string[] {
   const fixedGop = ["-g", String(gop), "-keyint_min", String(gop)];
   if (codec === "h265") {
@@ -146,12 +149,23 @@ function codecOptions(
       "-tag:v",
       "hvc1",
       "-x265-params",
-      `keyint=${gop}:min-keyint=${gop}:scenecut=0:open-gop=0:log-level=error`,
+      // x265 sizes its thread pool by the machine's cores, not by -threads (pools).
+      `keyint=${gop}:min-keyint=${gop}:scenecut=0:open-gop=0:pools=${cpus}:log-level=error`,
     ];
   }
   if (codec === "av1") {
     const svt = SVT_PRESET[preset] ?? 10;
-    return ["-c:v", "libsvtav1", "-preset", String(svt), "-g", String(gop), "-svtav1-params", "scd=0"];
+    // SVT-AV1 uses every core unless told its logical processors (lp).
+    return [
+      "-c:v",
+      "libsvtav1",
+      "-preset",
+      String(svt),
+      "-g",
+      String(gop),
+      "-svtav1-params",
+      `scd=0:lp=${cpus}`,
+    ];
   }
   return ["-c:v", "libx264", "-preset", preset, ...fixedGop, "-sc_threshold", "0"];
 }

@@ -19,6 +19,7 @@ import { outputUrl } from "../../core/storage/s3.js";
 import { describeError, PermanentError } from "../../runner/errors.js";
 import type { ObjectWriter, Processor } from "../../runner/processor.js";
 import { probeFile, probeSource } from "../../runner/av/probe.js";
+import { availableCpus } from "../../runner/cpus.js";
 import { runFfmpeg } from "../../runner/av/run.js";
 import { DASH_MANIFEST, MASTER_PLAYLIST, prefixOfEntry } from "./definition.js";
 import {
@@ -68,7 +69,7 @@ export const videoAdaptive: Processor = async (ctx) => {
   }
 
   const dir = join(ctx.scratchDir, "ladder");
-  const command = ladderCommand(renditions, parameters, {
+  const command = ladderCommand(renditions, parameters, availableCpus(), {
     videoIndex: video.index,
     displayWidth: video.displayWidth,
     displayHeight: video.displayHeight,

@@ -318,6 +318,7 @@ const CASES: HostileCase[] = [
     message: "source video is truncated: File ended prematurely",
     messageFor: {
       audio_convert: "source audio is truncated: it declares 5.0",
+      video_transcode: "source video is truncated: it declares 5.0",
       // Given the length to encode (its progress), the ladder says how much of it there was.
       video_adaptive: "source video is truncated: it declares 5.0",
     },

@@ -732,6 +732,7 @@ describe("warm runner pool", () => {
           image_metadata: "job",
           image_ai_keywords: "job",
           video_thumbnail: "job",
+          video_transcode: "job",
           video_adaptive: "job",
           audio_convert: "job",
           analyze: "job",

@@ -71,6 +71,7 @@ describe("video_adaptive's ladder", () => {
     const { outputOptions, audio } = ladderCommand(
       renditions,
       { video_codec: "h264", segment_seconds: 4, preset: "veryfast" },
+      2,
       { videoIndex: 0, audioIndex: 1, frameRate: 30, displayWidth: 1280, displayHeight: 720 },
     );
     assert.equal(audio, true);

@@ -11,6 +11,7 @@ import { definition as imageMetadata } from "./image_metadata/definition.js";
 import { definition as imageAiKeywords } from "./image_ai_keywords/definition.js";
 import { definition as videoThumbnail } from "./video_thumbnail/definition.js";
 import { definition as audioConvert } from "./audio_convert/definition.js";
+import { definition as mediaProbe } from "./media_probe/definition.js";
 import { definition as analyze } from "./analyze/definition.js";
 
 export const JOB_DEFINITIONS = [
@@ -22,6 +23,7 @@ export const JOB_DEFINITIONS = [
   imageAiKeywords,
   videoThumbnail,
   audioConvert,
+  mediaProbe,
   analyze,
 ] as const;
 

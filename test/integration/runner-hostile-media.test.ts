@@ -188,6 +188,7 @@ const SUBMIT: Record<JobType, { path: string; parameters: Record<string, unknown
   analyze: { path: "analyze", parameters: {} },
   video_thumbnail: { path: "video/thumbnail", parameters: { timestamp: "00:00:01" }, output: "jpg" },
   audio_convert: { path: "audio/convert", parameters: { format: "mp3" }, output: "mp3" },
+  media_probe: { path: "media/probe", parameters: {} },
 };
 
 interface HostileCase {

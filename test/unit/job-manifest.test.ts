@@ -186,6 +186,7 @@ describe("buildJobManifest", () => {
       image_metadata: ["250m", "256Mi", "1", "1Gi"],
       video_thumbnail: ["500m", "512Mi", "2", "2Gi"],
       audio_convert: ["500m", "512Mi", "2", "2Gi"],
+      media_probe: ["500m", "512Mi", "2", "2Gi"],
       image_ai_keywords: ["100m", "128Mi", "500m", "512Mi"],
       analyze: ["100m", "128Mi", "500m", "512Mi"],
     };

@@ -733,6 +733,7 @@ describe("warm runner pool", () => {
           image_ai_keywords: "job",
           video_thumbnail: "job",
           audio_convert: "job",
+          media_probe: "job",
           analyze: "job",
         },
         autoMaxSourceBytes: 8388608,

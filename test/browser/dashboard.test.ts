@@ -241,6 +241,8 @@ describe("the dashboard in a browser", () => {
       { timeout: 30_000 },
     );
     assert.ok(Number(await bar.getAttribute("aria-valuenow")) > 0);
+    // The runner's estimate of the time left, once it can tell.
+    await waitForText(page.getByTestId("job-eta"), /about \d+ (s|min|h)( \d+ min)? left|almost done/);
     await screenshot(page, "job-running");
 
     await page.getByRole("button", { name: "Cancel job" }).click();

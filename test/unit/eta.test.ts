@@ -1,6 +1,7 @@
 // The runner's estimate of a job's time left (runner/eta.ts), from reports at given moments.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { describeTimeLeft } from "../../core/jobs/eta.js";
 import { EtaEstimator } from "../../runner/eta.js";
 
 /** Feeds [seconds, percent] reports; answers each estimate. */
@@ -94,4 +95,23 @@ describe("EtaEstimator", () => {
       [undefined, undefined, undefined],
     );
   });
+});
+
+describe("describeTimeLeft", () => {
+  const cases: Array<[number, string]> = [
+    [0, "almost done"],
+    [-3, "almost done"],
+    [0.4, "about 1 s left"],
+    [7, "about 7 s left"],
+    [12, "about 10 s left"],
+    [41, "about 40 s left"],
+    [58, "about 55 s left"],
+    [61, "about 1 min left"],
+    [150, "about 3 min left"],
+    [3600, "about 1 h left"],
+    [3900, "about 1 h 5 min left"],
+  ];
+  for (const [seconds, words] of cases) {
+    test(`${seconds} s: ${words}`, () => assert.equal(describeTimeLeft(seconds), words));
+  }
 });

@@ -1,7 +1,7 @@
 // Encoder settings by measurement: for each setting of the AVIF and WebP encoders (effort, chroma
 // subsampling, a few qualities) the encode time, the output's size and how close it stays to the
 // picture it was made from. JPEG and PNG get the runner's own two settings each, as a check. Figures
-// only, never pass/fail.
+// only, never pass/fail. The scores: bench/encoders-score.ts; the tables: bench/encoders-report.ts.
 //
 //   npm run bench -- encoders                      with the other benchmarks (bench/run.ts)
 //   npx tsx bench/encoders.ts [avif] [webp] [jpeg] [png] [runner]   alone; the formats named, or all
@@ -48,16 +48,22 @@
 //          interpolated linearly over the score). The scorer runs two at a time after a case's and
 //          format's encodes are timed, never beside them, on PNGs written to a temporary directory
 //          and removed.
-import { execFile } from "node:child_process";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import type { HeifTune, Sharp } from "sharp";
-import { ssim } from "ssim.js";
 import { encode, type EncodeMode, type OutputFormat } from "../runner/image/encode.js";
 import { sharp } from "../runner/image/settings.js";
+import { kib, photoSummary, report, type Point } from "./encoders-report.js";
+import {
+  planes,
+  similarity,
+  ssimulacra2,
+  writePng,
+  type PlaneImages,
+  type Pixels,
+} from "./encoders-score.js";
 import { scene } from "./fixtures.js";
 
 const SECONDS = Number(process.env.BENCH_ENC_SECONDS ?? 0.8);
@@ -74,12 +80,6 @@ const PHOTOS = process.env.BENCH_ENC_PHOTOS || undefined;
 const SCORER = process.env.SSIMULACRA2_BIN || undefined;
 const log = (line: string) => console.error(line);
 
-interface Pixels {
-  data: Buffer;
-  width: number;
-  height: number;
-}
-
 interface Case {
   name: string;
   title: string;
@@ -90,103 +90,11 @@ interface Case {
   photo?: boolean;
 }
 
-type PlaneImages = [ImagePlane, ImagePlane, ImagePlane];
-interface ImagePlane {
-  data: Uint8ClampedArray;
-  width: number;
-  height: number;
-}
-
 /** One setting of one format: a label without the quality, and how to apply it. */
 interface Setting {
   format: OutputFormat;
   label: string;
   apply: (pipeline: Sharp, quality: number) => Sharp;
-}
-
-export interface Point {
-  case: string;
-  format: OutputFormat;
-  setting: string;
-  quality: number;
-  bytes: number;
-  ssim: number;
-  ssimY: number;
-  /** SSIMULACRA 2 (SSIMULACRA2_BIN). */
-  s2?: number;
-  cpuMs: number;
-  perSecond: number;
-  images: number;
-  /** The case is a file of BENCH_ENC_PHOTOS. */
-  photo?: true;
-}
-
-/** Y, Cb, Cr (BT.601 full range, as JPEG defines them) of RGB pixels, each as a grey RGBA image. */
-function planes(pixels: Pixels, channels = 3): PlaneImages {
-  const n = pixels.width * pixels.height;
-  const make = () => ({ data: new Uint8ClampedArray(n * 4), width: pixels.width, height: pixels.height });
-  const out: PlaneImages = [make(), make(), make()];
-  const d = pixels.data;
-  for (let i = 0; i < n; i++) {
-    const r = d[i * channels]!;
-    const g = d[i * channels + 1]!;
-    const b = d[i * channels + 2]!;
-    const values = [
-      0.299 * r + 0.587 * g + 0.114 * b,
-      128 - 0.168736 * r - 0.331264 * g + 0.5 * b,
-      128 + 0.5 * r - 0.418688 * g - 0.081312 * b,
-    ];
-    for (let p = 0; p < 3; p++) {
-      const v = Math.round(values[p]!);
-      const o = out[p]!.data;
-      o[i * 4] = o[i * 4 + 1] = o[i * 4 + 2] = v;
-      o[i * 4 + 3] = 255;
-    }
-  }
-  return out;
-}
-
-/** SSIM (weighted and luma) of an encoded image against another image's decoded pixels (both files). */
-export async function ssimAgainst(
-  reference: Buffer,
-  encoded: Buffer,
-): Promise<{ ssim: number; ssimY: number }> {
-  const { data, info } = await sharp(reference).removeAlpha().raw().toBuffer({ resolveWithObject: true });
-  return similarity(planes({ data, width: info.width, height: info.height }, info.channels), encoded);
-}
-
-async function similarity(reference: PlaneImages, encoded: Buffer): Promise<{ ssim: number; ssimY: number }> {
-  const { data, info } = await decode(encoded);
-  const decoded = planes({ data, width: info.width, height: info.height }, info.channels);
-  const scores = reference.map((plane, p) => ssim(plane, decoded[p]!, { downsample: false }).mssim);
-  const [y, cb, cr] = scores as [number, number, number];
-  return { ssim: (6 * y + cb + cr) / 8, ssimY: y };
-}
-
-const decode = (encoded: Buffer) => sharp(encoded).removeAlpha().raw().toBuffer({ resolveWithObject: true });
-
-const run = promisify(execFile);
-
-/** SSIMULACRA 2 of a distorted PNG against a reference PNG: SSIMULACRA2_BIN's last number on stdout. */
-async function ssimulacra2(scorer: string, reference: string, distorted: string): Promise<number> {
-  let stdout: string;
-  try {
-    ({ stdout } = await run(scorer, [reference, distorted], { maxBuffer: 1 << 20 }));
-  } catch (err) {
-    throw new Error(`SSIMULACRA2_BIN=${scorer}: ${(err as Error).message}`);
-  }
-  const last = stdout.match(/[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?/gi)?.at(-1);
-  if (last === undefined)
-    throw new Error(`SSIMULACRA2_BIN=${scorer} printed no score: ${stdout.trim() || "nothing"}`);
-  return Number(last);
-}
-
-/** Writes the decoded pixels of an encoded image (alpha removed) as a PNG. */
-async function writePng(encoded: Buffer, path: string): Promise<void> {
-  const { data, info } = await decode(encoded);
-  await sharp(data, { raw: { width: info.width, height: info.height, channels: info.channels } })
-    .png({ compressionLevel: 1 })
-    .toFile(path);
 }
 
 /** Runs `fn` over the items, at most `limit` at once. */
@@ -276,100 +184,6 @@ function runnerSettings(format: OutputFormat, pixels: number): Setting[] {
     apply: (p, quality) => encode(p, { format, quality, mode, hasAlpha: false, pixels }),
   }));
 }
-
-const kib = (bytes: number) => (bytes / 1024).toFixed(1);
-const dB = (s: number) => -10 * Math.log10(Math.max(1 - s, 1e-9));
-
-type Score = "ssim" | "ssimY" | "s2";
-
-/** The size columns: each score, its column's name, and the scale log size is interpolated over. */
-const SCORES: [Score, string, (s: number) => number][] = [
-  ["ssim", "SSIM", dB],
-  ["ssimY", "SSIM-Y", dB],
-  ["s2", "SSIMULACRA 2", (s) => s],
-];
-
-const geomean = (values: number[]) => Math.exp(values.reduce((s, v) => s + Math.log(v), 0) / values.length);
-const percent = (ratio: number) => {
-  const pct = Math.round((ratio - 1) * 1000) / 10; // rounded first: no "-0.0 %"
-  return `${pct >= 0 ? "+" : ""}${pct.toFixed(1)} %`;
-};
-
-/** Size of `points` (one setting, several qualities) at `target` of `score`, or undefined outside their range. */
-export function bytesAt(
-  points: Array<Pick<Point, "bytes" | Score>>,
-  score: Score,
-  target: number,
-): number | undefined {
-  const scale = SCORES.find(([s]) => s === score)![2];
-  const sorted = points.filter((p) => p[score] !== undefined).sort((a, b) => a[score]! - b[score]!);
-  for (let i = 0; i + 1 < sorted.length; i++) {
-    const a = sorted[i]!;
-    const b = sorted[i + 1]!;
-    if (target >= a[score]! && target <= b[score]!) {
-      const span = scale(b[score]!) - scale(a[score]!);
-      const t = span === 0 ? 0 : (scale(target) - scale(a[score]!)) / span;
-      return Math.exp(Math.log(a.bytes) + t * (Math.log(b.bytes) - Math.log(a.bytes)));
-    }
-  }
-  return undefined;
-}
-
-/**
- * Mean size ratio (geometric) of `points` to `baseline` at the baseline's scores that `points`
- * covers, with how many of the baseline's qualities it covered; undefined when it covers none.
- */
-function sizeRatio(
-  points: Point[],
-  baseline: Point[],
-  score: Score,
-): { ratio: number; covered: number } | undefined {
-  const ratios = baseline
-    .map((b) => {
-      const at = b[score] === undefined ? undefined : bytesAt(points, score, b[score]);
-      return at === undefined ? undefined : at / b.bytes;
-    })
-    .filter((r): r is number => r !== undefined);
-  return ratios.length === 0 ? undefined : { ratio: geomean(ratios), covered: ratios.length };
-}
-
-/** sizeRatio as a signed percentage with how many of the baseline's qualities it covered. */
-function sizeAtEqual(points: Point[], baseline: Point[], score: Score): string {
-  const r = sizeRatio(points, baseline, score);
-  return r ? `${percent(r.ratio)} (${r.covered}/${baseline.length})` : "n/a";
-}
-
-/** The scores the points have (s2 only with SSIMULACRA2_BIN). */
-const scoresOf = (points: Point[]) => SCORES.filter(([score]) => points.some((p) => p[score] !== undefined));
-
-function pareto(points: Point[]): Point[] {
-  return points
-    .filter(
-      (p) =>
-        !points.some(
-          (q) =>
-            q !== p &&
-            q.bytes <= p.bytes &&
-            q.ssim >= p.ssim &&
-            q.cpuMs <= p.cpuMs &&
-            (q.bytes < p.bytes || q.ssim > p.ssim || q.cpuMs < p.cpuMs),
-        ),
-    )
-    .sort((a, b) => a.bytes - b.bytes);
-}
-
-/** The settings each format's size-at-equal-SSIM column compares with. */
-const BASELINES: Partial<Record<OutputFormat, string>> = {
-  // imgproxy's default AVIF speed 8 is libvips effort 1 (libvips passes libheif speed = 9 - effort),
-  // with libvips' own chroma default below quality 90: 4:2:0; and libaom tuned for SSIM, the default
-  // of the libheif it is built with (a libheif of 1.22 or later on libaom 3.13 or later picks the
-  // IQ tune instead, and maps quality to the quantizer by another table).
-  avif: "e1 4:2:0 ssim",
-  // libwebp's default method (4), as sharp sets it.
-  webp: "e4",
-  // libjpeg-turbo's defaults, against mozjpeg's trellis and scans.
-  jpeg: "runner standard",
-};
 
 const CASES = [
   ["resize", "image_resize: 3000x2000 scene -> 800x600 (cover)"],
@@ -538,100 +352,6 @@ async function measureCases(
 }
 
 const sizeOf = (c: Case) => ({ width: c.pixels.width, height: c.pixels.height });
-
-function report(
-  name: string,
-  title: string,
-  format: OutputFormat,
-  labels: string[],
-  qualities: number[],
-  points: Point[],
-) {
-  const baselineLabel = BASELINES[format];
-  const baseline = points.filter((p) => p.setting === baselineLabel);
-  const scores = scoresOf(points);
-  const s2 = scores.some(([score]) => score === "s2");
-  console.log(
-    `\n${format.toUpperCase()}, ${title}; per quality: KiB, SSIM (Y:Cb:Cr 6:1:1), SSIM-Y, ` +
-      `${s2 ? "SSIMULACRA 2, " : ""}CPU ms/image, images/s at concurrency 2`,
-  );
-  const rows = labels.map((label) => {
-    const mine = points.filter((p) => p.setting === label);
-    const row: Record<string, string> = {};
-    for (const q of qualities) {
-      const p = mine.find((x) => x.quality === q);
-      if (p)
-        row[`q${q}`] =
-          `${kib(p.bytes)} ${p.ssim.toFixed(4)} ${p.ssimY.toFixed(4)}${p.s2 === undefined ? "" : ` ${p.s2.toFixed(2)}`} ` +
-          `${p.cpuMs.toFixed(0)}ms ${p.perSecond.toFixed(1)}/s`;
-    }
-    if (baseline.length > 1 && mine.length > 1)
-      for (const [i, [score, name]] of scores.entries())
-        row[i === 0 ? `size at equal ${name} vs ${baselineLabel}` : `at equal ${name}`] = sizeAtEqual(
-          mine,
-          baseline,
-          score,
-        );
-    return [label, row] as const;
-  });
-  console.table(Object.fromEntries(rows));
-  const grid = points.filter((p) => !p.setting.startsWith("runner"));
-  if (grid.length > 2) {
-    console.log(
-      `Pareto-efficient (${format}, ${name}): none of the others is smaller, closer and cheaper at once`,
-    );
-    for (const p of pareto(grid))
-      console.log(
-        `  ${p.setting.padEnd(9)} q${String(p.quality).padEnd(3)} ${kib(p.bytes).padStart(7)} KiB  SSIM ${p.ssim.toFixed(4)}  ` +
-          `${p.s2 === undefined ? "" : `s2 ${p.s2.toFixed(2)}  `}${p.cpuMs.toFixed(0).padStart(5)} ms  ${p.perSecond.toFixed(1)}/s`,
-      );
-  }
-}
-
-/**
- * With more than one photo (BENCH_ENC_PHOTOS), per format: each setting's size at equal score
- * against the baseline, the geometric mean over the photos of each photo's mean ratio (sizeRatio;
- * with how many photos had one), and its CPU time against the baseline's.
- */
-function photoSummary(points: Point[]) {
-  const photos = points.filter((p) => p.photo);
-  for (const format of new Set(photos.map((p) => p.format))) {
-    const ours = photos.filter((p) => p.format === format);
-    const names = [...new Set(ours.map((p) => p.case))];
-    const baselineLabel = BASELINES[format];
-    if (names.length < 2 || !ours.some((p) => p.setting === baselineLabel)) continue;
-    const of = (name: string, label: string) => ours.filter((p) => p.case === name && p.setting === label);
-    const scores = scoresOf(ours);
-    console.log(
-      `\n${format.toUpperCase()}, ${names.length} photos: size at equal score vs ${baselineLabel} (geometric mean ` +
-        `over the photos of each photo's mean; photos with one), CPU ms/image vs ${baselineLabel}`,
-    );
-    const rows = [...new Set(ours.map((p) => p.setting))].map((label) => {
-      const row: Record<string, string> = {};
-      for (const [i, [score, name]] of scores.entries()) {
-        const ratios = names
-          .map((n) => sizeRatio(of(n, label), of(n, baselineLabel!), score)?.ratio)
-          .filter((r): r is number => r !== undefined);
-        row[i === 0 ? `size at equal ${name}` : `at equal ${name}`] =
-          ratios.length === 0 ? "n/a" : `${percent(geomean(ratios))} (${ratios.length}/${names.length})`;
-      }
-      const cpu = names
-        .map((n) => {
-          const base = of(n, baselineLabel!);
-          const ratios = of(n, label)
-            .map((p) => [p, base.find((b) => b.quality === p.quality)] as const)
-            .filter(([, b]) => b !== undefined)
-            .map(([p, b]) => p.cpuMs / b!.cpuMs);
-          return ratios.length === 0 ? undefined : geomean(ratios);
-        })
-        .filter((r): r is number => r !== undefined);
-      row["CPU"] = cpu.length === 0 ? "n/a" : `${geomean(cpu).toFixed(2)}x`;
-      return [label, row] as const;
-    });
-    console.table(Object.fromEntries(rows));
-  }
-}
-
 /** The tables of an earlier run's points (BENCH_ENC_JSON), printed again without measuring. */
 async function reprint(path: string): Promise<void> {
   const points = JSON.parse(await readFile(path, "utf8")) as Point[];

@@ -13,7 +13,9 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { imgproxyBinary } from "./imgproxy.js";
 import { POOL_RECORDED, readmeBlock, replaceBlock, thisMachine, type ReadmeFigures } from "./readme-table.js";
-import { avifBenchmark, resizeBenchmark, rssBenchmark } from "./runner.js";
+import { avifBenchmark } from "./avif.js";
+import { resizeBenchmark } from "./resize.js";
+import { rssBenchmark } from "./rss.js";
 
 export async function readmeBenchmark(): Promise<string> {
   if (!imgproxyBinary()) {

@@ -1,4 +1,4 @@
-// One resize in a process of its own, for the peak-memory comparison (bench/runner.ts): the runner's
+// One resize in a process of its own, for the peak-memory comparison (bench/rss.ts): the runner's
 // image_resize processor on a local file, as the runner calls it after downloading the source.
 // Prints one JSON line with the process's own peak RSS (VmHWM) read just before it exits; the
 // benchmark also runs it under GNU time.

@@ -8,11 +8,12 @@
 //
 //   submit     the API's submit path vs a bare route (below)
 //   resize     image_resize jobs/s through the local stack vs a bare S3 → sharp → S3 loop, sharp alone in
-//              memory and imgproxy (IMGPROXY_BIN; runner.ts)
+//              memory and imgproxy (IMGPROXY_BIN; resize.ts, over runner.ts)
 //   avif       image_resize to AVIF through the local stack vs imgproxy's AVIF: images/s, size, SSIM
-//   thumbnail  a video thumbnail 50 minutes in vs plain ffmpeg (runner.ts)
+//              (avif.ts)
+//   thumbnail  a video thumbnail 50 minutes in vs plain ffmpeg (thumbnail.ts)
 //   rss        peak RSS of a runner resizing a 50-megapixel JPEG through the stack vs imgproxy
-//              (IMGPROXY_BIN), vipsthumbnail and the node + sharp floor (runner.ts)
+//              (IMGPROXY_BIN), vipsthumbnail and the node + sharp floor (rss.ts)
 //   webhooks   API submit latency alone vs while 500 webhooks go to a slow receiver (webhooks.ts)
 //   s3         small PUTs and GETs: the embedded object store vs versitygw (s3.ts; versitygw built
 //              once by `bash scripts/provision.sh versitygw`)
@@ -29,7 +30,10 @@
 //              into README.md; needs IMGPROXY_BIN)
 import { Redis } from "ioredis";
 import { postLoad, startBenchServer, type LoadFigures } from "./load.js";
-import { avifBenchmark, resizeBenchmark, rssBenchmark, thumbnailBenchmark } from "./runner.js";
+import { avifBenchmark } from "./avif.js";
+import { resizeBenchmark } from "./resize.js";
+import { rssBenchmark } from "./rss.js";
+import { thumbnailBenchmark } from "./thumbnail.js";
 import { formatRatio, formatSummary, printTable, ratio, summarize, type Summary } from "./stats.js";
 
 // Submit: 7 rounds of 5 s by default (was best of 2 of 10 s): over two rounds one disturbed round

@@ -3,7 +3,7 @@
 // no I/O, nothing of the services, so every process (and the dashboard's build) may read it. The
 // type's processor (jobs/<type>/processor.ts, runner only) and its result view
 // (jobs/<type>/view.tsx, dashboard only) sit beside it and are found by the folder's name.
-import type { TObject } from "../core/typebox.js";
+import type { Static, TObject } from "../core/typebox.js";
 import type { SchemaBounds } from "../core/jobs/bounds.js";
 
 /** What a file is: an image, a video, audio, or (an analyze job's source) any of them. */
@@ -25,6 +25,11 @@ export interface JobTypeDefinition<Name extends string = string, Parameters exte
    * reads them (withDefaults). A field with a default is never Type.Optional (its Static type has it).
    */
   parameters: (bounds: SchemaBounds) => Parameters;
+  /**
+   * The parameters of a small valid job (the schema's defaults fill in the rest): what the tests that
+   * run every type submit beside a source of its media.source, so that a new type needs no test edit.
+   */
+  example: Partial<Static<Parameters>>;
   /**
    * Its result's shape, named in the OpenAPI document (types that share a shape share its name; the
    * document describes each shape with the types that have it).

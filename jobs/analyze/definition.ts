@@ -48,6 +48,7 @@ export const definition = defineJobType({
       },
       { additionalProperties: false },
     ),
+  example: {},
   result: {
     name: "AnalyzeResult",
     schema: Type.Object({

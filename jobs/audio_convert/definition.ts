@@ -69,6 +69,7 @@ export const definition = defineJobType({
   route: { path: "/jobs/audio/convert", summary: "Convert audio to another format" },
   media: { source: "audio", output: "audio" },
   parameters: () => parameters,
+  example: { format: "mp3" },
   result: {
     name: "AudioResult",
     schema: Type.Object({

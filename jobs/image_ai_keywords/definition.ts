@@ -15,6 +15,7 @@ export const definition = defineJobType({
   route: { path: "/jobs/image/ai/keywords", summary: "Generate keywords for an image with AI" },
   media: { source: "image", output: null },
   parameters: () => parameters,
+  example: {},
   result: {
     name: "KeywordsResult",
     schema: Type.Object({

@@ -17,6 +17,7 @@ export const definition = defineJobType({
   route: { path: "/jobs/image/colors", summary: "Extract the dominant colours of an image" },
   media: { source: "image", output: null },
   parameters: () => parameters,
+  example: {},
   result: {
     name: "ColorsResult",
     schema: Type.Object({ colors: Type.Array(Type.String()), percentages: Type.Array(Type.Number()) }),

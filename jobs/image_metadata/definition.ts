@@ -6,6 +6,7 @@ export const definition = defineJobType({
   route: { path: "/jobs/image/metadata", summary: "Read an image's metadata" },
   media: { source: "image", output: null },
   parameters: () => Type.Object({}, { additionalProperties: false }),
+  example: {},
   result: {
     name: "MetadataResult",
     schema: Type.Object({

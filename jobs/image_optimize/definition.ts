@@ -17,6 +17,7 @@ export const definition = defineJobType({
   route: { path: "/jobs/image/optimize", summary: "Optimize (recompress) an image" },
   media: { source: "image", output: "image" },
   parameters: () => parameters,
+  example: {},
   result: { name: "ImageOutputResult", schema: ImageOutputResult },
   runner: { timeout: "2m", resources: "image", inMemorySource: true },
 });

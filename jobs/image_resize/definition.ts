@@ -21,6 +21,7 @@ export const definition = defineJobType({
       },
       { additionalProperties: false },
     ),
+  example: { width: 50, height: 50 },
   result: { name: "ImageOutputResult", schema: ImageOutputResult },
   runner: { timeout: "2m", resources: "image", inMemorySource: true },
 });

@@ -57,6 +57,7 @@ export const definition = defineJobType({
   route: { path: "/jobs/image/watermark", summary: "Watermark an image with text or an image" },
   media: { source: "image", output: "image" },
   parameters: () => parameters,
+  example: { watermark_text: "mark" },
   result: { name: "ImageOutputResult", schema: ImageOutputResult },
   runner: { timeout: "2m", resources: "image", inMemorySource: true },
 });

@@ -62,6 +62,7 @@ export const definition = defineJobType({
   route: { path: "/jobs/media/probe", summary: "Read what a video or audio file holds" },
   media: { source: "any", output: null },
   parameters: () => Type.Object({}, { additionalProperties: false }),
+  example: {},
   result: { name: "ProbeResult", schema: ProbeResult },
   runner: { timeout: "2m", resources: "media", inMemorySource: false },
 });

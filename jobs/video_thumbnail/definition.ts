@@ -34,6 +34,7 @@ export const definition = defineJobType({
       },
       { additionalProperties: false },
     ),
+  example: { timestamp: "00:00:01" },
   result: {
     name: "ThumbnailResult",
     schema: Type.Object({

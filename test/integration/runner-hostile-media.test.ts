@@ -1,7 +1,9 @@
 // A corpus of hostile media, made at test time (sharp and ffmpeg make real files, then byte surgery
 // here breaks them: nothing binary is kept in git), run through runJob (the code path of
 // `runner --job`) against a real redis-server and the embedded S3-protocol store, for every job
-// type that reads that kind of media. No such job may complete: each must fail with the right
+// type that reads that kind of media (jobs/registry.ts: each type's media.source, its route and its
+// example). No such job may complete (but one that reads an image's header alone, where the damage
+// lies past an intact header: it reports what the header says): each must fail with the right
 // classification (exit code, and the job's status in the store) and a message that says what is
 // wrong with the file. The AI jobs have a provider to talk to, which must never be reached.
 import assert from "node:assert/strict";
@@ -12,7 +14,13 @@ import { Writable } from "node:stream";
 import { promisify } from "node:util";
 import { after, before, describe, test } from "node:test";
 import { pino } from "pino";
-import type { JobType } from "../../core/jobs/types.js";
+import {
+  definitionOf,
+  JOB_DEFINITIONS,
+  JOB_TYPES,
+  type JobType,
+  type MediaKind,
+} from "../../core/jobs/types.js";
 import type { Logger } from "../../core/logger.js";
 import { EXIT } from "../../core/policy.js";
 import { TestAiProvider } from "../support/ai-provider.js";
@@ -166,30 +174,17 @@ async function mjpegAvi(): Promise<Buffer> {
 // ---------------------------------------------------------------------------------------------
 // The corpus.
 
-const IMAGE_TYPES: JobType[] = [
-  "image_resize",
-  "image_optimize",
-  "image_watermark",
-  "image_colors",
-  "image_ai_keywords",
-  "analyze",
-];
-const AUDIO_TYPES: JobType[] = ["audio_convert", "analyze"];
-const VIDEO_TYPES: JobType[] = ["video_thumbnail", "analyze"];
-
-/** How each job type is submitted: its path under /api/v1/jobs/ and parameters. */
-const SUBMIT: Record<JobType, { path: string; parameters: Record<string, unknown>; output?: string }> = {
-  image_resize: { path: "image/resize", parameters: { width: 50, height: 50 }, output: "jpg" },
-  image_optimize: { path: "image/optimize", parameters: {}, output: "jpg" },
-  image_watermark: { path: "image/watermark", parameters: { watermark_text: "mark" }, output: "jpg" },
-  image_colors: { path: "image/colors", parameters: {} },
-  image_metadata: { path: "image/metadata", parameters: {} },
-  image_ai_keywords: { path: "image/ai/keywords", parameters: {} },
-  analyze: { path: "analyze", parameters: {} },
-  video_thumbnail: { path: "video/thumbnail", parameters: { timestamp: "00:00:01" }, output: "jpg" },
-  audio_convert: { path: "audio/convert", parameters: { format: "mp3" }, output: "mp3" },
-  media_probe: { path: "media/probe", parameters: {} },
-};
+/** The types whose source may be of `kind` (a type of any kind reads every one). */
+const reading = (kind: MediaKind): JobType[] =>
+  JOB_DEFINITIONS.filter((d) => d.media.source === kind || d.media.source === "any").map((d) => d.name);
+const IMAGE_TYPES = reading("image");
+const AUDIO_TYPES = reading("audio");
+const VIDEO_TYPES = reading("video");
+/**
+ * Types that read an image's header alone, never its pixels (jobs/image_metadata/processor.ts): where
+ * the damage lies past an intact header, they complete with what the header says.
+ */
+const HEADER_READERS: JobType[] = ["image_metadata"];
 
 interface HostileCase {
   name: string;
@@ -206,6 +201,8 @@ interface HostileCase {
   classification: "permanent" | "transient";
   /** The file is the watermark image of a watermark job on a sound source, not the source. */
   asWatermark?: boolean;
+  /** The damage lies past an intact header declaring this size (see HEADER_READERS). */
+  header?: { width: number; height: number };
 }
 
 const CASES: HostileCase[] = [
@@ -223,6 +220,7 @@ const CASES: HostileCase[] = [
     extension: "jpg",
     types: IMAGE_TYPES,
     message: "source image is truncated or corrupt: Corrupt JPEG data: premature end of data segment",
+    header: { width: 1200, height: 900 },
     classification: "permanent",
   },
   {
@@ -231,6 +229,7 @@ const CASES: HostileCase[] = [
     extension: "jpg",
     types: IMAGE_TYPES,
     message: "source image is truncated or corrupt: premature end of JPEG image",
+    header: { width: 400, height: 300 },
     classification: "permanent",
   },
   {
@@ -239,6 +238,7 @@ const CASES: HostileCase[] = [
     extension: "png",
     types: IMAGE_TYPES,
     message: "source image is truncated or corrupt: not enough data",
+    header: { width: 400, height: 300 },
     classification: "permanent",
   },
   {
@@ -247,6 +247,7 @@ const CASES: HostileCase[] = [
     extension: "png",
     types: IMAGE_TYPES,
     message: "source image is truncated or corrupt: libpng read error",
+    header: { width: 400, height: 300 },
     classification: "permanent",
   },
   {
@@ -262,7 +263,7 @@ const CASES: HostileCase[] = [
     name: "a zero-byte file",
     make: async () => Buffer.alloc(0),
     extension: "jpg",
-    types: [...IMAGE_TYPES, "video_thumbnail", "audio_convert"],
+    types: [...JOB_TYPES],
     // The runner refuses it as it downloads it.
     message: "is empty",
     classification: "permanent",
@@ -391,14 +392,17 @@ function capturingLogger(): { logger: Logger; lines: string[] } {
   return { logger: pino({ level: "debug" }, sink), lines };
 }
 
-/** Submits a job of `type` on `key`, runs it as `runner --job` does; its outcome and record. */
+/**
+ * Submits a job of `type` on `key` (its definition's route and example), runs it as `runner --job`
+ * does; its outcome and record.
+ */
 async function runOn(type: JobType, key: string, asWatermark: boolean, more: Record<string, unknown> = {}) {
-  const { path, parameters, output } = SUBMIT[type];
-  const id = await submitAndClaim(stack, type, path, {
+  const { route, media, example } = definitionOf(type);
+  const id = await submitAndClaim(stack, type, route.path.replace(/^\/jobs\//, ""), {
     source_bucket: stack.bucket,
     source_key: asWatermark ? "in/good.jpg" : key,
-    ...(output ? { dest_bucket: stack.bucket, dest_key: `out/${key}.${output}` } : {}),
-    ...parameters,
+    ...(media.output ? { dest_bucket: stack.bucket, dest_key: `out/${type}/${key}` } : {}),
+    ...example,
     ...more,
     ...(asWatermark ? { watermark_text: undefined, watermark_image: key } : {}),
   });
@@ -415,6 +419,19 @@ describe("hostile media never completes, and fails with a clear message", () => 
         const what = `${type} on ${c.name}`;
         provider.reset();
         const { outcome, job, lines } = await runOn(type, key, c.asWatermark === true);
+        if (c.header && HEADER_READERS.includes(type)) {
+          assert.equal(outcome.code, EXIT.done, `${what}: reads the intact header: ${outcome.error}`);
+          assert.equal(job.status, "completed", what);
+          assert.deepEqual(
+            {
+              width: (job.result as { width: number }).width,
+              height: (job.result as { height: number }).height,
+            },
+            c.header,
+            `${what}: the header's size`,
+          );
+          continue;
+        }
         assert.notEqual(
           outcome.code,
           EXIT.done,

@@ -6,7 +6,8 @@ import { readFileSync } from "node:fs";
 import { loadConfig, type Config } from "../../core/config/load.js";
 import { RUNNER_ENV, RUNNER_NODE_FLAGS, RUNNER_PROCESS_ENV } from "../../core/config/runner-env.js";
 import type { Job } from "../../core/jobs/records.js";
-import { JOB_TYPES, type JobType } from "../../core/jobs/types.js";
+import { definitionOf, JOB_TYPES } from "../../core/jobs/types.js";
+import type { ResourceClass } from "../../jobs/define.js";
 import {
   ANNOTATIONS,
   buildJobManifest,
@@ -178,21 +179,15 @@ describe("buildJobManifest", () => {
   });
 
   test("per-type resource defaults from the config", () => {
-    const expected: Record<JobType, [string, string, string, string]> = {
-      image_resize: ["250m", "256Mi", "1", "1Gi"],
-      image_optimize: ["250m", "256Mi", "1", "1Gi"],
-      image_watermark: ["250m", "256Mi", "1", "1Gi"],
-      image_colors: ["250m", "256Mi", "1", "1Gi"],
-      image_metadata: ["250m", "256Mi", "1", "1Gi"],
-      video_thumbnail: ["500m", "512Mi", "2", "2Gi"],
-      audio_convert: ["500m", "512Mi", "2", "2Gi"],
-      media_probe: ["500m", "512Mi", "2", "2Gi"],
-      image_ai_keywords: ["100m", "128Mi", "500m", "512Mi"],
-      analyze: ["100m", "128Mi", "500m", "512Mi"],
+    // By the type's resource class (its definition's runner.resources).
+    const expected: Record<ResourceClass, [string, string, string, string]> = {
+      image: ["250m", "256Mi", "1", "1Gi"],
+      media: ["500m", "512Mi", "2", "2Gi"],
+      ai: ["100m", "128Mi", "500m", "512Mi"],
     };
     const s = settings();
     for (const type of JOB_TYPES) {
-      const [rc, rm, lc, lm] = expected[type];
+      const [rc, rm, lc, lm] = expected[definitionOf(type).runner.resources];
       const r = container(buildJobManifest(job({ type }), s, 60)).resources!;
       assert.deepEqual(r, { requests: { cpu: rc, memory: rm }, limits: { cpu: lc, memory: lm } }, type);
     }

@@ -1,7 +1,7 @@
-// Every job type of the registry (jobs/registry.ts) is whole: its folder holds its definition, its
-// processor and its dashboard view, and every surface that lists the types has it (the API's routes
-// and result shapes, the configuration's per-type settings, the CLI's help, the chart's values, the
-// documentation of the types).
+// Every job type of the registry (jobs/registry.ts) is whole: its folder holds its definition (with
+// an example of a valid job), its processor and its dashboard view, and every surface that lists the
+// types has it (the API's routes and result shapes, the configuration's per-type settings, the CLI's
+// help, the chart's values, the documentation of the types).
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -13,7 +13,9 @@ import { parseJobType, typePath } from "../../client/args.js";
 import { parametersHelp } from "../../client/parameters.js";
 import { loadConfig } from "../../core/config/load.js";
 import { DEFAULT_BOUNDS } from "../../core/jobs/bounds.js";
+import { withDefaults } from "../../core/jobs/parameters.js";
 import { JOB_DEFINITIONS, JOB_TYPES } from "../../core/jobs/types.js";
+import { Value } from "../../core/typebox.js";
 import { loadProcessor } from "../../runner/registry.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -74,6 +76,13 @@ describe("the job types", () => {
           shared.every((d) => d.result.schema === definition.result.schema),
           `the types named ${definition.result.name} share one schema`,
         );
+      });
+
+      test("its example: the parameters of a valid job, with the schema's defaults", () => {
+        const parameters = definition.parameters(DEFAULT_BOUNDS);
+        const example = withDefaults(type, definition.example);
+        const errors = [...Value.Errors(parameters, example)].map((e) => `${e.path}: ${e.message}`);
+        assert.deepEqual(errors, [], `example ${JSON.stringify(definition.example)}`);
       });
 
       test("its processor: jobs/<type>/processor.ts, found and loaded by the runner", async () => {

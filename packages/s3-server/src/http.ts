@@ -9,7 +9,7 @@ import {
   preconditionFailed,
   type S3Error,
 } from "./errors.js";
-import { etagMatches, type DeleteConditions, type ObjectAttributes, type ObjectMeta } from "./storage.js";
+import { etagMatches, type DeleteConditions, type ObjectAttributes, type ObjectMeta } from "./model.js";
 
 export const DEFAULT_CONTENT_TYPE = "binary/octet-stream";
 

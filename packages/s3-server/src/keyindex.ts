@@ -1,5 +1,5 @@
 // Sorted in-memory index of one bucket's keys, the basis of ListObjects(V2). Objects live on disk
-// under hashed names (see storage.ts), so listing in key order needs this index; it is built from
+// under hashed names (see layout.ts), so listing in key order needs this index; it is built from
 // the metadata files the first time a bucket is listed and then kept current by every write.
 // Keys are ordered by their UTF-8 bytes, which is S3's order (JavaScript's UTF-16 string order
 // differs for characters outside the BMP).

@@ -256,7 +256,9 @@ export async function listMultipartUploads(ctx: RequestContext): Promise<void> {
   const keyMarker = ctx.query.get("key-marker") ?? "";
   const uploadIdMarker = ctx.query.get("upload-id-marker") ?? "";
   const maxUploads = parseMaxKeys(ctx, "max-uploads");
-  const matching = (await ctx.storage.listUploads(ctx.bucket)).filter((u) => u.key.startsWith(prefix));
+  const matching = (await ctx.storage.uploads.listUploads(ctx.bucket)).filter((u) =>
+    u.key.startsWith(prefix),
+  );
   let start = 0;
   if (keyMarker !== "") {
     // Continue after (key-marker, upload-id-marker), or after every upload of key-marker.

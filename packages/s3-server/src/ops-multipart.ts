@@ -25,9 +25,10 @@ import {
   parseCopySource,
   writeConditions,
 } from "./ops-object.js";
-import { readPayload, receivePayload, requireBodyLength } from "./payload.js";
+import { readPayload } from "./payload.js";
+import { receiveBody } from "./ops-object.js";
 import { uriEncode } from "./sigv4.js";
-import type { ChecksumType, CompletedUpload, CompletePart } from "./storage.js";
+import type { ChecksumType, CompletedUpload, CompletePart } from "./model.js";
 import { childElements, childText, parseXml } from "./xml-parse.js";
 import {
   renderCompleteMultipartUpload,
@@ -83,7 +84,7 @@ export async function createMultipartUpload(ctx: RequestContext): Promise<void> 
       "The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header.",
     );
   }
-  const upload = await ctx.storage.createUpload(ctx.bucket, ctx.key, attributes, checksum);
+  const upload = await ctx.storage.uploads.createUpload(ctx.bucket, ctx.key, attributes, checksum);
   sendXml(
     ctx,
     200,
@@ -97,17 +98,8 @@ export async function createMultipartUpload(ctx: RequestContext): Promise<void> 
 export async function uploadPart(ctx: RequestContext): Promise<void> {
   const partNumber = partNumberParam(ctx);
   const uploadId = uploadIdParam(ctx);
-  const upload = await ctx.storage.getUpload(ctx.bucket, uploadId, ctx.key);
-  requireBodyLength(ctx.req);
-  ctx.beginBody();
-  const temp = await ctx.storage.createTemp();
-  try {
-    const result = await receivePayload(ctx.req, temp.stream, {
-      auth: ctx.auth,
-      maxSize: MAX_OBJECT_SIZE,
-      tooLarge: () => entityTooLarge(MAX_OBJECT_SIZE),
-      ...(upload.checksumAlgorithm ? { defaultChecksum: upload.checksumAlgorithm } : {}),
-    });
+  const upload = await ctx.storage.uploads.getUpload(ctx.bucket, uploadId, ctx.key);
+  await receiveBody(ctx, upload.checksumAlgorithm, async (temp, result) => {
     if (
       upload.checksumAlgorithm &&
       result.checksum &&
@@ -117,22 +109,20 @@ export async function uploadPart(ctx: RequestContext): Promise<void> {
         `Checksum Type mismatch occurred, expected checksum Type: ${upload.checksumAlgorithm}, actual checksum Type: ${result.checksum.algorithm}`,
       );
     }
-    const part = await ctx.storage.commitPart(ctx.bucket, uploadId, ctx.key, partNumber, temp, {
+    const part = await ctx.storage.uploads.commitPart(ctx.bucket, uploadId, ctx.key, partNumber, temp, {
       size: result.size,
       etag: `"${result.md5.toString("hex")}"`,
       ...(result.checksum ? { checksum: result.checksum } : {}),
     });
     sendEmpty(ctx, 200, { ETag: part.etag, ...checksumHeaders(part.checksum) });
-  } finally {
-    await temp.discard();
-  }
+  });
 }
 
 export async function uploadPartCopy(ctx: RequestContext): Promise<void> {
   const partNumber = partNumberParam(ctx);
   const uploadId = uploadIdParam(ctx);
   const source = parseCopySource(header(ctx.req, "x-amz-copy-source")!);
-  const upload = await ctx.storage.getUpload(ctx.bucket, uploadId, ctx.key);
+  const upload = await ctx.storage.uploads.getUpload(ctx.bucket, uploadId, ctx.key);
   const { meta: src, handle } = await ctx.storage.openObject(source.bucket, source.key);
   const temp = await ctx.storage.createTemp();
   try {
@@ -175,7 +165,7 @@ export async function uploadPartCopy(ctx: RequestContext): Promise<void> {
       checksummer && upload.checksumAlgorithm
         ? { algorithm: upload.checksumAlgorithm, value: checksummer.digest().toString("base64") }
         : undefined;
-    const part = await ctx.storage.commitPart(ctx.bucket, uploadId, ctx.key, partNumber, temp, {
+    const part = await ctx.storage.uploads.commitPart(ctx.bucket, uploadId, ctx.key, partNumber, temp, {
       size,
       etag: `"${md5.digest("hex")}"`,
       ...(checksum ? { checksum } : {}),
@@ -209,7 +199,7 @@ export async function completeMultipartUpload(ctx: RequestContext): Promise<void
     return body;
   };
   // A repeat of a completion that succeeded (an SDK retrying after a lost answer) gets its answer.
-  const upload = await ctx.storage.uploadOrCompletion(ctx.bucket, uploadId, ctx.key);
+  const upload = await ctx.storage.uploads.uploadOrCompletion(ctx.bucket, uploadId, ctx.key);
   if (!("uploadId" in upload)) {
     await readBody();
     return reply(upload);
@@ -244,10 +234,10 @@ export async function completeMultipartUpload(ctx: RequestContext): Promise<void
     }
   } else if (upload.checksumAlgorithm) {
     // COMPOSITE: the checksum of the part checksums, with or without S3's "-<parts>" suffix;
-    // checked against the one computed on completion (storage.completeUpload).
+    // checked against the one computed on completion (storage.uploads.completeUpload).
     compositeChecksum = header(ctx.req, `x-amz-checksum-${upload.checksumAlgorithm}`)?.trim();
   }
-  const done = await ctx.storage.completeUpload(ctx.bucket, uploadId, ctx.key, parts, {
+  const done = await ctx.storage.uploads.completeUpload(ctx.bucket, uploadId, ctx.key, parts, {
     conditions,
     ...(fullObjectChecksum !== undefined ? { fullObjectChecksum } : {}),
     ...(compositeChecksum !== undefined ? { compositeChecksum } : {}),
@@ -256,7 +246,7 @@ export async function completeMultipartUpload(ctx: RequestContext): Promise<void
 }
 
 export async function abortMultipartUpload(ctx: RequestContext): Promise<void> {
-  await ctx.storage.abortUpload(ctx.bucket, uploadIdParam(ctx), ctx.key);
+  await ctx.storage.uploads.abortUpload(ctx.bucket, uploadIdParam(ctx), ctx.key);
   ctx.res.writeHead(204);
   ctx.res.end();
 }
@@ -274,8 +264,8 @@ export async function listParts(ctx: RequestContext): Promise<void> {
     throw invalidArgument("Invalid max-parts", { ArgumentName: "max-parts", ArgumentValue: maxRaw });
   const marker = Number(markerRaw);
   const maxParts = Math.min(Number(maxRaw), 1000);
-  const upload = await ctx.storage.getUpload(ctx.bucket, uploadId, ctx.key);
-  const all = (await ctx.storage.listParts(ctx.bucket, uploadId, ctx.key)).filter(
+  const upload = await ctx.storage.uploads.getUpload(ctx.bucket, uploadId, ctx.key);
+  const all = (await ctx.storage.uploads.listParts(ctx.bucket, uploadId, ctx.key)).filter(
     (p) => p.partNumber > marker,
   );
   const parts = all.slice(0, maxParts);

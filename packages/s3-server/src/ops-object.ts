@@ -21,10 +21,12 @@ import {
   parseRange,
   type ByteRange,
 } from "./http.js";
-import { receivePayload, requireBodyLength } from "./payload.js";
+import { receivePayload, requireBodyLength, type PayloadResult } from "./payload.js";
+import type { TempFile } from "./record.js";
+import type { ChecksumAlgorithm } from "./checksum.js";
 import { sendFileRange } from "./send-file.js";
 import { decodePathComponent } from "./sigv4.js";
-import { isValidBucketName, type ObjectMeta, type StoredChecksum, type WriteConditions } from "./storage.js";
+import { isValidBucketName, type ObjectMeta, type StoredChecksum, type WriteConditions } from "./model.js";
 import { renderCopyObjectResult, renderObjectAttributes } from "./xml.js";
 
 /** GetObject query parameters that override response headers. */
@@ -68,15 +70,7 @@ export async function putObject(ctx: RequestContext): Promise<void> {
   await ctx.storage.requireBucket(ctx.bucket);
   const attributes = objectAttributesFromRequest(ctx.req);
   const conditions = writeConditions(ctx);
-  requireBodyLength(ctx.req);
-  ctx.beginBody();
-  const temp = await ctx.storage.createTemp();
-  try {
-    const result = await receivePayload(ctx.req, temp.stream, {
-      auth: ctx.auth,
-      maxSize: MAX_OBJECT_SIZE,
-      tooLarge: () => entityTooLarge(MAX_OBJECT_SIZE),
-    });
+  await receiveBody(ctx, undefined, async (temp, result) => {
     const checksum: StoredChecksum | undefined = result.checksum && {
       ...result.checksum,
       type: "FULL_OBJECT",
@@ -94,6 +88,29 @@ export async function putObject(ctx: RequestContext): Promise<void> {
       conditions,
     );
     sendEmpty(ctx, 200, { ETag: meta.etag, ...checksumHeaders(meta.checksum) });
+  });
+}
+
+/**
+ * Receives a PUT's or a part's body into a temporary file (verifying its signature, size and
+ * checksum), hands it to `commit`, and discards whatever commit did not keep.
+ */
+export async function receiveBody(
+  ctx: RequestContext,
+  defaultChecksum: ChecksumAlgorithm | undefined,
+  commit: (temp: TempFile, result: PayloadResult) => Promise<void>,
+): Promise<void> {
+  requireBodyLength(ctx.req);
+  ctx.beginBody();
+  const temp = await ctx.storage.createTemp();
+  try {
+    const result = await receivePayload(ctx.req, temp.stream, {
+      auth: ctx.auth,
+      maxSize: MAX_OBJECT_SIZE,
+      tooLarge: () => entityTooLarge(MAX_OBJECT_SIZE),
+      ...(defaultChecksum ? { defaultChecksum } : {}),
+    });
+    await commit(temp, result);
   } finally {
     await temp.discard();
   }

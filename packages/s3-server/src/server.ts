@@ -11,7 +11,11 @@
 //   payload.ts     request body intake and integrity checks (SHA-256, Content-MD5, checksums)
 //   chunked.ts     aws-chunked decoding
 //   checksum.ts    CRC32 / CRC32C / CRC64NVME / SHA-1 / SHA-256 flexible checksums
-//   storage.ts     filesystem layout, atomic commits, multipart state
+//   storage.ts     buckets, objects and listings: atomic commits under locks
+//   uploads.ts     multipart uploads (parts, completion, abort, listing)
+//   layout.ts      where everything lives in the data directory
+//   record.ts      one object or part = one file (content, then metadata); temp files
+//   model.ts       the metadata kept and the rules on names and ETags
 //   keyindex.ts    sorted key index behind ListObjects
 //   locks.ts       per-key mutex and per-bucket readers-writer lock
 //   xml.ts         response documents; xml-parse.ts request documents
@@ -34,7 +38,8 @@ import {
 import { header } from "./http.js";
 import { route } from "./router.js";
 import { authenticate, decodePathComponent, parseQuery, type AuthResult } from "./sigv4.js";
-import { Storage, isValidBucketName } from "./storage.js";
+import { isValidBucketName } from "./model.js";
+import { Storage } from "./storage.js";
 import { renderError, type Owner } from "./xml.js";
 
 export interface EmbeddedS3Options {

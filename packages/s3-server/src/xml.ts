@@ -4,7 +4,7 @@
 
 import type { ChecksumAlgorithm } from "./checksum.js";
 import type { IndexEntry, ListPage } from "./keyindex.js";
-import type { BucketInfo, ObjectMeta, PartMeta, StoredChecksum, UploadMeta } from "./storage.js";
+import type { BucketInfo, ObjectMeta, PartMeta, StoredChecksum, UploadMeta } from "./model.js";
 
 const NS = "http://s3.amazonaws.com/doc/2006-03-01/";
 

@@ -11,7 +11,10 @@ import type { Processor } from "../../runner/processor.js";
 
 export const mediaProbe: Processor = async (ctx) => {
   ctx.progress(0, "reading the media");
-  const info = await probeMedia(ctx.sourcePath, { signal: ctx.signal });
+  const info = await probeMedia(ctx.sourcePath, {
+    signal: ctx.signal,
+    maxInputPixels: ctx.limits.maxInputPixels,
+  });
   const { size } = await stat(ctx.sourcePath);
   return { result: { ...summarizeProbe(info.raw, size) } };
 };

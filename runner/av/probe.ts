@@ -135,13 +135,20 @@ export async function probeSource(
 }
 
 /**
- * Probes a job's source that must hold a video or an audio stream, or both, without decoding it (its
- * frames may be larger than limits.max_input_pixels: nothing is decoded); bad media → PermanentError.
+ * Probes a job's source that must hold a video or an audio stream, or both, without decoding it: its
+ * frames may be larger than `maxInputPixels` (nothing is decoded), which only names the limit when
+ * ffprobe could give no frame size because of it. Bad media → PermanentError.
  */
-export async function probeMedia(path: string, options: { signal?: AbortSignal } = {}): Promise<MediaInfo> {
+export async function probeMedia(path: string, options: SourceCheckOptions = {}): Promise<MediaInfo> {
   const info = await probeReadable(path, "decodable media", options.signal);
-  // A stream ffprobe gives no size is no video, unless ffprobe's complaint names one too large.
-  if (info.unsizedVideo && !info.audio) await checkVideo(path, info, options);
+  // A stream ffprobe gives no size is no video, unless ffprobe's complaint names one too large
+  // (against maxInputPixels, when given, so the message names the limit as the other jobs' do).
+  if (info.unsizedVideo && !info.video && !info.audio) {
+    await checkVideo(path, info, options);
+    throw new PermanentError(
+      `source is not decodable media: ffprobe finds no frame size in its video stream (${info.unsizedVideo.codec})`,
+    );
+  }
   if (!info.video && !info.audio) {
     throw new PermanentError(`source has no video or audio stream${heldStreams(info)}`);
   }

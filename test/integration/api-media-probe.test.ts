@@ -90,7 +90,10 @@ describe("POST /api/v1/jobs/media/probe", () => {
     });
     const { job } = await runClaimed(stack, id);
     assert.equal(job.status, "failed");
-    assert.match(String(job.error), /^source is not decodable media: .*Invalid data found when processing input/);
+    assert.match(
+      String(job.error),
+      /^source is not decodable media: .*Invalid data found when processing input/,
+    );
   });
 
   test("the OpenAPI document has the route and its result's shape", async () => {

@@ -38,6 +38,19 @@ export function resultFields(colors: Colors, job: Job): Array<[string, string | 
     ]);
   }
   if (job.type === "video_thumbnail") pairs.push(["taken at", str(result.timestamp)]);
+  if (job.type === "video_transcode") {
+    const [w, h, rate, duration, bitrate] = ["width", "height", "frame_rate", "duration", "bitrate"].map(
+      (k) => num(result[k]),
+    );
+    pairs.push(["dimensions", w !== undefined && h !== undefined ? `${w} × ${h}` : undefined]);
+    pairs.push(["duration", duration !== undefined ? seconds(duration) : undefined]);
+    pairs.push([
+      "video",
+      [str(result.video_codec), rate !== undefined ? `${rate} fps` : undefined].filter(Boolean).join(", "),
+    ]);
+    pairs.push(["audio", str(result.audio_codec) ?? "none"]);
+    pairs.push(["bitrate", bitrate !== undefined ? `${Math.round(bitrate / 1000)} kb/s` : undefined]);
+  }
   if (job.type === "audio_convert") {
     const duration = num(result.duration);
     pairs.push(["duration", duration !== undefined ? seconds(duration) : undefined]);

@@ -9,8 +9,11 @@ import type { SchemaBounds } from "../core/jobs/bounds.js";
 /** What a file is: an image, a video, audio, or (an analyze job's source) any of them. */
 export type MediaKind = "image" | "video" | "audio" | "any";
 
-/** The default requests and limits a type's runners get (kubernetes.resources.<type>). */
-export type ResourceClass = "image" | "media" | "ai";
+/**
+ * The default requests and limits a type's runners get (kubernetes.resources.<type>): `video` is
+ * for heavy video work (encoding whole videos), `media` for reading a little of a video or audio.
+ */
+export type ResourceClass = "image" | "media" | "video" | "ai";
 
 export interface JobTypeDefinition<Name extends string = string, Parameters extends TObject = TObject> {
   /** The type's name: its queue, the `type` of its jobs, and its folder under jobs/. */

@@ -10,6 +10,7 @@ import { definition as imageColors } from "./image_colors/definition.js";
 import { definition as imageMetadata } from "./image_metadata/definition.js";
 import { definition as imageAiKeywords } from "./image_ai_keywords/definition.js";
 import { definition as videoThumbnail } from "./video_thumbnail/definition.js";
+import { definition as videoTranscode } from "./video_transcode/definition.js";
 import { definition as audioConvert } from "./audio_convert/definition.js";
 import { definition as mediaProbe } from "./media_probe/definition.js";
 import { definition as analyze } from "./analyze/definition.js";
@@ -22,6 +23,7 @@ export const JOB_DEFINITIONS = [
   imageMetadata,
   imageAiKeywords,
   videoThumbnail,
+  videoTranscode,
   audioConvert,
   mediaProbe,
   analyze,

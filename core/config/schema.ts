@@ -388,6 +388,11 @@ const JOB_RESOURCES: Record<ResourceClass, [[string, string], [string, string]]>
     ["500m", "512Mi"],
     ["2", "2Gi"],
   ],
+  // Encoding whole videos: ffmpeg's threads follow the CPU limit (runner/cpus.ts).
+  video: [
+    ["2", "2Gi"],
+    ["4", "4Gi"],
+  ],
   ai: [
     ["100m", "128Mi"],
     ["500m", "512Mi"],

@@ -18,6 +18,7 @@ export { THUMBNAIL_FORMATS } from "../../jobs/video_thumbnail/definition.js";
 export {
   AUDIO_BITRATE_KBPS,
   AUDIO_FORMATS,
+  AUDIO_SAMPLE_RATES,
   BITRATE_PATTERN,
   LOSSLESS_AUDIO_FORMATS,
 } from "../../jobs/audio_convert/definition.js";
@@ -55,4 +56,5 @@ export type ImageColorsParameters = JobParameters["image_colors"];
 export type ImageAiKeywordsParameters = JobParameters["image_ai_keywords"];
 export type VideoThumbnailParameters = JobParameters["video_thumbnail"];
 export type AudioConvertParameters = JobParameters["audio_convert"];
+export type VideoTranscodeParameters = JobParameters["video_transcode"];
 export type AnalyzeParameters = JobParameters["analyze"];

@@ -20,6 +20,13 @@ export const AUDIO_BITRATE_KBPS: Readonly<Record<string, readonly [number, numbe
   ogg: [8, 500],
 };
 
+/** The sample rates (Hz) each encoder takes, where it takes only some (Opus runs at 48 kHz and divisions). */
+export const AUDIO_SAMPLE_RATES: Readonly<Record<"mp3" | "aac" | "opus", readonly number[]>> = {
+  mp3: [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000],
+  aac: [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 64000, 88200, 96000],
+  opus: [48000, 24000, 16000, 12000, 8000],
+};
+
 /** The form of a bitrate; the range each format takes is checked per format (audioBitrateRules). */
 export const BITRATE_PATTERN = "^[1-9][0-9]{0,3}k$";
 

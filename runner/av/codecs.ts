@@ -1,7 +1,7 @@
 // The audio formats of audio_convert: container, encoder, file extension, Content-Type, default
 // bitrate and the sample rates and channel counts the encoder takes. Every encoder here is in
 // Debian's `ffmpeg` package (libmp3lame, aac, libopus, libvorbis, flac, pcm_s16le).
-import type { AUDIO_FORMATS } from "../../core/jobs/parameters.js";
+import { AUDIO_SAMPLE_RATES, type AUDIO_FORMATS } from "../../core/jobs/parameters.js";
 import type { AudioStreamInfo } from "./probe.js";
 
 export type AudioFormat = (typeof AUDIO_FORMATS)[number];
@@ -33,10 +33,8 @@ export interface AudioCodec {
   estimatedDuration?: boolean;
 }
 
-const MP3_RATES = [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000] as const;
-const AAC_RATES = [
-  8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 64000, 88200, 96000,
-] as const;
+const MP3_RATES = AUDIO_SAMPLE_RATES.mp3;
+const AAC_RATES = AUDIO_SAMPLE_RATES.aac;
 
 export const AUDIO_CODECS: Readonly<Record<AudioFormat, AudioCodec>> = {
   mp3: {
@@ -84,7 +82,7 @@ export const AUDIO_CODECS: Readonly<Record<AudioFormat, AudioCodec>> = {
     extension: "opus",
     contentType: "audio/ogg",
     defaultBitrate: "96k",
-    sampleRates: [48000, 24000, 16000, 12000, 8000],
+    sampleRates: AUDIO_SAMPLE_RATES.opus,
     preferredSampleRate: 48000,
     maxChannels: 8,
   },

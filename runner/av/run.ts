@@ -1,4 +1,5 @@
-// Runs one ffmpeg command (through fluent-ffmpeg) the way a job needs it: killed with SIGKILL when
+// Runs one ffmpeg command (through fluent-ffmpeg) the way a job needs it: `-threads` as many as the
+// process has CPUs (../cpus.ts), killed with SIGKILL when
 // the job's signal aborts (and only settled once the process is gone), progress read from
 // `-progress pipe:1` and turned into a fraction of the expected duration, ffmpeg's error lines kept
 // for messages, and a failure sorted into bad input (PermanentError) or anything else (transient).
@@ -21,6 +22,7 @@
 //   (transient FfmpegError), unless that check itself could not run (out of memory: transient).
 import type { ChildProcess } from "node:child_process";
 import ffmpeg from "fluent-ffmpeg";
+import { availableCpus } from "../cpus.js";
 import { PermanentError } from "../errors.js";
 import { cleanLine, frameSizeError, frameSizeIn, INPUT_PROTOCOLS, type MediaKind } from "./probe.js";
 
@@ -156,9 +158,12 @@ export function runFfmpeg(spec: FfmpegSpec, options: RunOptions): Promise<RunRes
       .inputOptions(["-hide_banner", "-nostdin", "-v", "error", "-nostats", "-progress", "pipe:1"])
       .inputOptions(["-stats_period", "0.1", ...INPUT_PROTOCOLS])
       .inputOptions(maxPixels !== undefined ? ["-max_pixels", String(maxPixels)] : [])
+      // Decoders and encoders as many threads as the process has CPUs (its cgroup's quota), not
+      // one per core of the machine; a spec's own -threads, after these, wins.
+      .inputOptions(["-threads", String(availableCpus())])
       .inputOptions(spec.inputOptions ?? [])
       .output(spec.output)
-      .outputOptions(spec.outputOptions);
+      .outputOptions(["-threads", String(availableCpus()), ...spec.outputOptions]);
 
     let child: ChildProcess | undefined;
     let aborted = false;

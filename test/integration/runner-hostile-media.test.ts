@@ -325,7 +325,10 @@ const CASES: HostileCase[] = [
     extension: "mkv",
     types: [...VIDEO_TYPES, "audio_convert"],
     message: "source video is truncated: File ended prematurely",
-    messageFor: { audio_convert: "source audio is truncated: it declares 5.0" },
+    messageFor: {
+      audio_convert: "source audio is truncated: it declares 5.0",
+      video_transcode: "source video is truncated: it declares 5.0",
+    },
     classification: "permanent",
   },
   {

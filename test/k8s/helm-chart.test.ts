@@ -732,6 +732,7 @@ describe("warm runner pool", () => {
           image_metadata: "job",
           image_ai_keywords: "job",
           video_thumbnail: "job",
+          video_transcode: "job",
           audio_convert: "job",
           media_probe: "job",
           analyze: "job",

@@ -183,6 +183,7 @@ describe("buildJobManifest", () => {
     const expected: Record<ResourceClass, [string, string, string, string]> = {
       image: ["250m", "256Mi", "1", "1Gi"],
       media: ["500m", "512Mi", "2", "2Gi"],
+      video: ["2", "2Gi", "4", "4Gi"],
       ai: ["100m", "128Mi", "500m", "512Mi"],
     };
     const s = settings();

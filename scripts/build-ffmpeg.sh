@@ -11,13 +11,22 @@
 #     are read as Debian's ffmpeg reads them; dav1d for AV1 (ffmpeg's own AV1 decoder needs hardware);
 #   - the encoders and muxers the runner writes with: thumbnails and frames (mjpeg, png, libwebp;
 #     image2), audio_convert (runner/av/codecs.ts: libmp3lame, aac, libopus, libvorbis, flac,
-#     pcm_s16le; mp3, adts, ipod, opus, ogg, flac, wav), analyze's MP3 segments (segment), and the
-#     input check that decodes into nothing (null, wrapped_avframe);
-#   - the filters its commands name (scale, setsar, format) and those ffmpeg inserts by itself
-#     (aformat, aresample, trim, atrim for seeking, transpose, hflip, vflip, rotate for rotated video);
-#   - the file and pipe protocols only (the runner reads local files and reports progress on a pipe);
-#   - no libavdevice, no network, no hardware acceleration, no external library found by chance
-#     (--disable-autodetect), no documentation. LGPL 2.1 or later, like every library it links.
+#     pcm_s16le; mp3, adts, ipod, opus, ogg, flac, wav), analyze's MP3 segments (segment), the input
+#     check that decodes into nothing (null, wrapped_avframe), video_transcode (libx264, libx265,
+#     libvpx-vp9, libsvtav1 with aac, libopus, libmp3lame; mp4, mov, webm, matroska) and
+#     video_adaptive (the same encoders; hls with its fMP4 and MPEG-TS segments, dash);
+#   - the filters its commands name (scale, setsar, format, fps, split, asplit, trim, atrim, setpts,
+#     asetpts, aresample) and those ffmpeg inserts by itself (aformat, aresample, trim, atrim for
+#     seeking, transpose, hflip, vflip, rotate for rotated video);
+#   - the file and pipe protocols only (the runner reads local files and reports progress on a pipe;
+#     hls and dash write their playlists and segments into local files through the file protocol);
+#   - no libavdevice, no libpostproc, no network, no hardware acceleration, no external library found
+#     by chance (--disable-autodetect), no documentation.
+#
+# Licence: x264 and x265 are GPL 2 or later, so ffmpeg is configured with --enable-gpl and the
+# ffmpeg, ffprobe and libav* built here are GPL 2 or later as a whole (the other libraries they link,
+# dav1d, LAME, Opus, Vorbis, WebP, libvpx and SVT-AV1, are LGPL or BSD). docs/image.md says what
+# that means for the image.
 #
 # Needs root on Debian 12 with APT sources (it adds their deb-src and installs the build
 # dependencies) and about 3 minutes on 2 cores.
@@ -37,13 +46,18 @@ die() {
 command -v apt-get >/dev/null 2>&1 || die "needs Debian's apt-get (it builds Debian's source package)"
 
 ENCODERS=mjpeg,png,libwebp,libmp3lame,aac,libopus,libvorbis,flac,pcm_s16le,wrapped_avframe
+ENCODERS+=,libx264,libx265,libvpx_vp9,libsvtav1
 MUXERS=image2,mp3,adts,ipod,opus,ogg,flac,wav,segment,null
+# (hls writes fMP4 segments with the mp4 muxer and MPEG-TS ones with mpegts; dash needs mp4, webm)
+MUXERS+=,mp4,mov,webm,matroska,hls,mpegts,dash
 FILTERS=scale,setsar,format,aformat,aresample,null,anull,trim,atrim,transpose,hflip,vflip,rotate
+FILTERS+=,fps,split,asplit,setpts,asetpts
 PROTOCOLS=file,pipe
 # The -dev packages of the libraries it links; scripts/provision.sh (profile image) installs their
 # runtime packages.
 BUILD_DEPENDS=(dpkg-dev gcc libc6-dev make nasm pkg-config xz-utils
-  zlib1g-dev libbz2-dev liblzma-dev libdav1d-dev libmp3lame-dev libopus-dev libvorbis-dev libwebp-dev)
+  zlib1g-dev libbz2-dev liblzma-dev libdav1d-dev libmp3lame-dev libopus-dev libvorbis-dev libwebp-dev
+  libx264-dev libx265-dev libvpx-dev libsvtav1enc-dev)
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -83,9 +97,12 @@ if ! ./configure \
   --extra-version="${revision}+media-service" \
   --enable-shared --disable-static \
   --disable-autodetect --disable-doc --disable-debug --disable-ffplay \
-  --disable-avdevice --disable-network \
+  --disable-avdevice --disable-postproc --disable-network \
+  --enable-gpl \
   --enable-zlib --enable-bzlib --enable-lzma \
   --enable-libdav1d --enable-libmp3lame --enable-libopus --enable-libvorbis --enable-libwebp \
+  --enable-libx264 --enable-libx265 --enable-libvpx --enable-libsvtav1 \
+  --disable-decoder=libvpx_vp8,libvpx_vp9 \
   --disable-encoders --enable-encoder="$ENCODERS" \
   --disable-muxers --enable-muxer="$MUXERS" \
   --disable-filters --enable-filter="$FILTERS" \
@@ -123,10 +140,12 @@ ff="$DESTDIR/usr/local/bin/ffmpeg"
 has() {
   local answer
   answer="$("$ff" -hide_banner -h "$1=$2" 2>/dev/null || true)"
-  [[ "$answer" == "$3 $2 "* || "$answer" == "$3 $2,"* ]]
+  [[ "$answer" == "$3 $2 "* || "$answer" == "$3 $2,"* || "$answer" == "$3 $2"$'\n'* ]]
 }
-for e in ${ENCODERS//,/ }; do has encoder "$e" Encoder || die "encoder $e is missing"; done
+# (configure names libvpx-vp9 libvpx_vp9)
+for e in ${ENCODERS//,/ }; do e="${e/libvpx_vp9/libvpx-vp9}" && { has encoder "$e" Encoder || die "encoder $e is missing"; }; done
 for m in ${MUXERS//,/ }; do has muxer "$m" Muxer || die "muxer $m is missing"; done
+for f in ${FILTERS//,/ }; do has filter "$f" Filter || die "filter $f is missing"; done
 for d in h264 hevc vp8 vp9 libdav1d mpeg4 mpeg2video mjpeg prores aac mp3 opus vorbis flac alac pcm_s16le; do
   has decoder "$d" Decoder || die "decoder $d is missing"
 done

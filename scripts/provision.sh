@@ -139,6 +139,10 @@ opus        | libopus0          | -       | the image ffmpeg encodes Opus with l
 vorbis      | libvorbisenc2     | -       | the image ffmpeg encodes Vorbis with libvorbis
 dav1d       | libdav1d6         | -       | the image ffmpeg decodes AV1 with dav1d
 webp        | libwebp7          | -       | the image ffmpeg writes WebP thumbnails with libwebp
+x264        | libx264-164       | -       | the image ffmpeg encodes H.264 with x264
+x265        | libx265-199       | -       | the image ffmpeg encodes H.265 with x265
+vpx         | libvpx7           | -       | the image ffmpeg encodes VP9 with libvpx
+svtav1      | libsvtav1enc1     | -       | the image ffmpeg encodes AV1 with SVT-AV1
 cni         | containernetworking-plugins | - | the test node connects its pods (bridge, host-local, loopback, portmap)
 iptables    | iptables          | -       | the test node routes Services (kube-proxy) and lets pod traffic through
 conntrack   | conntrack         | -       | kube-proxy clears stale UDP flows (cluster DNS) with conntrack
@@ -181,6 +185,10 @@ check_opus() { have_lib libopus.so.0; }
 check_vorbis() { have_lib libvorbisenc.so.2; }
 check_dav1d() { have_lib libdav1d.so.6; }
 check_webp() { have_lib libwebp.so.7; }
+check_x264() { have_lib libx264.so.164; }
+check_x265() { have_lib libx265.so.199; }
+check_vpx() { have_lib libvpx.so.7; }
+check_svtav1() { have_lib libSvtAv1Enc.so.1; }
 
 case "$profile" in
   start)
@@ -194,7 +202,7 @@ case "$profile" in
   contract) wanted=(redis pyvenv) ;;
   browser) wanted=(chromium) ;;
   ci) wanted=(redis ffmpeg font procps tmux vips openssl docker debootstrap pyvenv chromium cni iptables conntrack seccomp cc libc) ;;
-  image) wanted=(redis ffmpeg font tini certs lame opus vorbis dav1d webp) ;;
+  image) wanted=(redis ffmpeg font tini certs lame opus vorbis dav1d webp x264 x265 vpx svtav1) ;;
 esac
 
 field() {

@@ -252,12 +252,13 @@ export default tseslint.config(
               group: [
                 "**/core/jobs/*",
                 "!**/core/jobs/states.js",
+                "!**/core/jobs/eta.js",
                 "**/jobs/registry.js",
                 "**/jobs/*/definition.js",
               ],
               allowTypeImports: true,
               message:
-                "the dashboard imports types only from core/jobs/ and the job types' definitions (erased from the bundle); values only from core/jobs/states.ts (plain lists) and virtual:job-types (the job types' lists, made at build time).",
+                "the dashboard imports types only from core/jobs/ and the job types' definitions (erased from the bundle); values only from core/jobs/states.ts (plain lists), core/jobs/eta.ts (a time left in words, shared with the CLI) and virtual:job-types (the job types' lists, made at build time).",
             },
           ],
         },

@@ -1,9 +1,10 @@
 // Following one job to its end over its event stream (GET /api/v1/jobs/{id}/stream, api/routes/stream.ts):
-// `status` {status, message}, `progress` {percent, message}, `complete` {status, result, error?} and
+// `status` {status, message}, `progress` {percent, message, eta_seconds?}, `complete` {status, result, error?} and
 // `error` {error}. fetch() rather than EventSource, which cannot send the X-API-Key header;
 // eventsource-parser reads the events.
 import type { EventSourceMessage } from "eventsource-parser";
 import { EventSourceParserStream } from "eventsource-parser/stream";
+import { describeTimeLeft } from "../core/jobs/eta.js";
 import type { Job } from "../core/jobs/records.js";
 import { NetworkError, networkReason, type ApiClient } from "./api.js";
 import { CliError, EXIT } from "./errors.js";
@@ -99,7 +100,7 @@ function parseData(id: string, data: string): Record<string, unknown> {
  * Ctrl-C stops following (the job goes on) and exits 130.
  */
 export async function followJob(api: ApiClient, id: string, out: Output): Promise<Job> {
-  const bar = createBar(out, 100, "{bar} {percentage}% | {state}", { state: "waiting" });
+  const bar = createBar(out, 100, "{bar} {percentage}% | {left}{state}", { state: "waiting", left: "" });
   const interrupt = () => {
     bar.stop();
     out.note(`stopped following job ${id}; it goes on (media-service watch ${id})`);
@@ -111,15 +112,18 @@ export async function followJob(api: ApiClient, id: string, out: Output): Promis
     for await (const { event, data } of jobEvents(api, id)) {
       if (event === "status") {
         const status = String(data.status);
-        bar.update(percent, { state: status });
+        bar.update(percent, { state: status, left: "" });
       } else if (event === "progress") {
         percent = Math.max(0, Math.min(100, Number(data.percent) || 0));
         const message = typeof data.message === "string" && data.message ? `: ${data.message}` : "";
-        bar.update(percent, { state: `processing${message}` });
+        // The runner's estimate, once it has one: "about 40 s left | processing: converting".
+        const eta = typeof data.eta_seconds === "number" ? `${describeTimeLeft(data.eta_seconds)} | ` : "";
+        bar.update(percent, { state: `processing${message}`, left: eta });
       } else if (event === "complete") {
         // What a person reads: `state` (cancelled) where the API sends it, else the status.
         const state = String(data.state ?? data.status);
         bar.update(state === "completed" ? 100 : percent, {
+          left: "",
           state:
             state === "completed"
               ? out.err.green(state)

@@ -13,6 +13,7 @@ import { definition as videoThumbnail } from "./video_thumbnail/definition.js";
 import { definition as videoTranscode } from "./video_transcode/definition.js";
 import { definition as videoAdaptive } from "./video_adaptive/definition.js";
 import { definition as audioConvert } from "./audio_convert/definition.js";
+import { definition as mediaProbe } from "./media_probe/definition.js";
 import { definition as analyze } from "./analyze/definition.js";
 
 export const JOB_DEFINITIONS = [
@@ -26,6 +27,7 @@ export const JOB_DEFINITIONS = [
   videoTranscode,
   videoAdaptive,
   audioConvert,
+  mediaProbe,
   analyze,
 ] as const;
 

@@ -1,25 +1,31 @@
+import { EtaEstimator } from "./eta.js";
+
 /**
  * Turns a processor's frequent progress calls into few store writes: a report when the percent
  * has moved by at least `step` or `intervalMs` has passed, never backwards, never twice the same.
  *
  * Nothing is sent during the first `quietMs`: a job that ends by then (most image jobs) costs no
  * progress write at all, its completion says 100 %. Past it, the latest report held back goes out.
+ *
+ * Every report also goes to `eta` (the job's own rate of progress); each write carries its estimate
+ * of the seconds left, when it has one.
  */
 export class ProgressReporter {
   private last = -1;
   private lastAt = 0;
   private pending: Promise<unknown> = Promise.resolve();
   private readonly quietUntil: number;
-  private held: { percent: number; message: string } | undefined;
+  private held: { percent: number; message: string; eta: number | undefined } | undefined;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
   private quietOver = false;
 
   constructor(
-    private readonly send: (percent: number, message: string) => Promise<unknown>,
+    private readonly send: (percent: number, message: string, etaSeconds?: number) => Promise<unknown>,
     private readonly step = 1,
     private readonly intervalMs = 500,
     quietMs = 0,
+    private readonly eta = new EtaEstimator(),
   ) {
     this.quietUntil = Date.now() + quietMs;
   }
@@ -28,14 +34,19 @@ export class ProgressReporter {
     if (this.closed || !Number.isFinite(percent)) return;
     const value = Math.round(Math.min(100, Math.max(0, percent)) * 10) / 10;
     const now = Date.now();
+    const eta = this.eta.update(percent, now);
+    this.write(value, message, eta, now);
+  }
+
+  private write(value: number, message: string, eta: number | undefined, now: number): void {
     if (value <= this.last) return;
     if (!this.quietOver && now < this.quietUntil) {
-      if (value > (this.held?.percent ?? -1)) this.held = { percent: value, message };
+      if (value > (this.held?.percent ?? -1)) this.held = { percent: value, message, eta };
       this.timer ??= setTimeout(() => {
         this.quietOver = true;
         const held = this.held;
         this.held = undefined;
-        if (held) this.report(held.percent, held.message);
+        if (held && !this.closed) this.write(held.percent, held.message, held.eta, Date.now());
       }, this.quietUntil - now);
       return;
     }
@@ -43,7 +54,7 @@ export class ProgressReporter {
     this.last = value;
     this.lastAt = now;
     // Reports go out in order; a failed report is not worth failing the job for.
-    this.pending = this.pending.then(() => this.send(value, message)).catch(() => undefined);
+    this.pending = this.pending.then(() => this.send(value, message, eta)).catch(() => undefined);
   }
 
   /** Waits for the reports already sent. */

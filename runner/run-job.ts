@@ -111,7 +111,7 @@ export async function runJob(jobId: string, deps: RunnerDeps, startedJob?: Job):
   const signal = deps.shutdown ? AbortSignal.any([deadline, deps.shutdown]) : deadline;
   const scratchDir = join(config.executor.scratchDir, `${jobId}-${randomBytes(4).toString("hex")}`);
   const progress = new ProgressReporter(
-    (percent, message) => store.progress(jobId, percent, message),
+    (percent, message, etaSeconds) => store.progress(jobId, percent, message, etaSeconds),
     1,
     500,
     PROGRESS_QUIET_MS,

@@ -30,7 +30,7 @@ export function streamRoutes(app: App, ctx: ApiContext, open: OpenStreams): void
       schema: {
         summary: "Follow a job over Server-Sent Events",
         description:
-          "Events: `status` {status, message}, `progress` {percent, message}, `complete` {status, state, result, error?} (then the stream ends; state is cancelled for a cancelled job), `error` {error}. Comment lines are heartbeats.",
+          "Events: `status` {status, message}, `progress` {percent, message, eta_seconds?} (eta_seconds: the runner's estimate of the seconds left, once it can tell), `complete` {status, state, result, error?} (then the stream ends; state is cancelled for a cancelled job), `error` {error}. Comment lines are heartbeats.",
         tags: ["jobs"],
         security: API_KEY_SECURITY,
         params: IdParams,
@@ -97,7 +97,10 @@ export function streamRoutes(app: App, ctx: ApiContext, open: OpenStreams): void
           withProgress ? undefined : seq,
         ),
       );
-      if (withProgress) res.write(frame("progress", { percent: job.progress, message: "" }, seq));
+      if (withProgress) {
+        const eta = job.eta_seconds !== undefined ? { eta_seconds: job.eta_seconds } : {};
+        res.write(frame("progress", { percent: job.progress, message: "", ...eta }, seq));
+      }
 
       let lastSeq = seq;
       const handle = (m: JobEventMessage) => {

@@ -238,6 +238,13 @@ export const Job = Type.Object(
     progress: Type.Optional(
       Type.Number({ minimum: 0, maximum: 100, description: "Percent, while processing" }),
     ),
+    eta_seconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description:
+          "While processing: the runner's estimate of the seconds left, from the job's own rate of progress; absent until it can tell",
+      }),
+    ),
     batch_id: Type.Optional(Type.String()),
     request_id: Type.Optional(Type.String()),
     webhook_url: Type.Optional(Type.String()),

@@ -6,6 +6,8 @@ import type { MediaKind } from "../../jobs/define.js";
 export * from "./states.js";
 export { JOB_DEFINITIONS, definitionOf, type DefinitionOf } from "../../jobs/registry.js";
 export { prefixOfEntry, type JobTypeDefinition } from "../../jobs/define.js";
+/** media_probe's result, which runner/av/streams.ts makes for the other ffmpeg processors too. */
+export type { ProbeResult, ProbeStream } from "../../jobs/media_probe/definition.js";
 export type { JobType, MediaKind };
 
 export const JOB_TYPES: readonly JobType[] = JOB_DEFINITIONS.map((definition) => definition.name);

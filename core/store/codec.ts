@@ -6,7 +6,14 @@ import type { BatchStatus, JobState, JobStatus, JobType } from "../jobs/types.js
 export type Hash = Record<string, string>;
 
 const JSON_FIELDS = new Set(["parameters", "result", "resources"]);
-const NUMBER_FIELDS = new Set(["duration_seconds", "progress", "timeout_seconds", "priority", "attempts"]);
+const NUMBER_FIELDS = new Set([
+  "duration_seconds",
+  "progress",
+  "eta_seconds",
+  "timeout_seconds",
+  "priority",
+  "attempts",
+]);
 const PUBLIC_FIELDS = [
   "id",
   "type",
@@ -19,6 +26,7 @@ const PUBLIC_FIELDS = [
   "result",
   "error",
   "progress",
+  "eta_seconds",
   "batch_id",
   "request_id",
   "webhook_url",
@@ -52,8 +60,11 @@ export function decodeJob(hash: Hash): Job | undefined {
   job.state = stateOf(hash.status as JobStatus, hash.cancelled);
   const delivery = decodeWebhookDelivery(hash);
   if (delivery) job.webhook_delivery = delivery;
-  // Progress is only meaningful while a job runs.
-  if (job.status !== "processing") delete job.progress;
+  // Progress and the time left are only meaningful while a job runs.
+  if (job.status !== "processing") {
+    delete job.progress;
+    delete job.eta_seconds;
+  }
   return job as Job;
 }
 

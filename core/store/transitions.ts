@@ -148,10 +148,14 @@ export abstract class Transitions extends StoreBase {
     return { started: started === 1, ...(job ? { job } : {}) };
   }
 
-  /** Ignored (false) unless the job is processing; a percent that is not a number is dropped. */
-  async progress(id: string, percent: number, message = ""): Promise<boolean> {
+  /**
+   * Ignored (false) unless the job is processing; a percent that is not a number is dropped. The
+   * estimated seconds left are recorded with the percent; without them, the last estimate goes.
+   */
+  async progress(id: string, percent: number, message = "", etaSeconds?: number): Promise<boolean> {
     if (Number.isNaN(percent)) return false;
-    return (await this.script("progress", id, percent, message)) === 1;
+    const eta = etaSeconds !== undefined && Number.isFinite(etaSeconds) && etaSeconds >= 0 ? etaSeconds : "";
+    return (await this.script("progress", id, percent, message, eta)) === 1;
   }
 
   /** processing → completed. False for a duplicate or for a job failed meanwhile. */

@@ -127,6 +127,8 @@ export async function audioSegments(
   },
 ): Promise<string[]> {
   const audio = info.audio!;
+  // Progress is a share of the stream's own length (a video's audio may be shorter than the file).
+  const duration = audio.duration ?? info.duration;
   const run = await runFfmpeg(
     {
       input: path,
@@ -155,11 +157,11 @@ export async function audioSegments(
     },
     {
       signal: options.signal,
-      ...(info.duration ? { duration: info.duration } : {}),
+      ...(duration ? { duration } : {}),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     },
   );
-  checkDecodedAudio(audio, audio.duration ?? info.duration, run.outTime, run.errors);
+  checkDecodedAudio(audio, duration, run.outTime, run.errors);
   const names = (await readdir(options.dir)).filter((n) => /^segment-\d{4}\.mp3$/.test(n)).sort();
   const segments: string[] = [];
   for (const name of names) {

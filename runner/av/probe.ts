@@ -13,6 +13,7 @@ import { stat } from "node:fs/promises";
 import ffmpeg, { type FfprobeData, type FfprobeStream } from "fluent-ffmpeg";
 import { killedBy, PermanentError } from "../errors.js";
 import { declaredLength, type DeclaredLength } from "./declared.js";
+import { bitDepthOf, frameRateOf, matroskaDuration, positive, ratio, rotationOf } from "./streams.js";
 
 export interface VideoStreamInfo {
   /** Absolute stream index in the file, for `-map 0:<index>`. */
@@ -23,10 +24,14 @@ export interface VideoStreamInfo {
   height: number;
   /** Sample aspect ratio (pixel shape); 1 for square pixels. */
   sampleAspectRatio: number;
-  /** Quarter turns the player applies, in degrees (0, 90, 180, 270); 90 and 270 swap the sides. */
+  /** Degrees clockwise the player turns the picture (0, 90, 180, 270); 90 and 270 swap the sides. */
   rotation: number;
   /** Frames per second (average, else the stream's base rate), when the file says. */
   frameRate?: number;
+  /** ffprobe's pixel format, e.g. yuv420p, yuv420p10le. */
+  pixelFormat?: string;
+  /** Bits per component (8, 10, 12…), from the stream or its pixel format. */
+  bitDepth?: number;
   /** Size as shown: square pixels and rotation applied (what ffmpeg's autorotate outputs). */
   displayWidth: number;
   displayHeight: number;
@@ -121,37 +126,68 @@ export async function probeSource(
   kind: MediaKind,
   options: SourceCheckOptions = {},
 ): Promise<MediaInfo> {
-  const { signal } = options;
+  const info = await probeReadable(path, `a decodable ${kind}`, options.signal);
+  if (kind === "video" && info.unsizedVideo) await checkVideo(path, info, options);
+  if (!info[kind]) throw new PermanentError(`source has no ${kind} stream${heldStreams(info)}`);
+  if (kind === "video") await checkVideo(path, info, options);
+  else await checkAudio(path, info);
+  return info;
+}
+
+/**
+ * Probes a job's source that must hold a video or an audio stream, or both, without decoding it: its
+ * frames may be larger than `maxInputPixels` (nothing is decoded), which only names the limit when
+ * ffprobe could give no frame size because of it. Bad media → PermanentError.
+ */
+export async function probeMedia(path: string, options: SourceCheckOptions = {}): Promise<MediaInfo> {
+  const info = await probeReadable(path, "decodable media", options.signal);
+  // A stream ffprobe gives no size is no video, unless ffprobe's complaint names one too large
+  // (against maxInputPixels, when given, so the message names the limit as the other jobs' do).
+  if (info.unsizedVideo && !info.video && !info.audio) {
+    await checkVideo(path, info, options);
+    throw new PermanentError(
+      `source is not decodable media: ffprobe finds no frame size in its video stream (${info.unsizedVideo.codec})`,
+    );
+  }
+  if (!info.video && !info.audio) {
+    throw new PermanentError(`source has no video or audio stream${heldStreams(info)}`);
+  }
+  if (info.audio) await checkAudio(path, info);
+  return info;
+}
+
+/**
+ * What ffprobe reads of a file that is there, is not empty, and is neither text nor a playlist;
+ * otherwise PermanentError: "source is not <what>: <why>".
+ */
+async function probeReadable(path: string, what: string, signal?: AbortSignal): Promise<MediaInfo> {
   if ((await stat(path)).size === 0) {
-    throw new PermanentError(`source is not a decodable ${kind}: the file is empty`);
+    throw new PermanentError(`source is not ${what}: the file is empty`);
   }
   let info: MediaInfo;
   try {
     info = await probeFile(path, signal ? { signal } : {});
   } catch (err) {
     if (err instanceof ProbeError) {
-      throw new PermanentError(`source is not a decodable ${kind}: ${err.reason}`);
+      throw new PermanentError(`source is not ${what}: ${err.reason}`);
     }
     throw err;
   }
   if (NOT_MEDIA_FORMATS.has(info.formatName)) {
-    throw new PermanentError(`source is not a decodable ${kind}: it looks like a text file`);
+    throw new PermanentError(`source is not ${what}: it looks like a text file`);
   }
   if (REFERENCE_FORMATS.has(info.formatName)) {
     throw new PermanentError(
-      `source is not a decodable ${kind}: it is a playlist (${info.formatName}); upload the media file itself`,
+      `source is not ${what}: it is a playlist (${info.formatName}); upload the media file itself`,
     );
   }
-  if (kind === "video" && info.unsizedVideo) await checkVideo(path, info, options);
-  if (!info[kind]) {
-    const held = describeStreams(info.raw);
-    throw new PermanentError(
-      `source has no ${kind} stream` + (held ? ` (it holds: ${held})` : " (it holds no streams)"),
-    );
-  }
-  if (kind === "video") await checkVideo(path, info, options);
-  else await checkAudio(path, info);
   return info;
+}
+
+/** " (it holds: video (h264), audio (aac))", or " (it holds no streams)". */
+function heldStreams(info: MediaInfo): string {
+  const held = describeStreams(info.raw);
+  return held ? ` (it holds: ${held})` : " (it holds no streams)";
 }
 
 /**
@@ -270,7 +306,9 @@ function describeVideo(s: FfprobeStream): VideoStreamInfo | undefined {
   const shownWidth = Math.max(1, Math.round(width * sar));
   const turned = rotation === 90 || rotation === 270;
   const duration = positive(s.duration) ?? matroskaDuration(s);
-  const frameRate = ratio(s.avg_frame_rate) ?? ratio(s.r_frame_rate);
+  const frameRate = frameRateOf(s);
+  const bitDepth = bitDepthOf(s);
+  const pixelFormat = typeof s.pix_fmt === "string" && s.pix_fmt !== "unknown" ? s.pix_fmt : undefined;
   return {
     index: s.index,
     codec: String(s.codec_name ?? "unknown"),
@@ -281,6 +319,8 @@ function describeVideo(s: FfprobeStream): VideoStreamInfo | undefined {
     displayWidth: turned ? height : shownWidth,
     displayHeight: turned ? shownWidth : height,
     ...(frameRate !== undefined ? { frameRate } : {}),
+    ...(pixelFormat !== undefined ? { pixelFormat } : {}),
+    ...(bitDepth !== undefined ? { bitDepth } : {}),
     ...(duration !== undefined ? { duration } : {}),
   };
 }
@@ -308,48 +348,6 @@ function describeStreams(data: FfprobeData): string {
       return s.codec_name ? `${type} (${s.codec_name})` : type;
     })
     .join(", ");
-}
-
-/** From the display matrix side data (ffprobe's `rotation`) or the older `rotate` tag. */
-function rotationOf(s: FfprobeStream): number {
-  const degrees = finite(s.rotation) ?? finite(tagsOf(s).rotate) ?? 0;
-  return (((Math.round(degrees / 90) * 90) % 360) + 360) % 360;
-}
-
-/** Matroska keeps stream durations in a `DURATION` tag: `00:00:04.000000000`. */
-function matroskaDuration(s: FfprobeStream): number | undefined {
-  const tags = tagsOf(s);
-  const tag = tags.DURATION ?? tags.duration;
-  if (typeof tag !== "string") return undefined;
-  const m = /^(\d+):(\d\d):(\d\d(?:\.\d+)?)$/.exec(tag.trim());
-  if (!m) return undefined;
-  const seconds = Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]);
-  return seconds > 0 ? seconds : undefined;
-}
-
-/** A stream's tags. FfprobeStream's typings leave them out (they read as any); ffprobe's JSON has them. */
-function tagsOf(s: FfprobeStream): Record<string, unknown> {
-  return (s.tags as Record<string, unknown> | undefined) ?? {};
-}
-
-function finite(value: unknown): number | undefined {
-  const n = typeof value === "number" ? value : typeof value === "string" ? Number(value) : NaN;
-  return Number.isFinite(n) ? n : undefined;
-}
-
-function positive(value: unknown): number | undefined {
-  const n = finite(value);
-  return n !== undefined && n > 0 ? n : undefined;
-}
-
-/** "16:9" or "25/1" → a number; "0:1", "0/0" or "N/A" → undefined. */
-function ratio(value: unknown): number | undefined {
-  if (typeof value !== "string") return undefined;
-  const m = /^(\d+)[:/](\d+)$/.exec(value);
-  if (!m) return undefined;
-  const num = Number(m[1]);
-  const den = Number(m[2]);
-  return num > 0 && den > 0 ? num / den : undefined;
 }
 
 /**

@@ -241,6 +241,8 @@ describe("the dashboard in a browser", () => {
       { timeout: 30_000 },
     );
     assert.ok(Number(await bar.getAttribute("aria-valuenow")) > 0);
+    // The runner's estimate of the time left, once it can tell.
+    await waitForText(page.getByTestId("job-eta"), /about \d+ (s|min|h)( \d+ min)? left|almost done/);
     await screenshot(page, "job-running");
 
     await page.getByRole("button", { name: "Cancel job" }).click();
@@ -386,6 +388,10 @@ describe("the dashboard in a browser", () => {
         format: "mp3",
         bitrate: "128k",
       }),
+      probe: await submit(stack, "media/probe", {
+        source_bucket: stack.bucket,
+        source_key: "in/clip.mp4",
+      }),
       analyze: await submit(stack, "analyze", {
         source_bucket: stack.bucket,
         source_key: "in/photo.jpg",
@@ -422,6 +428,16 @@ describe("the dashboard in a browser", () => {
     await waitForText(page.getByTestId("image-metadata"), /Format\s*JPEG/);
     assert.match(await page.getByTestId("image-metadata").innerText(), /1200 × \d+ px/);
     await screenshot(page, "job-metadata");
+
+    await open(jobs.probe);
+    await waitForText(page.getByTestId("media-probe"), /Container\s*mov,mp4/);
+    const streams = page.getByTestId("media-streams").getByRole("row");
+    assert.equal(await streams.count(), 2, "a header and the clip's one stream");
+    assert.match(
+      await streams.nth(1).innerText(),
+      /video\s+h264.*640 × 360 · 16:9 · 25 fps · yuv420p · 8-bit/s,
+    );
+    await screenshot(page, "job-probe");
 
     await open(jobs.keywords);
     assert.equal(await page.getByRole("list", { name: "Keywords" }).getByRole("listitem").count(), 10);

@@ -2,10 +2,11 @@
 // here breaks them: nothing binary is kept in git), run through runJob (the code path of
 // `runner --job`) against a real redis-server and the embedded S3-protocol store, for every job
 // type that reads that kind of media (jobs/registry.ts: each type's media.source, its route and its
-// example). No such job may complete (but one that reads an image's header alone, where the damage
-// lies past an intact header: it reports what the header says): each must fail with the right
-// classification (exit code, and the job's status in the store) and a message that says what is
-// wrong with the file. The AI jobs have a provider to talk to, which must never be reached.
+// example). No such job may complete (but one that reads an image's header alone, or media's headers
+// with ffprobe, where the damage lies past intact headers: it reports what the headers say): each
+// must fail with the right classification (exit code, and the job's status in the store) and a
+// message that says what is wrong with the file. The AI jobs have a provider to talk to, which must
+// never be reached.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
@@ -186,6 +187,11 @@ const VIDEO_TYPES = reading("video");
  * the damage lies past an intact header, they complete with what the header says.
  */
 const HEADER_READERS: JobType[] = ["image_metadata"];
+/**
+ * Types that read media's headers alone, with ffprobe (jobs/media_probe/processor.ts): where the
+ * headers are intact and the damage past them, they complete, describing what the headers say.
+ */
+const MEDIA_HEADER_READERS: JobType[] = ["media_probe"];
 
 interface HostileCase {
   name: string;
@@ -213,6 +219,7 @@ const CASES: HostileCase[] = [
     extension: "jpg",
     types: IMAGE_TYPES,
     message: "source image is truncated or corrupt: its header declares 10000x9999 pixels",
+    messageFor: { media_probe: "source is not decodable media: ffprobe finds no frame size" },
     classification: "permanent",
   },
   {
@@ -257,7 +264,10 @@ const CASES: HostileCase[] = [
     extension: "jpg",
     types: IMAGE_TYPES,
     message: "source is not a decodable image: not a known image format",
-    messageFor: { analyze: "source is not an image, a video or audio" },
+    messageFor: {
+      analyze: "source is not an image, a video or audio",
+      media_probe: "source is not decodable media: ffprobe finds no frame size",
+    },
     classification: "permanent",
   },
   {
@@ -438,6 +448,19 @@ describe("hostile media never completes, and fails with a clear message", () => 
             c.header,
             `${what}: the header's size`,
           );
+          continue;
+        }
+        if (MEDIA_HEADER_READERS.includes(type) && outcome.code === EXIT.done) {
+          const { streams } = job.result as { streams: Array<{ kind: string; width?: number }> };
+          assert.ok(streams.length > 0, `${what}: describes the streams its headers declare`);
+          if (c.header) {
+            // An image is one video stream of its size, as its header says.
+            assert.deepEqual(
+              streams.map((s) => [s.kind, s.width]),
+              [["video", c.header.width]],
+              `${what}: the header's size`,
+            );
+          }
           continue;
         }
         assert.notEqual(

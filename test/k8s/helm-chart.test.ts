@@ -735,6 +735,7 @@ describe("warm runner pool", () => {
           video_transcode: "job",
           video_adaptive: "job",
           audio_convert: "job",
+          media_probe: "job",
           analyze: "job",
         },
         autoMaxSourceBytes: 8388608,

@@ -1,6 +1,7 @@
 // The runner's progress reporter: throttled reports, and nothing written during its quiet start.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { EtaEstimator } from "../../runner/eta.js";
 import { ProgressReporter } from "../../runner/progress.js";
 
 const tick = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -57,5 +58,26 @@ describe("ProgressReporter", () => {
     reporter.report(95, "late");
     await reporter.flush();
     assert.deepEqual(sent, []);
+  });
+
+  test("each report carries the estimate of the seconds left, once there is one; 0 at 100 %", async () => {
+    const sent: Array<[number, number | undefined]> = [];
+    const reporter = new ProgressReporter(
+      async (percent, _message, eta) => void sent.push([percent, eta]),
+      1,
+      0,
+      0,
+      new EtaEstimator({ minSeconds: 0.02, minPercent: 1 }),
+    );
+    reporter.report(10);
+    await tick(40);
+    reporter.report(20);
+    await tick(40);
+    reporter.report(100);
+    await reporter.close();
+    assert.equal(sent.length, 3);
+    assert.deepEqual(sent[0], [10, undefined], "nothing to say from one report");
+    assert.ok(sent[1]![1] !== undefined && sent[1]![1] >= 0, `an estimate: ${String(sent[1]![1])}`);
+    assert.deepEqual(sent[2], [100, 0]);
   });
 });

@@ -39,6 +39,7 @@ end
 redis.call('ZADD', active, NOW + lease_ms, id)
 redis.call('HSET', j, 'status', 'processing', 'started_at', NOW_ISO, 'started_ms', NOW, 'updated_at', NOW_ISO,
   'lease_until', NOW + lease_ms, 'progress', 0)
+redis.call('HDEL', j, 'eta_seconds')
 local attempt = redis.call('HINCRBY', j, 'attempts', 1)
 timeline(id, 'started', { attempt = attempt })
 count(type, 'pending', 'processing', nil, id)

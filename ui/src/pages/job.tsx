@@ -2,6 +2,7 @@ import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useMemo, useState } from "preact/hooks";
 import { api, ApiError } from "../api.js";
 import { LiveState, Loading, Notice, ProgressBar, StatusBadge } from "../components.js";
+import { describeTimeLeft } from "../../../core/jobs/eta.js";
 import { formatDateTime, formatSeconds, formatTime, typeLabel } from "../format.js";
 import { throttle, type LiveStateName } from "../live.js";
 import { downloadObject, fileName, useJobLinks, type ObjectOf } from "../preview.js";
@@ -22,6 +23,8 @@ export function JobPage(props: { id: string }) {
   const [events, setEvents] = useState<JobEvents["events"] | null>(null);
   const [eventsError, setEventsError] = useState<string | null>(null);
   const [progress, setProgress] = useState<number | null>(null);
+  // The runner's estimate of the seconds left, with the percent it came with (none until it can tell).
+  const [eta, setEta] = useState<number | null>(null);
   const [live, setLive] = useState<LiveStateName>("off");
   const [busy, setBusy] = useState(false);
   const [actionError, setActionError] = useState<string | null>(null);
@@ -32,6 +35,7 @@ export function JobPage(props: { id: string }) {
       const next = await api<Job>(path);
       setJob(next);
       if (next.progress !== undefined) setProgress(next.progress);
+      setEta(next.eta_seconds ?? null);
       setError(null);
     } catch (err) {
       if (err instanceof ApiError && err.status === 404) setMissing(true);
@@ -53,6 +57,7 @@ export function JobPage(props: { id: string }) {
     setMissing(false);
     setEvents(null);
     setProgress(null);
+    setEta(null);
     setActionError(null);
     void loadJob();
     void loadEvents();
@@ -73,12 +78,14 @@ export function JobPage(props: { id: string }) {
         onOpen: () => setLive("live"),
         onDown: (retryMs) => setLive(retryMs === null ? "off" : "retrying"),
         onEvent: (message) => {
-          const data = dataOf<{ status?: Job["status"]; percent?: number }>(message) ?? {};
+          const data =
+            dataOf<{ status?: Job["status"]; percent?: number; eta_seconds?: number }>(message) ?? {};
           if (message.event === "status" && data.status) {
             setJob((j) => (j ? { ...j, status: data.status! } : j));
             refreshEvents();
           } else if (message.event === "progress" && typeof data.percent === "number") {
             setProgress(data.percent);
+            setEta(typeof data.eta_seconds === "number" ? data.eta_seconds : null);
             setJob((j) => (j && j.status === "pending" ? { ...j, status: "processing" } : j));
           } else if (message.event === "complete" || message.event === "error") {
             stream.close();
@@ -156,6 +163,11 @@ export function JobPage(props: { id: string }) {
             </p>
             <Lineage job={job} />
             {job.status === "processing" && <ProgressBar percent={progress ?? 0} label="Job progress" />}
+            {job.status === "processing" && eta !== null && (
+              <p class="subtle" data-testid="job-eta">
+                {describeTimeLeft(eta)}
+              </p>
+            )}
             <div class="actions">
               {(job.status === "pending" || job.status === "processing") && (
                 <button type="button" class="danger" disabled={busy} onClick={() => void act("cancel")}>

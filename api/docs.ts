@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
+import type { FastifySchema } from "fastify";
 import type { App } from "./context.js";
 import { RESULT_SCHEMAS } from "./schemas.js";
 import { securityHeaders } from "./ui.js";
@@ -57,6 +58,7 @@ export async function registerDocs(app: App, docsPath: string, version: string):
         { name: "operations", description: "Health, queue statistics, metrics" },
       ],
     },
+    transform: nameWildcard,
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) =>
         typeof json.$id === "string" ? json.$id : `def-${i}`,
@@ -75,4 +77,23 @@ export async function registerDocs(app: App, docsPath: string, version: string):
     // No validator badge: it would send the document's address to validator.swagger.io.
     uiConfig: { docExpansion: "list", deepLinking: true, validatorUrl: null },
   });
+}
+
+/**
+ * A wildcard route (`/jobs/:id/ladder/*`) is documented with a named parameter, `{path}`, as
+ * OpenAPI names every path parameter (the route's own `*` would read as a parameter named "*").
+ */
+function nameWildcard({ schema, url }: { schema: FastifySchema; url: string }): {
+  schema: FastifySchema;
+  url: string;
+} {
+  const params = schema?.params as { properties?: Record<string, unknown>; required?: string[] } | undefined;
+  const rest = params?.properties?.["*"];
+  if (!url.endsWith("/*") || !params || rest === undefined) return { schema, url };
+  const { "*": _, ...named } = params.properties!;
+  const required = (params.required ?? []).map((name) => (name === "*" ? "path" : name));
+  return {
+    schema: { ...schema, params: { ...params, properties: { ...named, path: rest }, required } },
+    url: `${url.slice(0, -1)}:path`,
+  };
 }

@@ -414,6 +414,22 @@ describe("operations with every dependency up", () => {
     assert.deepEqual(wrong, [], "fields with a default listed in `required`");
   });
 
+  test("GET /docs/json: a wildcard route is documented with a named path parameter", async () => {
+    const { paths } = await openapi();
+    const wildcards = Object.keys(paths).filter((path) => path.includes("*"));
+    assert.deepEqual(wildcards, [], "no path names a parameter *");
+    const ladder = paths["/api/v1/jobs/{id}/ladder/{path}"]?.get;
+    assert.ok(ladder, `documented paths: ${Object.keys(paths).join(", ")}`);
+    const params = (ladder.parameters as Json[]).map((p) => [p.in, p.name, p.required]);
+    assert.deepEqual(
+      params.filter(([where]) => where === "path"),
+      [
+        ["path", "id", true],
+        ["path", "path", true],
+      ],
+    );
+  });
+
   test("GET /docs serves the interactive reference as HTML (no key needed)", async () => {
     for (const path of ["/docs", "/docs/"]) {
       const res = await get(path, { key: null });

@@ -20,6 +20,7 @@ import { describeError, PermanentError } from "../../runner/errors.js";
 import type { ObjectWriter, Processor } from "../../runner/processor.js";
 import { probeFile, probeSource } from "../../runner/av/probe.js";
 import { availableCpus } from "../../runner/cpus.js";
+import { checkEncodedVideo, checkNotStill } from "../../runner/av/moving.js";
 import { runFfmpeg } from "../../runner/av/run.js";
 import { DASH_MANIFEST, MASTER_PLAYLIST, prefixOfEntry } from "./definition.js";
 import {
@@ -61,6 +62,7 @@ export const videoAdaptive: Processor = async (ctx) => {
     maxInputPixels: ctx.limits.maxInputPixels,
   });
   const video = info.video!;
+  checkNotStill(info, "a ladder");
   const duration = video.duration ?? info.duration;
   const renditions = chooseRenditions(parameters, video, ctx.limits.maxOutputDimension);
   if (typeof renditions === "string") throw new PermanentError(renditions);
@@ -74,7 +76,8 @@ export const videoAdaptive: Processor = async (ctx) => {
     displayWidth: video.displayWidth,
     displayHeight: video.displayHeight,
     ...(info.audio ? { audioIndex: info.audio.index } : {}),
-    ...(video.frameRate ? { frameRate: video.frameRate } : {}),
+    // A variable rate's fastest (the stream's base rate): no keyframe by count between the forced ones.
+    ...(video.frameRate ? { frameRate: Math.max(video.frameRate, video.baseFrameRate ?? 0) } : {}),
   });
   const what = `${renditions.map((r) => `${r.height}p`).join(", ")} in ${parameters.video_codec}`;
   ctx.progress(ENCODE_FROM, `encoding ${what}`);
@@ -93,6 +96,7 @@ export const videoAdaptive: Processor = async (ctx) => {
       onProgress: (f) => ctx.progress(ENCODE_FROM + f * (ENCODE_TO - ENCODE_FROM), `encoding ${what}`),
     },
   );
+  checkEncodedVideo(video.codec, "a ladder", run.frames, video.duration, run.outTime);
 
   // ffmpeg's master playlist says each variant's codecs and bandwidth; ours is written from it.
   const ffmpegMaster = readMaster(await readFile(join(dir, MASTER_PLAYLIST), "utf8"));

@@ -20,6 +20,7 @@ import type { Processor } from "../../runner/processor.js";
 import { availableCpus } from "../../runner/cpus.js";
 import { probeFile, probeSource, type MediaInfo } from "../../runner/av/probe.js";
 import { EncoderSetupError, runFfmpeg } from "../../runner/av/run.js";
+import { checkEncodedVideo, checkNotStill } from "../../runner/av/moving.js";
 import { formatDuration } from "../../runner/av/timestamp.js";
 import {
   audioOptions,
@@ -32,9 +33,6 @@ import {
 /** Progress shares: probing the source, encoding, probing the output. */
 const ENCODE_FROM = 5;
 const ENCODE_TO = 95;
-
-/** Demuxers of single pictures: a still image is not a video to transcode. */
-const STILL_IMAGE_FORMATS = /^(image2|[a-z0-9]+_pipe)$/;
 
 export const videoTranscode: Processor = async (ctx) => {
   const p = withDefaults("video_transcode", ctx.job.parameters);
@@ -54,11 +52,7 @@ export const videoTranscode: Processor = async (ctx) => {
   ctx.progress(0, "reading the video");
   const info = await probeSource(ctx.sourcePath, "video", { signal, maxInputPixels });
   const video = info.video!;
-  if (STILL_IMAGE_FORMATS.test(info.formatName)) {
-    throw new PermanentError(
-      `source is a still image (${video.codec}), not a video: a transcode needs moving pictures`,
-    );
-  }
+  checkNotStill(info, "a transcode");
   const sourceDuration = video.duration ?? info.duration;
   const start = p.start ?? 0;
   if (sourceDuration !== undefined && start >= sourceDuration) {
@@ -122,7 +116,7 @@ export const videoTranscode: Processor = async (ctx) => {
     await checkCopy(ctx.sourcePath, inputOptions, outputOptions, output, copied, p.container, signal);
 
   ctx.progress(ENCODE_FROM, `encoding ${describe(p)}`);
-  await runFfmpeg(
+  const run = await runFfmpeg(
     { input: ctx.sourcePath, inputOptions, output, outputOptions, reads: "video" },
     {
       signal,
@@ -140,6 +134,15 @@ export const videoTranscode: Processor = async (ctx) => {
 
   ctx.progress(ENCODE_TO, "reading the written video");
   const out = await probeOutput(output, signal);
+  // The whole stream, or a trim of it: as many seconds as that part of the source declares.
+  const whole = start === 0 && p.duration === undefined;
+  checkEncodedVideo(
+    video.codec,
+    "a transcode",
+    whole ? run.frames : undefined,
+    video.duration !== undefined ? length : undefined,
+    out.video?.duration ?? out.duration,
+  );
   return { output: { path: output, contentType: container.contentType }, result: resultOf(out) };
 };
 

@@ -28,6 +28,8 @@ export interface VideoStreamInfo {
   rotation: number;
   /** Frames per second (average, else the stream's base rate), when the file says. */
   frameRate?: number;
+  /** The stream's base rate (r_frame_rate): a variable rate's fastest, where it differs. */
+  baseFrameRate?: number;
   /** ffprobe's pixel format, e.g. yuv420p, yuv420p10le. */
   pixelFormat?: string;
   /** Bits per component (8, 10, 12…), from the stream or its pixel format. */
@@ -307,6 +309,7 @@ function describeVideo(s: FfprobeStream): VideoStreamInfo | undefined {
   const turned = rotation === 90 || rotation === 270;
   const duration = positive(s.duration) ?? matroskaDuration(s);
   const frameRate = frameRateOf(s);
+  const baseFrameRate = ratio(s.r_frame_rate);
   const bitDepth = bitDepthOf(s);
   const pixelFormat = typeof s.pix_fmt === "string" && s.pix_fmt !== "unknown" ? s.pix_fmt : undefined;
   return {
@@ -319,6 +322,7 @@ function describeVideo(s: FfprobeStream): VideoStreamInfo | undefined {
     displayWidth: turned ? height : shownWidth,
     displayHeight: turned ? shownWidth : height,
     ...(frameRate !== undefined ? { frameRate } : {}),
+    ...(baseFrameRate !== undefined ? { baseFrameRate } : {}),
     ...(pixelFormat !== undefined ? { pixelFormat } : {}),
     ...(bitDepth !== undefined ? { bitDepth } : {}),
     ...(duration !== undefined ? { duration } : {}),

@@ -36,6 +36,8 @@ import {
 /** Progress shares: probing, encoding, uploading. */
 const ENCODE_FROM = 5;
 const ENCODE_TO = 85;
+/** A base rate above this is a timebase (WebM's 1000/1), not frames: the GOP is not sized by it. */
+const MAX_GOP_RATE = 120;
 /** Segments uploaded at once. */
 const UPLOAD_CONCURRENCY = 4;
 
@@ -76,8 +78,11 @@ export const videoAdaptive: Processor = async (ctx) => {
     displayWidth: video.displayWidth,
     displayHeight: video.displayHeight,
     ...(info.audio ? { audioIndex: info.audio.index } : {}),
-    // A variable rate's fastest (the stream's base rate): no keyframe by count between the forced ones.
-    ...(video.frameRate ? { frameRate: Math.max(video.frameRate, video.baseFrameRate ?? 0) } : {}),
+    // A variable rate's fastest (the stream's base rate, within MAX_GOP_RATE): no keyframe by count
+    // between the forced ones.
+    ...(video.frameRate
+      ? { frameRate: Math.max(video.frameRate, Math.min(video.baseFrameRate ?? 0, MAX_GOP_RATE)) }
+      : {}),
   });
   const what = `${renditions.map((r) => `${r.height}p`).join(", ")} in ${parameters.video_codec}`;
   ctx.progress(ENCODE_FROM, `encoding ${what}`);

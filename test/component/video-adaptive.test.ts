@@ -4,19 +4,16 @@
 // present, the master playlist written last (the store's own log of requests); and ladders that
 // fail (a truncated source, a job stopped while it uploads) leaving nothing under their prefix.
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { after, before, describe, test } from "node:test";
 import { XMLParser } from "fast-xml-parser";
 import { Parser } from "m3u8-parser";
 import { videoAdaptive } from "../../jobs/video_adaptive/processor.js";
 import { isPermanent } from "../../runner/errors.js";
 import { makeContext, makeVideo, mediaDir, removeMediaDirs, truncated } from "../support/av.js";
-import { startLadderStore, type LadderStore } from "../support/ladder.js";
+import { keyframeTimesOf, startLadderStore, type LadderStore } from "../support/ladder.js";
 
-const run = promisify(execFile);
 let store: LadderStore;
 
 before(async () => {
@@ -56,16 +53,7 @@ async function keyframeTimes(prefix: string, playlist: HlsManifest): Promise<num
   for (const s of playlist.segments!) parts.push(await store.bytes(`${prefix}/${s.uri}`));
   const file = join(mediaDir("keyframes"), `${Math.random().toString(36).slice(2)}.mp4`);
   await writeFile(file, Buffer.concat(parts));
-  const { stdout } = await run("ffprobe", [
-    ...["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time,flags"],
-    ...["-of", "csv=p=0", file],
-  ]);
-  return stdout
-    .split("\n")
-    .map((line) => line.split(","))
-    .filter(([, flags]) => flags?.startsWith("K"))
-    .map(([time]) => Math.round(Number(time) * 1000) / 1000)
-    .sort((a, b) => a - b);
+  return keyframeTimesOf(file);
 }
 
 describe("video_adaptive", () => {

@@ -15,7 +15,7 @@ import { videoTranscode } from "../../jobs/video_transcode/processor.js";
 import { isPermanent } from "../../runner/errors.js";
 import type { Processor } from "../../runner/processor.js";
 import { ffmpeg, makeAudio, makeContext, makeVideo, mediaDir, removeMediaDirs } from "../support/av.js";
-import { startLadderStore, type LadderStore } from "../support/ladder.js";
+import { keyframeTimesOf, startLadderStore, type LadderStore } from "../support/ladder.js";
 
 const run = promisify(execFile);
 
@@ -170,16 +170,7 @@ async function renditionFile(prefix: string, playlist: string): Promise<string> 
 /** The key packets' times of a ladder's rendition. */
 async function keyframeTimes(prefix: string, playlist: string): Promise<number[]> {
   const file = await renditionFile(prefix, playlist);
-  const { stdout } = await run("ffprobe", [
-    ...["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time,flags"],
-    ...["-of", "csv=p=0", file],
-  ]);
-  return stdout
-    .split("\n")
-    .map((line) => line.split(","))
-    .filter(([, flags]) => flags?.startsWith("K"))
-    .map(([time]) => Math.round(Number(time) * 1000) / 1000)
-    .sort((a, b) => a - b);
+  return keyframeTimesOf(file);
 }
 
 type LadderResult = {

@@ -1,9 +1,11 @@
 // video_adaptive's processor on a real store: the embedded S3 server in this process, with its own
 // log of every request kept (what was written, in what order), and what a ladder holds read back.
+import { execFile } from "node:child_process";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
+import { promisify } from "node:util";
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import { startEmbeddedS3, type EmbeddedS3 } from "@media-service/s3-server";
 import { pino } from "pino";
@@ -89,4 +91,18 @@ export async function startLadderStore(bucket = "ladders"): Promise<LadderStore>
       await server.close();
     },
   });
+}
+
+/** The presentation times (s, to the millisecond) of a file's key video packets, in order. */
+export async function keyframeTimesOf(file: string): Promise<number[]> {
+  const { stdout } = await promisify(execFile)("ffprobe", [
+    ...["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time,flags"],
+    ...["-of", "csv=p=0", file],
+  ]);
+  return stdout
+    .split("\n")
+    .map((line) => line.split(","))
+    .filter(([, flags]) => flags?.startsWith("K"))
+    .map(([time]) => Math.round(Number(time) * 1000) / 1000)
+    .sort((a, b) => a - b);
 }

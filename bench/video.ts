@@ -14,6 +14,7 @@
 //
 // Knobs: BENCH_VIDEO_ROUNDS (3), BENCH_VIDEO_SECONDS (10, the clip's length),
 // BENCH_VIDEO_PARTS (transcode,ladder,rss: which of the three).
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -42,10 +43,28 @@ export interface VideoFigures {
   runnerMiB?: Summary;
 }
 
-async function timed(work: () => Promise<unknown>): Promise<number> {
+/** Wall and CPU time of one run of a target. */
+interface Timing {
+  ms: number;
+  /** CPU seconds of this process and of its children that ended (ffmpeg, ffprobe): cutime + cstime. */
+  cpu: number;
+}
+
+/** CPU seconds so far: this process's own, and its ended children's from /proc/self/stat (USER_HZ 100). */
+function cpuSeconds(): number {
+  const own = process.cpuUsage();
+  const stat = readFileSync("/proc/self/stat", "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  // After the command's name: state is field 3, cutime and cstime fields 16 and 17.
+  const children = (Number(fields[13]) + Number(fields[14])) / 100;
+  return (own.user + own.system) / 1e6 + children;
+}
+
+async function timed(work: () => Promise<unknown>): Promise<Timing> {
+  const cpu = cpuSeconds();
   const started = performance.now();
   await work();
-  return performance.now() - started;
+  return { ms: performance.now() - started, cpu: cpuSeconds() - cpu };
 }
 
 /**
@@ -127,33 +146,36 @@ async function transcodePart(source: string, info: MediaInfo, rounds: number, se
   const ffmpeg = () => run("ffmpeg", args);
   // The first call in a process loads fluent-ffmpeg and pays its capability checks: not counted.
   const cold = await timed(processor);
-  const ms = await alternate(
+  const t = await alternate(
     "transcode",
     rounds,
     { processor: () => timed(processor), ffmpeg: () => timed(ffmpeg) },
-    (m) => `${(frames / (m / 1000)).toFixed(1)} frames/s`,
+    (m) => `${(frames / (m.ms / 1000)).toFixed(1)} frames/s`,
   );
-  const fps = (name: string) => ms[name]!.map((m) => frames / (m / 1000));
+  const fps = (name: string) => t[name]!.map((m) => frames / (m.ms / 1000));
+  const cpu = (name: string) => t[name]!.map((m) => m.cpu);
   const processorOverFfmpeg = ratio(fps("processor"), fps("ffmpeg"));
   const row = (name: string) => ({
     "frames/s": formatSummary(summarize(fps(name)), 1),
     "media s per wall s": formatSummary(summarize(fps(name).map((f) => f / FPS)), 2),
-    "wall s": formatSummary(summarize(ms[name]!.map((m) => m / 1000)), 2),
+    "wall s": formatSummary(summarize(t[name]!.map((m) => m.ms / 1000)), 2),
+    "CPU s": formatSummary(summarize(cpu(name)), 2),
   });
   console.log(
     `\nTranscode: ${describeSource(seconds)} to 720p H.264 + AAC (video_transcode ${JSON.stringify(TRANSCODE)})`,
   );
   console.log(
-    `(median [min–max] of ${rounds} alternating rounds, the ratio of each round's own; the processor called in-process as the runner calls it, its ffprobe before and after included)\n`,
+    `(median [min–max] of ${rounds} alternating rounds, the ratio of each round's own; the processor called in-process as the runner calls it, its ffprobe before and after included; CPU s: this process's and its ffmpeg and ffprobe children's)\n`,
   );
   printTable({
     "runner processor (video_transcode)": row("processor"),
     "plain ffmpeg, the processor's arguments": row("ffmpeg"),
   });
-  console.log(`processor's first call in this process (not counted): ${fmt(cold / 1000)} s`);
+  console.log(`processor's first call in this process (not counted): ${fmt(cold.ms / 1000)} s`);
   console.log(`ffmpeg ${args.slice(0, -1).join(" ")} out.mp4`);
   console.log(`processor result: ${JSON.stringify(result)}`);
   console.log(`throughput ratio processor/ffmpeg: ${formatRatio(processorOverFfmpeg, { atLeast: 0.95 })}`);
+  console.log(`CPU ratio processor/ffmpeg:        ${formatRatio(ratio(cpu("processor"), cpu("ffmpeg")))}`);
   return processorOverFfmpeg;
 }
 
@@ -209,28 +231,32 @@ async function ladderPart(source: string, info: MediaInfo, rounds: number, secon
     }
     separateBytes = bytes;
   };
-  const ms = await alternate(
+  const t = await alternate(
     "ladder",
     rounds,
     { ladder: () => timed(ladder), separate: () => timed(transcodes) },
-    (m) => `${fmt(m / 1000)} s`,
+    (m) => `${fmt(m.ms / 1000)} s (CPU ${fmt(m.cpu)} s)`,
   );
-  const separateOverLadder = ratio(ms.separate!, ms.ladder!);
+  const wall = (name: string) => t[name]!.map((m) => m.ms / 1000);
+  const cpu = (name: string) => t[name]!.map((m) => m.cpu);
+  const separateOverLadder = ratio(wall("separate"), wall("ladder"));
   const row = (name: string, bytes: number) => ({
-    "wall s": formatSummary(summarize(ms[name]!.map((m) => m / 1000)), 2),
-    "media s per wall s": formatSummary(summarize(ms[name]!.map((m) => seconds / (m / 1000))), 2),
+    "wall s": formatSummary(summarize(wall(name)), 2),
+    "media s per wall s": formatSummary(summarize(wall(name).map((w) => seconds / w)), 2),
+    "CPU s": formatSummary(summarize(cpu(name)), 2),
     "output MB": fmt(bytes / 1e6, 1),
   });
   const list = renditions.map((r) => `${r.height}p ${r.kbps}k`).join(", ");
   console.log(`\nLadder: ${describeSource(seconds)} into ${list} (H.264 veryfast, AAC 128k)`);
   console.log(
-    `(median [min–max] of ${rounds} alternating rounds; the processors in-process, the ladder's uploads counted, not sent)\n`,
+    `(median [min–max] of ${rounds} alternating rounds; the processors in-process, the ladder's uploads counted, not sent; CPU s: this process's and its ffmpeg and ffprobe children's)\n`,
   );
   printTable({
     "video_adaptive, one job (HLS, 4 s segments)": row("ladder", ladderBytes),
     "video_transcode × 4, one after another (mp4)": row("separate", separateBytes),
   });
   console.log(`time ratio separate/ladder: ${formatRatio(separateOverLadder, { atLeast: 1.5 })}`);
+  console.log(`CPU ratio separate/ladder:  ${formatRatio(ratio(cpu("separate"), cpu("ladder")))}`);
   return separateOverLadder;
 }
 

@@ -131,6 +131,13 @@ describe("the job types", () => {
         assert.ok(doc.includes(`\`${type}\``), "named in docs/job-types.md");
         assert.ok(doc.includes(`POST ${definition.route.path}`), "its route in docs/job-types.md");
       });
+
+      test("docs/api.md's and the README's tables of endpoints list it", () => {
+        const api = readFileSync(join(ROOT, "docs", "api.md"), "utf8");
+        assert.ok(api.includes(`| \`POST ${definition.route.path}\``), "a row in docs/api.md");
+        const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+        assert.ok(readme.includes(`| \`POST ${definition.route.path}\``), "a row in the README");
+      });
     });
   }
 });

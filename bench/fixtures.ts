@@ -100,6 +100,22 @@ export function longVideo(minutes = 60): Promise<string> {
 }
 
 /**
+ * A 1920×1080 H.264 video of ffmpeg's testsrc2 at 30 frames/s with a 440 Hz stereo sine in AAC,
+ * `seconds` long, keyframe every 2 s: the source of the video benchmark (bench/video.ts). Ten
+ * seconds are about 7 MB and take ~15 s to make on 2 cores.
+ */
+export function hdVideo(seconds = 10): Promise<string> {
+  return cached(`testsrc2-1920x1080-30fps-sine-${seconds}s.mp4`, async (tmp) => {
+    await run("ffmpeg", [
+      ...["-v", "error", "-y", "-f", "lavfi", "-i", `testsrc2=size=1920x1080:rate=30:duration=${seconds}`],
+      ...["-f", "lavfi", "-i", `sine=frequency=440:sample_rate=48000:duration=${seconds}`],
+      ...["-c:v", "libx264", "-preset", "veryfast", "-crf", "23", "-g", "60", "-pix_fmt", "yuv420p"],
+      ...["-c:a", "aac", "-b:a", "128k", "-ac", "2", "-movflags", "+faststart", "-f", "mp4", tmp],
+    ]);
+  });
+}
+
+/**
  * A JPEG with what photos have besides texture: a sky-like gradient, hard-edged shapes in saturated
  * colours (where chroma subsampling and ringing show), thin lines and text, over the blotches and
  * grain of photo(). Written at quality 92, as a camera would. 3000×2000 is about 2.5 MB.

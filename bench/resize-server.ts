@@ -70,6 +70,8 @@ export type ServerRequest =
       env?: Record<string, string>;
       /** Keep the output (the caller compares it). */
       keepOutput?: boolean;
+      /** Another job than the image resize (bench/video.ts): its API path under /api/v1 and parameters. */
+      job?: { path: string; sourceKey: string; contentType: string; parameters: Record<string, unknown> };
     }
   | { id: number; cmd: "stop" };
 
@@ -278,12 +280,12 @@ async function rssRound(request: Extract<ServerRequest, { cmd: "rss" }>): Promis
     await services.s3.send(
       new PutObjectCommand({
         Bucket: BUCKET,
-        Key: RSS_SOURCE_KEY,
+        Key: request.job?.sourceKey ?? RSS_SOURCE_KEY,
         Body: await readFile(request.source),
-        ContentType: "image/jpeg",
+        ContentType: request.job?.contentType ?? "image/jpeg",
       }),
     );
-    rssSourceUploaded = true;
+    rssSourceUploaded = !request.job;
   }
   await executor?.executor.stop(0);
   executor = undefined;
@@ -306,21 +308,18 @@ async function rssRound(request: Extract<ServerRequest, { cmd: "rss" }>): Promis
     });
   }, 2);
   const started = Date.now();
-  const key = `out/rss-${++outputs}.jpg`;
+  const key = `out/rss-${++outputs}.${request.job ? "out" : "jpg"}`;
+  const resize = { width: 800, height: 16_384, fit: "inside", format: "jpeg", quality: 85 };
   try {
-    const res = await fetch(apiUrl, {
+    const res = await fetch(request.job ? apiUrl.replace(/\/jobs\/.*$/, request.job.path) : apiUrl, {
       method: "POST",
       headers: { "content-type": "application/json", "x-api-key": BENCH_API_KEY },
       body: JSON.stringify({
         source_bucket: BUCKET,
-        source_key: RSS_SOURCE_KEY,
+        source_key: request.job?.sourceKey ?? RSS_SOURCE_KEY,
         dest_bucket: BUCKET,
         dest_key: key,
-        width: 800,
-        height: 16_384,
-        fit: "inside",
-        format: "jpeg",
-        quality: 85,
+        ...(request.job?.parameters ?? resize),
       }),
     });
     if (res.status !== 202) throw new Error(`submit answered ${res.status}: ${await res.text()}`);

@@ -58,7 +58,7 @@ function childOf(pid: number): number | undefined {
  * process's environment; a Debian vipsthumbnail inheriting it looks for its loadable modules
  * (ImageMagick, poppler, HEIF, ...) there, finds none, and peaks ~8 MiB lower than as users run it.
  */
-function shellEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+export function shellEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   if (ORIGINAL_VIPSHOME === undefined) delete env.VIPSHOME;
   else env.VIPSHOME = ORIGINAL_VIPSHOME;
@@ -66,7 +66,11 @@ function shellEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 }
 
 /** Runs a command to its end; its peak RSS from GNU time (or, without it, from the script). */
-async function peak(command: string, args: string[], env: NodeJS.ProcessEnv = shellEnv()): Promise<Peak> {
+export async function peak(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = shellEnv(),
+): Promise<Peak> {
   const gnuTime = existsSync("/usr/bin/time");
   const argv = gnuTime ? ["-f", "maxrss_kb=%M", command, ...args] : args;
   const started = performance.now();

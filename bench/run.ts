@@ -14,6 +14,9 @@
 //   thumbnail  a video thumbnail 50 minutes in vs plain ffmpeg (thumbnail.ts)
 //   rss        peak RSS of a runner resizing a 50-megapixel JPEG through the stack vs imgproxy
 //              (IMGPROXY_BIN), vipsthumbnail and the node + sharp floor (rss.ts)
+//   video      on a 10 s 1080p30 H.264 clip: video_transcode to 720p vs the plain ffmpeg command it
+//              builds (frames/s); a 4-rendition video_adaptive ladder vs four transcodes (wall time);
+//              a runner's peak RSS transcoding through the stack vs ffmpeg's own (video.ts)
 //   webhooks   API submit latency alone vs while 500 webhooks go to a slow receiver (webhooks.ts)
 //   s3         small PUTs and GETs: the embedded object store vs versitygw (s3.ts; versitygw built
 //              once by `bash scripts/provision.sh versitygw`)
@@ -151,6 +154,7 @@ const BENCHMARKS: Record<string, () => Promise<unknown>> = {
   avif: avifBenchmark,
   thumbnail: thumbnailBenchmark,
   rss: rssBenchmark,
+  video: async () => (await import("./video.js")).videoBenchmark(),
   webhooks: async () => (await import("./webhooks.js")).webhooksBenchmark(),
   s3: async () => (await import("./s3.js")).s3Benchmark(),
   get: async () => (await import("./get.js")).getBenchmark(),

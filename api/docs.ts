@@ -3,6 +3,7 @@ import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import type { FastifySchema } from "fastify";
 import type { App } from "./context.js";
+import { toOpenApi30 } from "./openapi30.js";
 import { RESULT_SCHEMAS } from "./schemas.js";
 import { securityHeaders } from "./ui.js";
 
@@ -80,13 +81,15 @@ export async function registerDocs(app: App, docsPath: string, version: string):
 }
 
 /**
- * A wildcard route (`/jobs/:id/ladder/*`) is documented with a named parameter, `{path}`, as
+ * A route as the document states it: its body's rules across fields in `x-rules`
+ * (api/openapi30.ts), and a wildcard route (`/jobs/:id/ladder/*`) documented with a named parameter, `{path}`, as
  * OpenAPI names every path parameter (the route's own `*` would read as a parameter named "*").
  */
 function nameWildcard({ schema, url }: { schema: FastifySchema; url: string }): {
   schema: FastifySchema;
   url: string;
 } {
+  if (schema?.body) schema = { ...schema, body: toOpenApi30(schema.body) };
   const params = schema?.params as { properties?: Record<string, unknown>; required?: string[] } | undefined;
   const rest = params?.properties?.["*"];
   if (!url.endsWith("/*") || !params || rest === undefined) return { schema, url };

@@ -11,6 +11,12 @@ export const ERROR_MESSAGE = "x-error-message";
 export type ErrorMessage = string | Record<string, string>;
 
 /**
+ * Marks an `if`/`then` rule across a type's fields (an OpenAPI extension, ignored by validators):
+ * the API validates it; the OpenAPI document carries it in `x-rules` (api/openapi30.ts).
+ */
+export const CROSS_FIELD_RULE = "x-cross-field-rule";
+
+/**
  * A regular expression (no anchors) for the decimal integers from `min` to `max`, written without
  * leading zeros: `integerRange(8, 320)` matches 8 … 320 and nothing else. Bounds that depend on the
  * configuration or on an encoder become patterns a client (or a test generator) can read.

@@ -1,7 +1,7 @@
 import { Type, type TSchema } from "../../core/typebox.js";
 import { Dimension } from "../../core/jobs/fields.js";
 import { Enum } from "../../core/jobs/enum.js";
-import { ERROR_MESSAGE, integerRange } from "../../core/jobs/patterns.js";
+import { CROSS_FIELD_RULE, ERROR_MESSAGE, integerRange } from "../../core/jobs/patterns.js";
 import { MAX_TIMESTAMP_SECONDS } from "../../core/jobs/timestamp.js";
 import { AUDIO_BITRATE_KBPS, AUDIO_SAMPLE_RATES } from "../audio_convert/definition.js";
 import { defineJobType } from "../define.js";
@@ -67,6 +67,7 @@ function when(
   return {
     if: { properties: { [field]: { const: value } }, ...(isDefault ? {} : { required: [field] }) },
     then: { properties },
+    [CROSS_FIELD_RULE]: true,
   } as unknown as TSchema;
 }
 
@@ -101,6 +102,7 @@ function rules(): TSchema[] {
   }
   // crf or video_bitrate, not both.
   out.push({
+    [CROSS_FIELD_RULE]: true,
     if: { required: ["crf"] },
     then: {
       properties: {
@@ -279,9 +281,9 @@ export const definition = defineJobType({
         ),
         duration: Type.Optional(
           Type.Number({
-            exclusiveMinimum: 0,
+            minimum: 0.001,
             maximum: MAX_TIMESTAMP_SECONDS,
-            description: "Seconds of the source to keep, from start; default to the end",
+            description: "Seconds of the source to keep (at least 0.001), from start; default to the end",
           }),
         ),
       },

@@ -69,6 +69,7 @@ export const audioConvert: Processor = async (ctx) => {
     },
     {
       signal: ctx.signal,
+      logger: ctx.logger,
       ...(duration !== undefined ? { duration } : {}),
       onProgress: (fraction) =>
         ctx.progress(CONVERT_FROM + fraction * (CONVERT_TO - CONVERT_FROM), `converting to ${format}`),

@@ -97,6 +97,7 @@ export const videoAdaptive: Processor = async (ctx) => {
     {
       signal: ctx.signal,
       maxPixels: ctx.limits.maxInputPixels,
+      logger: ctx.logger,
       ...(duration !== undefined ? { duration } : {}),
       onProgress: (f) => ctx.progress(ENCODE_FROM + f * (ENCODE_TO - ENCODE_FROM), `encoding ${what}`),
     },

@@ -91,7 +91,7 @@ export const videoThumbnail: Processor = async (ctx) => {
           ],
           reads: "video",
         },
-        { signal: ctx.signal, maxPixels: maxInputPixels },
+        { signal: ctx.signal, maxPixels: maxInputPixels, logger: ctx.logger },
       );
     } catch (err) {
       // A source cut short is what is wrong with it: no probe says more.
@@ -138,7 +138,7 @@ export const videoThumbnail: Processor = async (ctx) => {
             outputOptions: ["-frames:v", "1", ...outputOptions],
             reads: "video",
           },
-          { signal: ctx.signal, maxPixels: maxInputPixels },
+          { signal: ctx.signal, maxPixels: maxInputPixels, logger: ctx.logger },
         )
       ).errors;
     }
@@ -158,7 +158,7 @@ export const videoThumbnail: Processor = async (ctx) => {
           outputOptions,
           reads: "video",
         },
-        { signal: ctx.signal, maxPixels: maxInputPixels },
+        { signal: ctx.signal, maxPixels: maxInputPixels, logger: ctx.logger },
       );
       errors = [...errors, ...retry.errors];
       if (!(await nonEmpty(output))) {

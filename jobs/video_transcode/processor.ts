@@ -121,6 +121,7 @@ export const videoTranscode: Processor = async (ctx) => {
     {
       signal,
       maxPixels: maxInputPixels,
+      logger: ctx.logger,
       ...(length !== undefined ? { duration: length } : {}),
       onProgress: (fraction) =>
         ctx.progress(ENCODE_FROM + fraction * (ENCODE_TO - ENCODE_FROM), `encoding ${describe(p)}`),

@@ -1,5 +1,6 @@
 // Runs one ffmpeg command (through fluent-ffmpeg) the way a job needs it: `-threads` as many as the
-// process has CPUs (../cpus.ts), killed with SIGKILL when
+// process has CPUs (../cpus.ts), logged on the job's logger when ffmpeg starts ("ffmpeg started":
+// the threads and the cgroup quota they come from), killed with SIGKILL when
 // the job's signal aborts (and only settled once the process is gone), progress read from
 // `-progress pipe:1` and turned into a fraction of the expected duration, ffmpeg's error lines kept
 // for messages, and a failure sorted into bad input (PermanentError) or anything else (transient).
@@ -22,7 +23,8 @@
 //   (transient FfmpegError), unless that check itself could not run (out of memory: transient).
 import type { ChildProcess } from "node:child_process";
 import ffmpeg from "fluent-ffmpeg";
-import { availableCpus } from "../cpus.js";
+import type { Logger } from "../../core/logger.js";
+import { cpuLimit } from "../cpus.js";
 import { PermanentError } from "../errors.js";
 import { cleanLine, frameSizeError, frameSizeIn, INPUT_PROTOCOLS, type MediaKind } from "./probe.js";
 
@@ -52,6 +54,8 @@ export interface RunOptions {
   maxPixels?: number;
   /** Whether an unexplained failure decodes the input again to find out whose it is (default true). */
   checkInput?: boolean;
+  /** The job's logger: ffmpeg's start is logged on it (info), with its threads and their source. */
+  logger?: Logger;
 }
 
 export interface RunResult {
@@ -148,7 +152,8 @@ export function truncationLine(errors: string[]): string | undefined {
  * otherwise.
  */
 export function runFfmpeg(spec: FfmpegSpec, options: RunOptions): Promise<RunResult> {
-  const { signal, duration, onProgress, onSpawn, maxPixels } = options;
+  const { signal, duration, onProgress, onSpawn, maxPixels, logger } = options;
+  const cpus = cpuLimit();
   return new Promise<RunResult>((resolve, reject) => {
     if (signal.aborted) return reject(abortReason(signal));
 
@@ -160,10 +165,10 @@ export function runFfmpeg(spec: FfmpegSpec, options: RunOptions): Promise<RunRes
       .inputOptions(maxPixels !== undefined ? ["-max_pixels", String(maxPixels)] : [])
       // Decoders and encoders as many threads as the process has CPUs (its cgroup's quota), not
       // one per core of the machine; a spec's own -threads, after these, wins.
-      .inputOptions(["-threads", String(availableCpus())])
+      .inputOptions(["-threads", String(cpus.cpus)])
       .inputOptions(spec.inputOptions ?? [])
       .output(spec.output)
-      .outputOptions(["-threads", String(availableCpus()), ...spec.outputOptions]);
+      .outputOptions(["-threads", String(cpus.cpus), ...spec.outputOptions]);
 
     let child: ChildProcess | undefined;
     let aborted = false;
@@ -193,6 +198,10 @@ export function runFfmpeg(spec: FfmpegSpec, options: RunOptions): Promise<RunRes
       child = (command as unknown as { ffmpegProc?: ChildProcess }).ffmpegProc;
       if (!child) return;
       if (aborted) return kill();
+      logger?.info(
+        { pid: child.pid, threads: cpus.cpus, cpu_quota: cpus.quota ?? null, cores: cpus.cores },
+        "ffmpeg started",
+      );
       onSpawn?.(child);
       let pending = "";
       child.stdout?.on("data", (chunk: Buffer | string) => {

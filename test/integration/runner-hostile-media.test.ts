@@ -19,7 +19,6 @@ import {
   definitionOf,
   JOB_DEFINITIONS,
   JOB_TYPES,
-  WRITES_UNDER_PREFIX,
   type JobType,
   type MediaKind,
 } from "../../core/jobs/types.js";
@@ -37,6 +36,7 @@ import {
 } from "../support/av.js";
 import { makeImage, noiseBytes, truncated } from "../support/media.js";
 import { putObject, runClaimed, submitAndClaim } from "../support/runner.js";
+import { submission } from "../support/submission.js";
 
 const execFileAsync = promisify(execFile);
 
@@ -409,21 +409,18 @@ function capturingLogger(): { logger: Logger; lines: string[] } {
 }
 
 /**
- * Submits a job of `type` on `key` (its definition's route and example), runs it as `runner --job`
- * does; its outcome and record.
+ * Submits a job of `type` on `key` (its definition's route and example: test/support/submission.ts),
+ * runs it as `runner --job` does; its outcome and record.
  */
 async function runOn(type: JobType, key: string, asWatermark: boolean, more: Record<string, unknown> = {}) {
-  const { route, media, example } = definitionOf(type);
-  const id = await submitAndClaim(stack, type, route.path.replace(/^\/jobs\//, ""), {
-    source_bucket: stack.bucket,
-    source_key: asWatermark ? "in/good.jpg" : key,
-    ...(media.output ? { dest_bucket: stack.bucket, dest_key: `out/${type}/${key}` } : {}),
-    // A type that writes many objects names a prefix instead.
-    ...(WRITES_UNDER_PREFIX[type] ? { dest_key: undefined, dest_prefix: `out/${type}/${key}` } : {}),
-    ...example,
-    ...more,
-    ...(asWatermark ? { watermark_text: undefined, watermark_image: key } : {}),
+  const source = asWatermark ? "in/good.jpg" : key;
+  const { path, body } = submission(definitionOf(type), {
+    bucket: stack.bucket,
+    sources: { image: source, video: source, audio: source },
+    dest: `out/${type}/${key}`,
+    parameters: { ...more, ...(asWatermark ? { watermark_text: undefined, watermark_image: key } : {}) },
   });
+  const id = await submitAndClaim(stack, type, path, body);
   const { logger, lines } = capturingLogger();
   return { ...(await runClaimed(stack, id, logger)), lines };
 }

@@ -207,7 +207,7 @@ const BURST = 60;
 describe("a burst larger than the running-Jobs cap", () => {
   let cs: ClusterStack;
   before(async () => {
-    // The cap below what the node fits (7 runner pods at 250m on its 2 CPUs), so the cap is what holds.
+    // The cap below what the node fits (8 runner pods at 250m on its 2 CPUs), so the cap is what holds.
     cs = await startClusterStack({ cluster, kubernetes: { max_running_jobs: CAP } });
     B = cs.stack.bucket;
     await cs.put("in/small.png", await makeImage({ width: 96, height: 64, format: "png", photo: true }));

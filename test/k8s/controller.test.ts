@@ -9,10 +9,12 @@ import { after, before, describe, test } from "node:test";
 import { HeadObjectCommand } from "@aws-sdk/client-s3";
 import type { V1Job, V1Pod } from "@kubernetes/client-node";
 import type { Job } from "../../core/jobs/records.js";
+import { definitionOf, JOB_DEFINITIONS, type JobType } from "../../core/jobs/types.js";
 import { parseQuantity } from "../../core/quantity.js";
 import { makeAudio, makeVideo, removeMediaDirs } from "../support/av.js";
 import { TEST_BUCKET } from "../support/api.js";
 import { makeImage } from "../support/media.js";
+import { submission } from "../support/submission.js";
 import { startTestCluster, type TestCluster } from "./support/cluster.js";
 import {
   eventually,
@@ -63,6 +65,22 @@ async function runningConversion(cs: ClusterStack, name: string): Promise<{ id: 
   return { id, pod };
 }
 
+/** The sources of a job of every type: test/support/submission.ts. */
+const SOURCES = { image: "in/photo.jpg", video: "in/clip.mp4", audio: "in/tone.wav" };
+
+/**
+ * The `video` class requests 2 CPUs (kubernetes.resources), as encoding whole videos needs on a real
+ * node; this node has 2 CPUs in all, shared by the jobs of every type at once, and a pod asking for
+ * all of them would wait for a node until kubernetes.unschedulable_timeout fails its job. Here those
+ * types request 250m (their limits stay the class's: ffmpeg's threads follow the limit).
+ */
+const SMALL_VIDEO_REQUESTS = Object.fromEntries(
+  JOB_DEFINITIONS.filter((d) => d.runner.resources === "video").map((d) => [
+    d.name,
+    { requests: { cpu: "250m", memory: "256Mi" } },
+  ]),
+);
+
 /** The media job completed, and its Kubernetes Job with it. */
 async function completedWithJob(cs: ClusterStack, id: string): Promise<V1Job> {
   const job = await cs.finished(id, 240_000);
@@ -80,7 +98,7 @@ describe("runner Jobs for media jobs", () => {
   before(async () => {
     cs = await startClusterStack({
       cluster,
-      kubernetes: { max_running_jobs: 8, unschedulable_timeout: "20s" },
+      kubernetes: { max_running_jobs: 8, unschedulable_timeout: "20s", resources: SMALL_VIDEO_REQUESTS },
     });
     B = cs.stack.bucket;
     controller = await cs.startController("controller-a");
@@ -95,32 +113,27 @@ describe("runner Jobs for media jobs", () => {
   });
 
   test("a job of every type runs in its own Kubernetes Job and completes (AI types fail clearly)", async () => {
-    const out = (key: string) => ({ dest_bucket: B, dest_key: `out/${key}` });
-    const submitted = {
-      image_resize: await cs.submit("image/resize", {
-        source_bucket: B, source_key: "in/photo.jpg", ...out("r.webp"), width: 160, height: 120, format: "webp",
-      }),
-      image_optimize: await cs.submit("image/optimize", { source_bucket: B, source_key: "in/photo.jpg", ...out("o.jpg") }),
-      image_watermark: await cs.submit("image/watermark", {
-        source_bucket: B, source_key: "in/photo.jpg", ...out("w.jpg"), watermark_text: "media-service",
-      }),
-      image_colors: await cs.submit("image/colors", { source_bucket: B, source_key: "in/photo.jpg", color_count: 4 }),
-      video_thumbnail: await cs.submit("video/thumbnail", {
-        source_bucket: B, source_key: "in/clip.mp4", ...out("t.jpg"), timestamp: 1, width: 160,
-      }),
-      audio_convert: await cs.submit("audio/convert", { source_bucket: B, source_key: "in/tone.wav", ...out("a.mp3"), format: "mp3" }),
-      image_ai_keywords: await cs.submit("image/ai/keywords", { source_bucket: B, source_key: "in/photo.jpg" }),
-      analyze: await cs.submit("analyze", { source_bucket: B, source_key: "in/photo.jpg" }),
-    }; // prettier-ignore
+    // Every registered type, as its definition says to submit one (test/support/submission.ts); the
+    // resize with the size the assertion of its result below reads.
+    const submitted = new Map<JobType, { id: string; output?: string }>();
+    for (const definition of JOB_DEFINITIONS) {
+      const { path, body, output } = submission(definition, {
+        bucket: B, sources: SOURCES, dest: `out/every/${definition.name}`,
+        ...(definition.name === "image_resize" ? { parameters: { width: 160, height: 120, format: "webp" } } : {}),
+      }); // prettier-ignore
+      submitted.set(definition.name, { id: await cs.submit(path, body), ...(output ? { output } : {}) });
+    }
 
-    for (const [type, id] of Object.entries(submitted)) {
+    for (const [type, { id, output }] of submitted) {
       const job = await cs.finished(id);
-      if (type === "image_ai_keywords" || type === "analyze") {
+      if (definitionOf(type).runner.ai) {
         assert.equal(job.status, "failed", type);
         assert.match(job.error ?? "", /AI provider/, type);
       } else {
         assert.equal(job.status, "completed", `${type}: ${job.error}`);
         assert.ok(job.result, type);
+        // Its output (for a type that writes under a prefix, the entry: the master playlist).
+        if (output) await cs.stack.services.s3.send(new HeadObjectCommand({ Bucket: B, Key: output }));
       }
       const [kjob, ...others] = await cs.kubeJobs(id);
       assert.ok(kjob, `${type}: a Kubernetes Job exists`);
@@ -149,7 +162,7 @@ describe("runner Jobs for media jobs", () => {
       assert.match(status.containerID ?? "", /^containerd:\/\/[0-9a-f]{64}$/, `${type}: a real container`);
       assert.match(status.imageID ?? "", /sha256:[0-9a-f]{64}/, `${type}: of a real image`);
     }
-    const resized = await cs.stack.services.store.getJob(submitted.image_resize);
+    const resized = await cs.stack.services.store.getJob(submitted.get("image_resize")!.id);
     assert.deepEqual((resized!.result as { metadata: unknown }).metadata, {
       width: 160,
       height: 120,
@@ -186,6 +199,50 @@ describe("runner Jobs for media jobs", () => {
     // The job's 90 s for the runner, from its start; the Job's deadline adds the wait for a node (20s).
     assert.equal(kjob!.spec!.activeDeadlineSeconds, 90 + 20);
     assert.equal(env.get("JOB_TIMEOUT_SECONDS")!.value, "90");
+  });
+
+  test("a video job's CPU limit reaches ffmpeg: its pod's limit and quota, and -threads 2 and 1", async () => {
+    // One after the other: a pod asking for the node's 2 CPUs runs alone.
+    for (const cpu of ["2", "1"]) {
+      const resources = { cpu, memory: "512Mi" };
+      const id = await cs.submit("video/transcode", {
+        source_bucket: B, source_key: "in/clip.mp4", dest_bucket: B, dest_key: `out/cpu-${cpu}.mp4`, preset: "ultrafast",
+        resources,
+      }); // prettier-ignore
+      const job = await cs.finished(id);
+      assert.equal(job.status, "completed", job.error);
+      const [pod, ...others] = await cs.kubePods(id);
+      assert.ok(pod);
+      assert.equal(others.length, 0, "one pod");
+      assert.deepEqual(pod.spec!.containers[0]!.resources, { requests: resources, limits: resources });
+
+      // The runner's line when it started ffmpeg, read through the API server from the kubelet.
+      const log = await cs.admin.core.readNamespacedPodLog({
+        name: pod.metadata!.name!,
+        namespace: cs.namespace,
+      });
+      const started = log
+        .split("\n")
+        .filter((line) => line.startsWith("{"))
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .filter((line) => line.msg === "ffmpeg started");
+      assert.ok(started.length > 0, `an "ffmpeg started" line in the runner's log:\n${log}`);
+      for (const line of started) {
+        assert.equal(line.job_id, id);
+        assert.equal(line.level, 30, "info");
+        assert.equal(line.threads, Number(cpu), `-threads of a ${cpu}-CPU limit`);
+      }
+
+      // The other side: the CFS quota the kubelet gave the container (its OCI spec, which runc wrote
+      // into the cgroup) is the quota the runner read from its cgroup.
+      const containerId = pod.status!.containerStatuses![0]!.containerID!.replace("containerd://", "");
+      const info = JSON.parse(await cluster.node.ctr(["containers", "info", containerId])) as {
+        Spec: { linux: { resources: { cpu: { quota: number; period: number } } } };
+      };
+      const { quota, period } = info.Spec.linux.resources.cpu;
+      assert.equal(quota, Number(cpu) * period, "the limit as a CFS quota");
+      assert.equal(started[0]!.cpu_quota, `${quota} ${period}`, "the quota the runner found");
+    }
   });
 
   test("a runner killed at its memory limit fails the job with an out-of-memory error", async () => {

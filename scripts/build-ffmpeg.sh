@@ -15,8 +15,8 @@
 #     check that decodes into nothing (null, wrapped_avframe), video_transcode (libx264, libx265,
 #     libvpx-vp9, libsvtav1 with aac, libopus, libmp3lame; mp4, mov, webm, matroska) and
 #     video_adaptive (the same encoders; hls with its fMP4 and MPEG-TS segments, dash);
-#   - the filters its commands name (scale, setsar, format, fps, split, asplit, trim, atrim, setpts,
-#     asetpts, aresample) and those ffmpeg inserts by itself (aformat, aresample, trim, atrim for
+#   - the filters its commands name (scale, setsar, setdar, format, fps, split, asplit, trim, atrim,
+#     setpts, asetpts, aresample) and those ffmpeg inserts by itself (aformat, aresample, trim, atrim for
 #     seeking, transpose, hflip, vflip, rotate for rotated video);
 #   - the file and pipe protocols only (the runner reads local files and reports progress on a pipe;
 #     hls and dash write their playlists and segments into local files through the file protocol);
@@ -51,7 +51,7 @@ MUXERS=image2,mp3,adts,ipod,opus,ogg,flac,wav,segment,null
 # (hls writes fMP4 segments with the mp4 muxer and MPEG-TS ones with mpegts; dash needs mp4, webm)
 MUXERS+=,mp4,mov,webm,matroska,hls,mpegts,dash
 FILTERS=scale,setsar,format,aformat,aresample,null,anull,trim,atrim,transpose,hflip,vflip,rotate
-FILTERS+=,fps,split,asplit,setpts,asetpts
+FILTERS+=,fps,split,asplit,setpts,asetpts,setdar
 PROTOCOLS=file,pipe
 # The -dev packages of the libraries it links; scripts/provision.sh (profile image) installs their
 # runtime packages.

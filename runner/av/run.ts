@@ -319,8 +319,12 @@ async function checkInput(spec: FfmpegSpec, options: RunOptions): Promise<Perman
   const out = spec.outputOptions;
   for (let i = 0; i < out.length; i++) {
     const option = out[i]!;
-    if (/^-(map|t|to|frames(:[avsd])?|vframes|aframes)$/.test(option) && i + 1 < out.length) {
-      kept.push(option, out[++i]!);
+    if (option === "-filter_complex" && i + 1 < out.length) {
+      // The graph's outputs are its own labels, not the input's: the streams it reads are decoded.
+      for (const pad of out[++i]!.matchAll(/\[(\d+:[^\]]+)\]/g)) kept.push("-map", pad[1]!);
+    } else if (/^-(map|t|to|frames(:[avsd])?|vframes|aframes)$/.test(option) && i + 1 < out.length) {
+      const value = out[++i]!;
+      if (option !== "-map" || !value.startsWith("[")) kept.push(option, value);
     } else if (/^-(an|vn|sn|dn)$/.test(option)) {
       kept.push(option);
     }

@@ -4,12 +4,15 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { readFile, stat, writeFile } from "node:fs/promises";
+import { Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
+import { pino } from "pino";
 import sharp from "sharp";
 import type { ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { isPermanent } from "../../runner/errors.js";
 import { FfmpegError, runFfmpeg } from "../../runner/av/run.js";
+import { cpuLimit } from "../../runner/cpus.js";
 import type { ProcessOutput, Processor } from "../../runner/processor.js";
 import { audioConvert } from "../../jobs/audio_convert/processor.js";
 import { targetSize, videoThumbnail } from "../../jobs/video_thumbnail/processor.js";
@@ -690,4 +693,71 @@ describe("runFfmpeg", () => {
       return true;
     });
   });
+
+  test(
+    "a filter graph's command failing for another reason is transient: its check decodes what the graph reads",
+    BOUNDED,
+    async () => {
+      const source = await makeVideo({ durationSeconds: 1, width: 64, height: 48 });
+      const done = runFfmpeg(
+        {
+          input: source,
+          output: "/nonexistent-dir/out.mp4",
+          outputOptions: [
+            "-filter_complex",
+            "[0:v]split=1[s0];[s0]scale=32:24[v0]",
+            "-map",
+            "[v0]",
+            "-c:v",
+            "mjpeg",
+            "-f",
+            "mov",
+          ],
+          reads: "video",
+        },
+        { signal: new AbortController().signal },
+      );
+      await assert.rejects(done, (err: unknown) => {
+        assert.equal(isPermanent(err), false, `transient, got ${String(err)}`);
+        assert.match((err as Error).message, /^ffmpeg failed: .*No such file or directory/);
+        return true;
+      });
+    },
+  );
+
+  test(
+    "the start of ffmpeg is logged on the job's logger: its threads and where they come from",
+    BOUNDED,
+    async () => {
+      const lines: Array<Record<string, unknown>> = [];
+      const sink = new Writable({
+        write(chunk, _enc, next) {
+          for (const line of String(chunk).split("\n").filter(Boolean))
+            lines.push(JSON.parse(line) as Record<string, unknown>);
+          next();
+        },
+      });
+      const logger = pino({ level: "info" }, sink).child({ job_id: "job-1" });
+      const source = await makeAudio({ durationSeconds: 1 });
+      const output = join(mediaDir("run"), "logged.wav");
+      await runFfmpeg(
+        { input: source, output, outputOptions: ["-f", "wav"] },
+        { signal: new AbortController().signal, logger },
+      );
+      const started = lines.filter((l) => l.msg === "ffmpeg started");
+      assert.equal(started.length, 1, JSON.stringify(lines));
+      const { cpus, quota, cores } = cpuLimit();
+      assert.deepEqual(
+        [
+          started[0]!.job_id,
+          started[0]!.level,
+          started[0]!.threads,
+          started[0]!.cpu_quota,
+          started[0]!.cores,
+        ],
+        ["job-1", 30, cpus, quota ?? null, cores],
+      );
+      assert.equal(typeof started[0]!.pid, "number");
+    },
+  );
 });

@@ -149,11 +149,12 @@ describe("the image's ffmpeg encodes every video codec into its containers", () 
   });
 });
 
-// video_adaptive's shape: one ffmpeg, the video split into scaled outputs, keyframes forced every
-// second so that the renditions' segments line up, an audio-only AAC rendition.
+// video_adaptive's shape: one ffmpeg, the video split into scaled outputs shown at the source's
+// aspect ratio (setdar, as jobs/video_adaptive/ladder.ts), keyframes forced every second so that the
+// renditions' segments line up, an audio-only AAC rendition.
 const LADDER = [
   "-filter_complex",
-  "[0:v]split=2[a][b];[a]scale=320:240,setsar=1[v0];[b]scale=160:120,setsar=1[v1]",
+  "[0:v]split=2[a][b];[a]scale=320:240,setdar=4/3[v0];[b]scale=160:120,setdar=4/3[v1]",
   ...["-map", "[v0]", "-map", "[v1]", "-map", "0:a"],
   ...H264,
   ...["-force_key_frames", "expr:gte(t,n_forced*1)", "-b:v:0", "400k", "-b:v:1", "150k"],

@@ -214,7 +214,8 @@ describe("runner Jobs for media jobs", () => {
       const [pod, ...others] = await cs.kubePods(id);
       assert.ok(pod);
       assert.equal(others.length, 0, "one pod");
-      assert.deepEqual(pod.spec!.containers[0]!.resources, { requests: resources, limits: resources });
+      assert.deepEqual(pod.spec!.containers[0]!.resources!.requests, resources);
+      assert.deepEqual(pod.spec!.containers[0]!.resources!.limits, resources);
 
       // The runner's line when it started ffmpeg, read through the API server from the kubelet.
       const log = await cs.admin.core.readNamespacedPodLog({

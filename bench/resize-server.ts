@@ -10,7 +10,7 @@
 // Both use the same redis-server, the same embedded S3-protocol store (served from this process)
 // and the same source image. This process's stdout goes to /dev/null, and with it the runners'
 // logs, written at the production level (info) as in a deployment.
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
@@ -95,9 +95,13 @@ export interface RoundResult {
   retried?: number;
   /** The first job's output, base64, when asked for. */
   output?: string;
-  /** rss only: the runner process's peak RSS (VmHWM), once started and idle, and after the job. */
+  /** rss only: the runner process's peak RSS (VmHWM) once started and idle, and over its whole life after the job. */
   idleKb?: number;
   peakKb?: number;
+  /** rss only: its RSS once started and idle (VmRSS: the floor its job starts from). */
+  idleRssKb?: number;
+  /** rss only: its peak RSS while the job ran (VmHWM reset before it); absent where Linux refuses the reset. */
+  jobPeakKb?: number;
   /** rss only: the highest anonymous and file-backed RSS seen polling /proc every 2 ms (approximate). */
   anonKb?: number;
   fileKb?: number;
@@ -272,7 +276,8 @@ let rssSourceUploaded = false;
  * One image_resize job through the stack, by a `runner --serve` process of its own: a fresh
  * executor with one runner, which stays up after the job (it may take two), so that its VmHWM, the
  * peak over its whole life (start, S3 GET, resize, S3 PUT, the reports to Redis), is read from
- * /proc once the job has completed. The job is the processor benchmark's (bench/resize-once.ts):
+ * /proc once the job has completed; and, apart, its start's peak, its RSS once idle and its peak
+ * while the job ran (VmHWM reset once it is idle). The job is the processor benchmark's (bench/resize-once.ts):
  * 800 px wide, `inside`, JPEG q85.
  */
 async function rssRound(request: Extract<ServerRequest, { cmd: "rss" }>): Promise<RoundResult> {
@@ -299,6 +304,12 @@ async function rssRound(request: Extract<ServerRequest, { cmd: "rss" }>): Promis
   const [pid] = await runnerPids();
   if (pid === undefined) throw new Error("no runner process found (is /proc mounted?)");
   const idleKb = await procKb(pid, "VmHWM");
+  const idleRssKb = await procKb(pid, "VmRSS");
+  // From here VmHWM is the job's own peak: 5 written to clear_refs resets it to the current RSS.
+  const reset = await writeFile(`/proc/${pid}/clear_refs`, "5").then(
+    () => true,
+    () => false,
+  );
   let anonKb = 0;
   let fileKb = 0;
   const poll = setInterval(() => {
@@ -334,7 +345,8 @@ async function rssRound(request: Extract<ServerRequest, { cmd: "rss" }>): Promis
     clearInterval(poll);
   }
   const seconds = (Date.now() - started) / 1000;
-  const peakKb = await procKb(pid, "VmHWM");
+  const jobPeakKb = await procKb(pid, "VmHWM");
+  const peakKb = Math.max(idleKb, jobPeakKb);
   await measured.stop(0);
   executor = undefined;
   const output = await objectBytes(key);
@@ -344,6 +356,8 @@ async function rssRound(request: Extract<ServerRequest, { cmd: "rss" }>): Promis
     outputBytes: output.length,
     idleKb,
     peakKb,
+    idleRssKb,
+    ...(reset ? { jobPeakKb } : {}),
     anonKb,
     fileKb,
     ...(request.keepOutput ? { output: output.toString("base64") } : {}),

@@ -171,6 +171,8 @@ export async function rssBenchmark(): Promise<RssFigures> {
   const runnerEnv = json<Record<string, string>>("BENCH_RUNNER_ENV");
   const outputs: Record<string, Buffer> = {};
   let runnerIdle: number[] = [];
+  let runnerIdleRss: number[] = [];
+  let runnerJob: number[] = [];
   const targets: Record<string, () => Promise<Peak>> = {
     // The real thing: a `runner --serve` process of the local executor doing the job through the
     // stack (S3 GET from the embedded store, resize, S3 PUT, its reports to Redis), started as every
@@ -184,6 +186,8 @@ export async function rssBenchmark(): Promise<RssFigures> {
       });
       if (r.output) outputs.runner = Buffer.from(r.output, "base64");
       runnerIdle.push(r.idleKb!);
+      runnerIdleRss.push(r.idleRssKb!);
+      if (r.jobPeakKb !== undefined) runnerJob.push(r.jobPeakKb);
       return { kb: r.peakKb!, anonKb: r.anonKb!, fileKb: r.fileKb!, ms: r.seconds * 1000 };
     },
     vipsthumbnail: () => vips(large, "vips.jpg"),
@@ -239,13 +243,13 @@ export async function rssBenchmark(): Promise<RssFigures> {
     await server.close();
     await rm(work, { recursive: true, force: true });
   }
-  peaks["runner --serve started, idle (before its job)"] = runnerIdle.map((kb) => ({
-    kb,
-    anonKb: 0,
-    fileKb: 0,
-    ms: 0,
-  }));
+  const only = (kbs: number[]) => kbs.map((kb) => ({ kb, anonKb: 0, fileKb: 0, ms: 0 }));
+  peaks["runner --serve, its start's peak (VmHWM once idle)"] = only(runnerIdle);
+  peaks["runner --serve idle, its RSS then (VmRSS)"] = only(runnerIdleRss);
+  if (runnerJob.length > 0) peaks["runner --serve, its peak while its job ran"] = only(runnerJob);
   runnerIdle = [];
+  runnerIdleRss = [];
+  runnerJob = [];
   const mib = (name: string, field: "kb" | "anonKb" | "fileKb" = "kb") =>
     median(peaks[name]!.map((p) => p[field])) / 1024;
   const table: Record<string, Record<string, number>> = {};

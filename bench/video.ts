@@ -270,6 +270,8 @@ async function rssPart(source: string, info: MediaInfo, rounds: number, seconds:
   };
   const args = transcodeArgs({ ...TRANSCODE }, info, source, join(work, "rss.mp4"));
   const idle: number[] = [];
+  const idleRss: number[] = [];
+  const jobPeaks: number[] = [];
   let peaks: Record<string, number[]>;
   try {
     // The stack (redis-server, the embedded store, the API); setup's source is the resize one's.
@@ -281,6 +283,8 @@ async function rssPart(source: string, info: MediaInfo, rounds: number, seconds:
         runner: async () => {
           const r = await server.send({ cmd: "rss", source, job });
           idle.push(r.idleKb! / 1024);
+          idleRss.push(r.idleRssKb! / 1024);
+          if (r.jobPeakKb !== undefined) jobPeaks.push(r.jobPeakKb / 1024);
           return r.peakKb! / 1024;
         },
         ffmpeg: async () => (await peak("ffmpeg", args)).kb / 1024,
@@ -298,8 +302,20 @@ async function rssPart(source: string, info: MediaInfo, rounds: number, seconds:
     `(median [min–max] of ${rounds} alternating rounds, a process of its own each; the runner's node process's VmHWM once its job completed, ffmpeg's by GNU time)\n`,
   );
   printTable({
-    "runner --serve (node), idle before its job": { "peak RSS MiB": formatSummary(summarize(idle), 1) },
-    "runner --serve (node), after the job": { "peak RSS MiB": formatSummary(runner, 1) },
+    "runner --serve (node), its start (VmHWM once idle)": {
+      "peak RSS MiB": formatSummary(summarize(idle), 1),
+    },
+    "runner --serve (node), idle before its job (VmRSS)": {
+      "peak RSS MiB": formatSummary(summarize(idleRss), 1),
+    },
+    ...(jobPeaks.length > 0
+      ? {
+          "runner --serve (node), while its job ran": {
+            "peak RSS MiB": formatSummary(summarize(jobPeaks), 1),
+          },
+        }
+      : {}),
+    "runner --serve (node), its whole life": { "peak RSS MiB": formatSummary(runner, 1) },
     "plain ffmpeg, the processor's arguments": { "peak RSS MiB": formatSummary(ffmpeg, 1) },
     "runner + its ffmpeg (its peak taken as the plain one's)": { "peak RSS MiB": formatSummary(both, 1) },
   });

@@ -91,7 +91,8 @@ export const RUNNER_PROCESS_ENV: Readonly<Record<string, string>> = {
  * around sharp, ffmpeg and the object store, and Maglev and TurboFan cost ~8 MiB of code pages and
  * compiled code before its first job; and `gc()`, which the runner calls once when it has started
  * (runner/main.ts): the garbage of loading its modules is not collected by itself before the job,
- * with the old space's initial size above.
+ * with the old space's initial size above; and for a young-generation collection every MiB of a
+ * download to a file (runner/object-io.ts), whose buffers no allocation of JavaScript would free.
  */
 export const RUNNER_NODE_FLAGS: readonly string[] = [
   "--external-memory-accounted-in-global-limit",

@@ -3,12 +3,10 @@
 // (cut short, text, empty, noise). The result is compared with ffprobe's own JSON of the file.
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
-import { join } from "node:path";
 import { mediaProbe } from "../../jobs/media_probe/processor.js";
 import { isPermanent } from "../../runner/errors.js";
 import {
   emptyFile,
-  ffmpeg,
   ffprobe,
   makeAudio,
   makeContext,
@@ -50,17 +48,14 @@ function assertNoEmptyFields(value: unknown, path = "result"): void {
 
 describe("media_probe", () => {
   test("a turned MP4 with French audio: container, streams, rotation, frame rate, language", async () => {
-    const dir = mediaDir("probe");
-    const plain = join(dir, "plain.mp4");
-    await ffmpeg([
-      ...["-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30000/1001:duration=2"],
-      ...["-f", "lavfi", "-i", "sine=frequency=440:duration=2:sample_rate=48000"],
-      ...["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"],
-      ...["-c:a", "aac", "-ac", "2", "-metadata:s:a:0", "language=fra", plain],
-    ]);
-    // ffmpeg writes the display matrix from the `rotate` tag when it copies the stream.
-    const source = join(dir, "turned.mp4");
-    await ffmpeg(["-i", plain, "-c", "copy", "-metadata:s:v:0", "rotate=90", source]);
+    const source = await makeVideo({
+      durationSeconds: 2,
+      width: 160,
+      height: 90,
+      rate: "30000/1001",
+      audio: { sampleRate: 48000, channels: 2, language: "fra" },
+      rotate: 90,
+    });
 
     const result = await probe(source);
     const raw = await ffprobe(source);
@@ -108,16 +103,7 @@ describe("media_probe", () => {
       width: 160,
       height: 90,
       container: "mkv",
-      codec: [
-        "-c:v",
-        "libx265",
-        "-preset",
-        "ultrafast",
-        "-pix_fmt",
-        "yuv420p10le",
-        "-x265-params",
-        "log-level=error",
-      ],
+      tenBitHevc: true,
     });
     const result = await probe(source);
     assertNoEmptyFields(result);

@@ -279,10 +279,7 @@ describe("sources a ladder can take", () => {
       width: 321,
       height: 241,
       container: "mkv",
-      codec: [
-        ...["-c:v", "libx265", "-preset", "ultrafast", "-pix_fmt", "yuv420p10le"],
-        ...["-x265-params", "log-level=error"],
-      ],
+      tenBitHevc: true,
     });
     const h = await handle("video_adaptive", source, { segment_seconds: 1 });
     const result = (await videoAdaptive(h.ctx)).result as LadderResult;

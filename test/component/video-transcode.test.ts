@@ -253,16 +253,7 @@ describe("video_transcode: trims, sizes, rates and pixel formats", () => {
     const tenBit = await makeVideo({
       durationSeconds: 1,
       container: "mkv",
-      codec: [
-        "-c:v",
-        "libx265",
-        "-preset",
-        "ultrafast",
-        "-pix_fmt",
-        "yuv420p10le",
-        "-x265-params",
-        "log-level=error",
-      ],
+      tenBitHevc: true,
     });
     const eight = await transcode(tenBit, { preset: "fast" });
     assert.equal(eight.video.codec_name, "h264");

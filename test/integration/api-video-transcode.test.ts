@@ -1,6 +1,6 @@
 // video_transcode through the whole stack: its combinations refused at submit with a 400 that names
 // the fields, a transcode run by the local executor's runner from the API to the object store, a
-// cancelled transcode that stops its ffmpeg and leaves no object.
+// cancelled 2-minute transcode that stops its ffmpeg and leaves no object.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { readFile } from "node:fs/promises";
@@ -141,8 +141,8 @@ describe("video_transcode run by the executor", () => {
     assert.equal(head.ContentLength, result.file_size);
   });
 
-  test("a cancelled transcode stops its ffmpeg and leaves no object", async () => {
-    const long = await readFile(await makeVideo({ durationSeconds: 60 }));
+  test("a cancelled 2-minute transcode stops its ffmpeg and leaves no object", async () => {
+    const long = await readFile(await makeVideo({ durationSeconds: 120 }));
     await stack.services.s3.send(
       new PutObjectCommand({ Bucket: stack.bucket, Key: "in/long.mp4", Body: long }),
     );
@@ -175,6 +175,7 @@ describe("video_transcode run by the executor", () => {
     }
     const job = await stack.services.store.getJob(id);
     assert.equal(job?.status, "failed");
+    assert.match(job?.error ?? "", /cancel/i, "the job says it was cancelled");
     assert.equal(await exists("out/long.mp4"), false, "nothing uploaded");
   });
 });

@@ -16,6 +16,7 @@ import { runnerEntry } from "../../controller/runner-process.js";
 import type { Batch, Job, JobSummary, QueueStats } from "../../core/jobs/records.js";
 import { CLI_RUN_LIMIT_MS, collect, type Ran } from "../support/cli.js";
 import { startTestStack, type TestStack } from "../support/api.js";
+import { makeAudio, removeMediaDirs } from "../support/av.js";
 import { makeImage } from "../support/media.js";
 import { freePort } from "../support/ports.js";
 
@@ -49,6 +50,7 @@ after(async () => {
   await idle?.close();
   await stack?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
+  removeMediaDirs();
 });
 
 /** What a person's shell would hold: the API, its key and the store, and nothing of this process. */
@@ -663,6 +665,54 @@ describe("on a terminal", () => {
       "piped: no colour, no bar",
     );
     assert.match(piped.stdout, /^image_resize job [0-9a-f-]{36} completed in /m);
+  });
+});
+
+describe("on a terminal, every frame", () => {
+  // tmux shows the pane as it ends; util-linux's `script` runs the command on a terminal of its own
+  // and copies every byte written to it, so each frame the bar drew while the job ran can be read.
+  test("submit --wait on a conversion that takes seconds: ffmpeg's own percentage and the time left", async () => {
+    // 10 minutes of 8 kHz mono into AAC: seconds of ffmpeg's work, past the estimator's first 2 s.
+    const long = await makeAudio({ durationSeconds: 600, sampleRate: 8000, channels: 1 });
+    await stack.services.s3.send(
+      new PutObjectCommand({ Bucket: stack.bucket, Key: "cli/long.wav", Body: await readFile(long) }),
+    );
+    const command = cliArgv([
+      ...["submit", "audio/convert", "--source", s3url("cli/long.wav"), "--dest", s3url("cli/long.aac")],
+      ...["format=aac", "--wait"],
+    ])
+      .map((a) => `'${a.replaceAll("'", `'\\''`)}'`)
+      .join(" ");
+    const ran = await collect(
+      spawn("script", ["--quiet", "--flush", "--return", "--command", command, "/dev/null"], {
+        cwd: ROOT,
+        env: { ...cliEnv(), TERM: "xterm-256color", NO_COLOR: "1" },
+        stdio: ["ignore", "pipe", "pipe"],
+      }),
+      ["script", "submit", "--wait"],
+    );
+    assert.equal(ran.code, 0, said(ran));
+    // cli-progress redraws its line from its first column (CSI 1 G): one frame per redraw.
+    const frames = ran.stdout
+      .split(new RegExp(`\r|\n|${ESC}\\[1G`))
+      .map((f) => /^[█░]{30} (\d+)% \| (.*)$/.exec(stripVTControlCharacters(f).trim()))
+      .filter((m) => m !== null)
+      .map((m) => ({ percent: Number(m[1]), rest: m[2]! }));
+    const percents = frames.map((f) => f.percent);
+    assert.ok(
+      percents.some((p) => p > 5 && p < 95),
+      `a frame between the download and the upload: ${percents.join(" ")}`,
+    );
+    assert.ok(
+      percents.every((p, i) => i === 0 || p >= percents[i - 1]!),
+      `the bar never goes back: ${percents.join(" ")}`,
+    );
+    assert.ok(
+      frames.some((f) => /^about \d+ (s|min) left \| processing/.test(f.rest)),
+      `a frame with the time left: ${frames.map((f) => f.rest).join(" / ")}`,
+    );
+    assert.deepEqual(frames.at(-1), { percent: 100, rest: "completed" });
+    assert.match(stripVTControlCharacters(ran.stdout), /audio_convert job [0-9a-f-]{36} completed in /);
   });
 });
 

@@ -48,6 +48,12 @@ const VIDEO_CODECS: Record<VideoContainer, { video: string[]; audio: string[] }>
   flv: { video: ["-c:v", "flv1", "-q:v", "5"], audio: ["-c:a", "libmp3lame", "-ar", "44100"] },
 };
 
+/** 10-bit HEVC (x265's Main 10), for the containers that take it (mp4, mov, mkv). */
+const HEVC_10_BIT = [
+  ...["-c:v", "libx265", "-preset", "ultrafast", "-pix_fmt", "yuv420p10le"],
+  ...["-x265-params", "log-level=error"],
+];
+
 export interface VideoOptions {
   durationSeconds: number;
   width?: number;
@@ -55,9 +61,12 @@ export interface VideoOptions {
   container?: VideoContainer;
   /** Replaces the container's default video encoder options. */
   codec?: string[];
-  rate?: number;
-  /** Adds a sine tone as an audio stream. */
-  audio?: boolean;
+  /** Encodes 10-bit HEVC (x265's Main 10, yuv420p10le) instead of the container's default. */
+  tenBitHevc?: boolean;
+  /** Frames a second, a number or a ratio ("30000/1001"). */
+  rate?: number | string;
+  /** Adds a sine tone as an audio stream: mono at 44.1 kHz, untagged, unless told otherwise. */
+  audio?: boolean | { sampleRate?: number; channels?: number; language?: string };
   /** MP4/MOV: the index (moov) at the front. */
   faststart?: boolean;
   /** Display rotation in degrees (written as the stream's display matrix). */
@@ -80,9 +89,17 @@ export async function makeVideo(options: VideoOptions): Promise<string> {
     "-i",
     `testsrc2=size=${width}x${height}:rate=${rate}:duration=${durationSeconds}`,
   ];
-  if (options.audio) args.push("-f", "lavfi", "-i", `sine=frequency=440:duration=${durationSeconds}`);
-  args.push(...(options.codec ?? codecs.video));
-  if (options.audio) args.push(...codecs.audio);
+  const audio = options.audio === true ? {} : options.audio || undefined;
+  if (audio) {
+    const rate = audio.sampleRate === undefined ? "" : `:sample_rate=${audio.sampleRate}`;
+    args.push("-f", "lavfi", "-i", `sine=frequency=440:duration=${durationSeconds}${rate}`);
+  }
+  args.push(...(options.codec ?? (options.tenBitHevc ? HEVC_10_BIT : codecs.video)));
+  if (audio) {
+    args.push(...codecs.audio);
+    if (audio.channels !== undefined) args.push("-ac", String(audio.channels));
+    if (audio.language !== undefined) args.push("-metadata:s:a:0", `language=${audio.language}`);
+  }
   if (options.faststart) args.push("-movflags", "+faststart");
   await ffmpeg([...args, path]);
   if (options.rotate !== undefined) {

@@ -14,7 +14,7 @@ import { parseQuantity } from "../../core/quantity.js";
 import { makeAudio, makeVideo, removeMediaDirs } from "../support/av.js";
 import { TEST_BUCKET } from "../support/api.js";
 import { makeImage } from "../support/media.js";
-import { submission } from "../support/submission.js";
+import { EVERY_TYPE_SOURCES, SMALL_VIDEO_REQUESTS, submission } from "../support/submission.js";
 import { startTestCluster, type TestCluster } from "./support/cluster.js";
 import {
   eventually,
@@ -65,22 +65,6 @@ async function runningConversion(cs: ClusterStack, name: string): Promise<{ id: 
   return { id, pod };
 }
 
-/** The sources of a job of every type: test/support/submission.ts. */
-const SOURCES = { image: "in/photo.jpg", video: "in/clip.mp4", audio: "in/tone.wav" };
-
-/**
- * The `video` class requests 2 CPUs (kubernetes.resources), as encoding whole videos needs on a real
- * node; this node has 2 CPUs in all, shared by the jobs of every type at once, and a pod asking for
- * all of them would wait for a node until kubernetes.unschedulable_timeout fails its job. Here those
- * types request 250m (their limits stay the class's: ffmpeg's threads follow the limit).
- */
-const SMALL_VIDEO_REQUESTS = Object.fromEntries(
-  JOB_DEFINITIONS.filter((d) => d.runner.resources === "video").map((d) => [
-    d.name,
-    { requests: { cpu: "250m", memory: "256Mi" } },
-  ]),
-);
-
 /** The media job completed, and its Kubernetes Job with it. */
 async function completedWithJob(cs: ClusterStack, id: string): Promise<V1Job> {
   const job = await cs.finished(id, 240_000);
@@ -118,7 +102,7 @@ describe("runner Jobs for media jobs", () => {
     const submitted = new Map<JobType, { id: string; output?: string }>();
     for (const definition of JOB_DEFINITIONS) {
       const { path, body, output } = submission(definition, {
-        bucket: B, sources: SOURCES, dest: `out/every/${definition.name}`,
+        bucket: B, sources: EVERY_TYPE_SOURCES, dest: `out/every/${definition.name}`,
         ...(definition.name === "image_resize" ? { parameters: { width: 160, height: 120, format: "webp" } } : {}),
       }); // prettier-ignore
       submitted.set(definition.name, { id: await cs.submit(path, body), ...(output ? { output } : {}) });

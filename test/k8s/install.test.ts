@@ -21,7 +21,7 @@ import {
 import { definitionOf, JOB_DEFINITIONS, type JobType } from "../../core/jobs/types.js";
 import { makeAudio, makeVideo, removeMediaDirs } from "../support/av.js";
 import { makeImage } from "../support/media.js";
-import { submission } from "../support/submission.js";
+import { EVERY_TYPE_SOURCES, SMALL_VIDEO_REQUESTS, submission } from "../support/submission.js";
 import { eventually, kubeConfigFrom } from "./support/cluster-stack.js";
 import { CHART, helm } from "./support/helm.js";
 import { imageValues, startTarget, type Target } from "./support/target.js";
@@ -251,16 +251,7 @@ before(async () => {
       healthBucket: BUCKET,
     },
     api: { service: { type: "NodePort" } },
-    // The `video` class requests 2 CPUs; the test node has 2 in all, and the release's own pods
-    // request some: those types' runners request less here (their limits stay the chart's).
-    runner: {
-      resources: Object.fromEntries(
-        JOB_DEFINITIONS.filter((d) => d.runner.resources === "video").map((d) => [
-          d.name,
-          { requests: { cpu: "250m", memory: "256Mi" } },
-        ]),
-      ),
-    },
+    runner: { resources: SMALL_VIDEO_REQUESTS },
   };
   const file = join(work, "values.json");
   await writeFile(file, JSON.stringify(values));
@@ -311,7 +302,7 @@ describe("the chart installed with its defaults", () => {
     for (const definition of JOB_DEFINITIONS) {
       const { path, body, output } = submission(definition, {
         bucket: BUCKET,
-        sources: { image: "in/photo.jpg", video: "in/clip.mp4", audio: "in/tone.wav" },
+        sources: EVERY_TYPE_SOURCES,
         dest: `out/every/${definition.name}`,
       });
       submitted.set(definition.name, { id: await submit(path, body), ...(output ? { output } : {}) });

@@ -2,7 +2,7 @@
 // media.source, where it writes (dest_key, or dest_prefix for a type that writes under one: entryKey)
 // and its example's parameters. The tests that run a job of every type build their bodies here, so a
 // new type needs no edit of theirs.
-import type { JobTypeDefinition, MediaKind } from "../../core/jobs/types.js";
+import { JOB_DEFINITIONS, type JobTypeDefinition, type MediaKind } from "../../core/jobs/types.js";
 
 /** A source object per kind of media; a type whose source may be any kind reads `any`, else the image. */
 export type Sources = Record<Exclude<MediaKind, "any">, string> & { any?: string };
@@ -48,3 +48,25 @@ export function submission(
   }
   return { path: definition.route.path.replace(/^\/jobs\//, ""), body, output };
 }
+
+/** The sources the real-node tests' job of every type reads (their fixtures put them there). */
+export const EVERY_TYPE_SOURCES: Sources = {
+  image: "in/photo.jpg",
+  video: "in/clip.mp4",
+  audio: "in/tone.wav",
+};
+
+/**
+ * The `video` class requests 2 CPUs (kubernetes.resources, the chart's runner.resources), as
+ * encoding whole videos needs on a real node; the test node has 2 CPUs in all, shared by the jobs of
+ * every type at once (and the release's own pods), and a pod asking for all of them would wait for a
+ * node until kubernetes.unschedulable_timeout fails its job. The real-node tests give those types
+ * these requests instead; their limits stay the class's (ffmpeg's threads follow the limit).
+ */
+export const SMALL_VIDEO_REQUESTS: Record<string, { requests: { cpu: string; memory: string } }> =
+  Object.fromEntries(
+    JOB_DEFINITIONS.filter((d) => d.runner.resources === "video").map((d) => [
+      d.name,
+      { requests: { cpu: "250m", memory: "256Mi" } },
+    ]),
+  );

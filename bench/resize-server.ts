@@ -19,6 +19,8 @@ import type { Config } from "../core/config/load.js";
 import type { Logger } from "../core/logger.js";
 import type { CoreServices } from "../core/services.js";
 import { createS3Client } from "../core/storage/s3.js";
+import { jobsRound, type JobsRequest } from "./jobs-round.js";
+import { procKb, runnerPids } from "./procs.js";
 import { SHARP_PATCH_ENV, type SharpPatch } from "./sharp-patch.js";
 import { BENCH_API_KEY, listenApi, startBenchStack } from "./stack.js";
 
@@ -73,6 +75,7 @@ export type ServerRequest =
       /** Another job than the image resize (bench/video.ts): its API path under /api/v1 and parameters. */
       job?: { path: string; sourceKey: string; contentType: string; parameters: Record<string, unknown> };
     }
+  | ({ id: number; cmd: "jobs" } & JobsRequest)
   | { id: number; cmd: "stop" };
 
 export type ServerReply =
@@ -102,6 +105,9 @@ export interface RoundResult {
   idleRssKb?: number;
   /** rss only: its peak RSS while the job ran (VmHWM reset before it); absent where Linux refuses the reset. */
   jobPeakKb?: number;
+  /** jobs only (bench/jobs-round.ts): CPU seconds of the runners and their children, and of the rest of the stack. */
+  runnerCpu?: number;
+  stackCpu?: number;
   /** rss only: the highest anonymous and file-backed RSS seen polling /proc every 2 ms (approximate). */
   anonKb?: number;
   fileKb?: number;
@@ -264,12 +270,6 @@ async function stackRound(request: Extract<ServerRequest, { cmd: "stack" }>): Pr
   };
 }
 
-/** A status line of /proc/<pid>/status in kB (0 when the process or the line is gone). */
-async function procKb(pid: number, field: string): Promise<number> {
-  const text = await readFile(`/proc/${pid}/status`, "utf8").catch(() => "");
-  return Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? 0);
-}
-
 let rssSourceUploaded = false;
 
 /**
@@ -364,6 +364,20 @@ async function rssRound(request: Extract<ServerRequest, { cmd: "rss" }>): Promis
   };
 }
 
+/**
+ * Jobs submitted at once to the executor at the stack's concurrency and runner job quota, once all
+ * its runners are idle (the executor starts them as jobs come: a warm-up round starts them).
+ */
+async function stackJobsRound(request: JobsRequest): Promise<RoundResult> {
+  const { localConcurrency, localRunnerMaxJobs } = config.executor;
+  await useExecutor(localConcurrency, localRunnerMaxJobs, undefined, undefined);
+  for (let tries = 0; request.idle !== false && executor!.executor.room().total < localConcurrency; tries++) {
+    if (tries > 600) throw new Error(`${localConcurrency} runner processes were not idle within 30 s`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return jobsRound(services, apiUrl.replace(/\/jobs\/.*$/, ""), BUCKET, request, ++outputs);
+}
+
 async function objectBytes(key: string): Promise<Buffer> {
   const got = await services.s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }));
   return Buffer.from(await got.Body!.transformToByteArray());
@@ -444,23 +458,6 @@ async function stopLeftRunners(): Promise<void> {
   }
 }
 
-/** This process's own children running `runner --serve` (none without /proc). */
-async function runnerPids(): Promise<number[]> {
-  let children: number[] = [];
-  try {
-    const text = await readFile(`/proc/${process.pid}/task/${process.pid}/children`, "utf8");
-    children = text.trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    return []; // no /proc
-  }
-  const runners: number[] = [];
-  for (const pid of children) {
-    const cmdline = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
-    if (cmdline.replaceAll("\0", " ").includes("runner --serve")) runners.push(pid);
-  }
-  return runners;
-}
-
 let stopping: Promise<void> | undefined;
 function stop(): Promise<void> {
   stopping ??= (async () => {
@@ -485,6 +482,8 @@ process.on("message", (request: ServerRequest) => {
         return stackRound(request);
       case "rss":
         return rssRound(request);
+      case "jobs":
+        return stackJobsRound(request);
       case "stop":
         await stop();
         return { jobs: 0, seconds: 0 };

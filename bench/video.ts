@@ -8,12 +8,17 @@
 //   ladder     video_adaptive's 4-rendition HLS ladder (1080/720/480/360, one decode, one ffmpeg)
 //              vs four video_transcode jobs of the same heights, bitrates, codec and preset, one
 //              after another: wall time of each
+//   jobs       the same through the whole local stack, as a user submits them: one video_adaptive job
+//              vs the four video_transcode jobs submitted at once, each downloading the source from the
+//              embedded S3 store, run by the local executor's runner processes at its default
+//              concurrency (one per CPU), uploading its output: wall time from the first submit to the
+//              last completion, CPU time of the runners and their ffmpeg and ffprobe children
 //   rss        peak RSS of a `runner --serve` process doing that transcode through the stack (S3 GET,
 //              ffmpeg, S3 PUT, its reports to Redis; the node process's VmHWM: ffmpeg is its child)
 //              beside the plain command's own peak (GNU time)
 //
 // Knobs: BENCH_VIDEO_ROUNDS (3), BENCH_VIDEO_SECONDS (10, the clip's length),
-// BENCH_VIDEO_PARTS (transcode,ladder,rss: which of the three).
+// BENCH_VIDEO_PARTS (transcode,ladder,jobs,rss: which of the four).
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -27,6 +32,7 @@ import { audioOptions, CONTAINER_FORMATS, fitSize, videoEncodeOptions } from "..
 import { compileProject } from "./compile.js";
 import { DEFAULT_LIMITS, processContext } from "./context.js";
 import { hdVideo } from "./fixtures.js";
+import type { StackJob } from "./jobs-round.js";
 import { peak } from "./rss.js";
 import { fileSize, fmt, log, num, ResizeServer, run } from "./runner.js";
 import { formatRatio, formatSummary, printTable, ratio, summarize, type Summary } from "./stats.js";
@@ -39,7 +45,12 @@ const LADDER = { video_codec: "h264", preset: "veryfast", formats: ["hls"] } as 
 
 export interface VideoFigures {
   processorOverFfmpeg?: Summary;
+  /** The processors in-process: wall time and CPU seconds, four transcodes over one ladder. */
   separateOverLadder?: Summary;
+  separateOverLadderCpu?: Summary;
+  /** Through the stack: four video_transcode jobs over one video_adaptive job. */
+  jobsOverLadderJob?: Summary;
+  jobsOverLadderJobCpu?: Summary;
   runnerMiB?: Summary;
 }
 
@@ -179,19 +190,20 @@ async function transcodePart(source: string, info: MediaInfo, rounds: number, se
   return processorOverFfmpeg;
 }
 
-async function ladderPart(source: string, info: MediaInfo, rounds: number, seconds: number) {
-  const { videoAdaptive } = await import("../jobs/video_adaptive/processor.js");
-  const { videoTranscode } = await import("../jobs/video_transcode/processor.js");
+/**
+ * The ladder's renditions for this source, and the same renditions as separate transcodes: height,
+ * average bitrate and the ladder's ceiling (1.1×; video_transcode's buffer is twice the ceiling,
+ * the ladder's twice the average), AAC 128k stereo as the ladder's audio. What a transcode cannot be
+ * asked for: the ladder's fixed GOP of one segment and keyframes at segment boundaries (x264's own
+ * keyframe placement instead).
+ */
+function ladderRenditions(info: MediaInfo) {
   const renditions = chooseRenditions(
     withDefaults("video_adaptive", { ...LADDER }),
     info.video!,
     DEFAULT_LIMITS.maxOutputDimension,
   );
   if (typeof renditions === "string") throw new Error(renditions);
-  // The same renditions as separate transcodes: height, average bitrate and the ladder's ceiling
-  // (1.1×; video_transcode's buffer is twice the ceiling, the ladder's twice the average), AAC 128k
-  // stereo as the ladder's audio. What a transcode cannot be asked for: the ladder's fixed GOP of
-  // one segment and keyframes at segment boundaries (x264's own keyframe placement instead).
   const separate = renditions.map((r) => ({
     ...TRANSCODE,
     height: r.height,
@@ -200,6 +212,13 @@ async function ladderPart(source: string, info: MediaInfo, rounds: number, secon
     audio_bitrate: "128k",
     audio_channels: 2,
   }));
+  return { renditions, separate };
+}
+
+async function ladderPart(source: string, info: MediaInfo, rounds: number, seconds: number) {
+  const { videoAdaptive } = await import("../jobs/video_adaptive/processor.js");
+  const { videoTranscode } = await import("../jobs/video_transcode/processor.js");
+  const { renditions, separate } = ladderRenditions(info);
   let ladderBytes = 0;
   let separateBytes = 0;
   const ladder = async () => {
@@ -256,8 +275,76 @@ async function ladderPart(source: string, info: MediaInfo, rounds: number, secon
     "video_transcode × 4, one after another (mp4)": row("separate", separateBytes),
   });
   console.log(`time ratio separate/ladder: ${formatRatio(separateOverLadder, { atLeast: 1.5 })}`);
-  console.log(`CPU ratio separate/ladder:  ${formatRatio(ratio(cpu("separate"), cpu("ladder")))}`);
-  return separateOverLadder;
+  const separateOverLadderCpu = ratio(cpu("separate"), cpu("ladder"));
+  console.log(`CPU ratio separate/ladder:  ${formatRatio(separateOverLadderCpu)}`);
+  return { separateOverLadder, separateOverLadderCpu };
+}
+
+async function jobsPart(source: string, info: MediaInfo, rounds: number, seconds: number) {
+  const { separate } = ladderRenditions(info);
+  const ladder: StackJob = { path: "/jobs/video/adaptive", parameters: { ...LADDER }, prefix: true };
+  const transcodes: StackJob[] = separate.map((p) => ({ path: "/jobs/video/transcode", parameters: p }));
+  const server = new ResizeServer(await compileProject());
+  let bytes: Record<string, number> = {};
+  const concurrency = availableCpus();
+  let t: Record<string, Array<{ seconds: number; runnerCpu: number; stackCpu: number }>>;
+  try {
+    // The stack at the executor's default concurrency (0: one per CPU of the machine).
+    await server.send({ cmd: "setup", source, concurrency: 0 });
+    const submit = async (jobs: StackJob[], name: string) => {
+      const r = await server.send({
+        cmd: "jobs",
+        source,
+        sourceKey: "in/video.mp4",
+        contentType: "video/mp4",
+        jobs,
+      });
+      if (r.failed) throw new Error(`${r.failed} ${name} job(s) failed: ${r.error}`);
+      bytes = { ...bytes, [name]: r.outputBytes ?? 0 };
+      return { runnerCpu: Number.NaN, stackCpu: Number.NaN, ...r };
+    };
+    // Untimed: the executor starts its runners as jobs come, and each loads a processor when its
+    // first job of that type runs; a service that has run jobs has them started and loaded.
+    const warm = await hdVideo(1);
+    await server.send({
+      cmd: "jobs",
+      source: warm,
+      sourceKey: "in/warm.mp4",
+      contentType: "video/mp4",
+      jobs: [ladder, ...transcodes],
+      idle: false,
+    });
+    t = await alternate(
+      "jobs",
+      rounds,
+      { ladder: () => submit([ladder], "ladder"), separate: () => submit(transcodes, "separate") },
+      (r) => `${fmt(r.seconds)} s (runners' CPU ${fmt(r.runnerCpu)} s)`,
+    );
+  } finally {
+    await server.close();
+  }
+  const wall = (name: string) => t[name]!.map((r) => r.seconds);
+  const cpu = (name: string) => t[name]!.map((r) => r.runnerCpu);
+  const row = (name: string) => ({
+    "wall s": formatSummary(summarize(wall(name)), 2),
+    "media s per wall s": formatSummary(summarize(wall(name).map((w) => seconds / w)), 2),
+    "runners' CPU s": formatSummary(summarize(cpu(name)), 2),
+    "rest of the stack's CPU s": formatSummary(summarize(t[name]!.map((r) => r.stackCpu)), 2),
+    "output MB": fmt(bytes[name]! / 1e6, 1),
+  });
+  console.log(`\nLadder jobs: ${describeSource(seconds)} through the local stack, the same renditions`);
+  console.log(
+    `(median [min–max] of ${rounds} alternating rounds; submitted at once over HTTP, the executor at its default concurrency, ${concurrency} runner processes started and idle; wall: first submit to last completion; runners' CPU s: the runner processes' and their ffmpeg and ffprobe children's, from /proc; the rest: the API, executor and embedded S3 store's process and redis-server)\n`,
+  );
+  printTable({
+    "video_adaptive, one job": row("ladder"),
+    [`video_transcode × 4 at once (${concurrency} at a time)`]: row("separate"),
+  });
+  const jobsOverLadderJob = ratio(wall("separate"), wall("ladder"));
+  const jobsOverLadderJobCpu = ratio(cpu("separate"), cpu("ladder"));
+  console.log(`time ratio separate/ladder: ${formatRatio(jobsOverLadderJob, { atLeast: 1.5 })}`);
+  console.log(`CPU ratio separate/ladder (runners): ${formatRatio(jobsOverLadderJobCpu)}`);
+  return { jobsOverLadderJob, jobsOverLadderJobCpu };
 }
 
 async function rssPart(source: string, info: MediaInfo, rounds: number, seconds: number, work: string) {
@@ -323,6 +410,22 @@ async function rssPart(source: string, info: MediaInfo, rounds: number, seconds:
   return runner;
 }
 
+/** The ladder against four transcodes as the two parts measured it, side by side. */
+function printLadderComparison(f: VideoFigures): void {
+  if (!f.separateOverLadder || !f.jobsOverLadderJob) return;
+  console.log("\nLadder against four transcodes, separate/ladder (target >= 1.5 in wall time):\n");
+  printTable({
+    "the processors in-process (ladder)": {
+      "wall time": formatSummary(f.separateOverLadder),
+      "CPU s": formatSummary(f.separateOverLadderCpu!),
+    },
+    "jobs through the local stack (jobs)": {
+      "wall time": formatSummary(f.jobsOverLadderJob),
+      "CPU s": formatSummary(f.jobsOverLadderJobCpu!),
+    },
+  });
+}
+
 function describeSource(seconds: number): string {
   return `a ${seconds} s 1920x1080 ${FPS} fps H.264 + AAC clip (testsrc2 + sine)`;
 }
@@ -330,7 +433,7 @@ function describeSource(seconds: number): string {
 export async function videoBenchmark(): Promise<VideoFigures> {
   const rounds = num("BENCH_VIDEO_ROUNDS", 3);
   const seconds = num("BENCH_VIDEO_SECONDS", 10);
-  const parts = (process.env.BENCH_VIDEO_PARTS ?? "transcode,ladder,rss").split(",");
+  const parts = (process.env.BENCH_VIDEO_PARTS ?? "transcode,ladder,jobs,rss").split(",");
   const source = await hdVideo(seconds);
   const info = await probeFile(source);
   log(`video source ${source}: ${fmt((await fileSize(source)) / 1e6, 1)} MB, ${availableCpus()} CPUs`);
@@ -339,8 +442,9 @@ export async function videoBenchmark(): Promise<VideoFigures> {
   try {
     if (parts.includes("transcode"))
       figures.processorOverFfmpeg = await transcodePart(source, info, rounds, seconds, work);
-    if (parts.includes("ladder"))
-      figures.separateOverLadder = await ladderPart(source, info, rounds, seconds);
+    if (parts.includes("ladder")) Object.assign(figures, await ladderPart(source, info, rounds, seconds));
+    if (parts.includes("jobs")) Object.assign(figures, await jobsPart(source, info, rounds, seconds));
+    printLadderComparison(figures);
     if (parts.includes("rss")) figures.runnerMiB = await rssPart(source, info, rounds, seconds, work);
   } finally {
     await rm(work, { recursive: true, force: true });

@@ -9,20 +9,23 @@
 // the MPD out of what it uploads. The master playlist is written here from ffmpeg's (the variants
 // tallest first, the audio-only variant when asked for).
 //
-// Upload order, so that a client never finds a ladder that is not whole: every segment, then the
-// media playlists, then the MPD, then the master playlist, last. A job that fails or is stopped
-// (cancelled, timed out) on the way removes every object it uploaded: none of the ladder is left.
+// Upload order, so that a client never finds a ladder that is not whole: every segment (each media
+// segment as soon as ffmpeg has completed it, while it writes the next: ship.ts; the init segments
+// and what is left once ffmpeg ends), then the media playlists, then the MPD, then the master
+// playlist, last. A job that fails or is stopped (cancelled, timed out) on the way removes every
+// object it uploaded: none of the ladder is left.
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { withDefaults } from "../../core/jobs/parameters.js";
 import { outputUrl } from "../../core/storage/s3.js";
 import { describeError, PermanentError } from "../../runner/errors.js";
-import type { ObjectWriter, Processor } from "../../runner/processor.js";
+import type { ObjectWriter, ProcessContext, Processor } from "../../runner/processor.js";
 import { probeFile, probeSource } from "../../runner/av/probe.js";
 import { availableCpus } from "../../runner/cpus.js";
 import { checkEncodedVideo, checkNotStill } from "../../runner/av/moving.js";
-import { runFfmpeg } from "../../runner/av/run.js";
+import { runFfmpeg, type RunResult } from "../../runner/av/run.js";
 import { DASH_MANIFEST, MASTER_PLAYLIST, prefixOfEntry } from "./definition.js";
+import { shipAsWritten } from "./ship.js";
 import {
   AUDIO_KBPS,
   chooseRenditions,
@@ -40,6 +43,10 @@ const ENCODE_TO = 85;
 const MAX_GOP_RATE = 120;
 /** Segments uploaded at once. */
 const UPLOAD_CONCURRENCY = 4;
+/** A media segment's name (the dash muxer's -media_seg_name; ladder.ts): shipped once complete. */
+const MEDIA_SEGMENT = /^chunk-.*\.m4s$/;
+/** How often the ladder's directory is read for segments ffmpeg has completed. */
+const SHIP_INTERVAL_MS = 250;
 
 const CONTENT_TYPES: Array<[RegExp, string]> = [
   [/^init-.*\.m4s$/, "video/mp4"],
@@ -87,70 +94,71 @@ export const videoAdaptive: Processor = async (ctx) => {
   const what = `${renditions.map((r) => `${r.height}p`).join(", ")} in ${parameters.video_codec}`;
   ctx.progress(ENCODE_FROM, `encoding ${what}`);
   await mkdir(dir, { recursive: true });
-  const run = await runFfmpeg(
-    {
-      input: ctx.sourcePath,
-      output: join(dir, DASH_MANIFEST),
-      outputOptions: command.outputOptions,
-      reads: "video",
-    },
-    {
-      signal: ctx.signal,
-      maxPixels: ctx.limits.maxInputPixels,
-      logger: ctx.logger,
-      ...(duration !== undefined ? { duration } : {}),
-      onProgress: (f) => ctx.progress(ENCODE_FROM + f * (ENCODE_TO - ENCODE_FROM), `encoding ${what}`),
-    },
-  );
-  checkEncodedVideo(video.codec, "a ladder", run.frames, video.duration, run.outTime);
 
-  // ffmpeg's master playlist says each variant's codecs and bandwidth; ours is written from it.
-  const ffmpegMaster = readMaster(await readFile(join(dir, MASTER_PLAYLIST), "utf8"));
-  if (ffmpegMaster.variants.length !== renditions.length) {
-    throw new Error(
-      `ffmpeg wrote ${ffmpegMaster.variants.length} variant(s) for ${renditions.length} rendition(s)`,
-    );
-  }
-  if (parameters.video_codec === "h265") await nameHevc(dir, ffmpegMaster.variants, ctx.signal);
-  const audio =
-    command.audio && ffmpegMaster.audioUri
-      ? { uri: ffmpegMaster.audioUri, codecs: "mp4a.40.2", bandwidth: AUDIO_KBPS * 1000 }
-      : undefined;
-  const master = writeMaster(ffmpegMaster.variants, audio, parameters.audio_only_rendition);
-  await writeFile(join(dir, MASTER_PLAYLIST), master);
-
-  const files = await readdir(dir);
-  const segments = files.filter((f) => f.endsWith(".m4s"));
-  const playlists = files.filter((f) => f.endsWith(".m3u8") && f !== MASTER_PLAYLIST);
-  const manifests = [
-    ...(formats.includes("dash") ? [DASH_MANIFEST] : []),
-    ...(formats.includes("hls") ? [MASTER_PLAYLIST] : []),
-  ];
-  const steps = [segments, formats.includes("hls") ? playlists : [], ...manifests.map((m) => [m])];
-  const total = steps.reduce((n, s) => n + s.length, 0);
-  ctx.logger.info(
-    { renditions: renditions.length, objects: total, errors: run.errors.length },
-    "ladder encoded",
-  );
-
+  // Every key of the ladder whose upload was started, for its removal if the job does not complete.
   const uploaded: string[] = [];
-  let done = 0;
+  const upload = async (name: string) => {
+    const key = `${prefix}/${name}`;
+    uploaded.push(key);
+    await ctx.objects!.upload(bucket, key, join(dir, name), contentTypeOf(name), ctx.signal);
+  };
+  let written: { run: RunResult; ffmpegMaster: ReturnType<typeof readMaster>; audio?: AudioVariant };
   try {
+    const run = await encodeShipping(ctx, dir, command.outputOptions, upload, {
+      what,
+      ...(duration !== undefined ? { duration } : {}),
+    });
+    checkEncodedVideo(video.codec, "a ladder", run.frames, video.duration, run.outTime);
+
+    // ffmpeg's master playlist says each variant's codecs and bandwidth; ours is written from it.
+    const ffmpegMaster = readMaster(await readFile(join(dir, MASTER_PLAYLIST), "utf8"));
+    if (ffmpegMaster.variants.length !== renditions.length) {
+      throw new Error(
+        `ffmpeg wrote ${ffmpegMaster.variants.length} variant(s) for ${renditions.length} rendition(s)`,
+      );
+    }
+    if (parameters.video_codec === "h265") await nameHevc(dir, ffmpegMaster.variants, ctx.signal);
+    const audio =
+      command.audio && ffmpegMaster.audioUri
+        ? { uri: ffmpegMaster.audioUri, codecs: "mp4a.40.2", bandwidth: AUDIO_KBPS * 1000 }
+        : undefined;
+    const master = writeMaster(ffmpegMaster.variants, audio, parameters.audio_only_rendition);
+    await writeFile(join(dir, MASTER_PLAYLIST), master);
+
+    // What is left: the init segments and the segments not shipped while ffmpeg wrote them.
+    const files = await readdir(dir);
+    const segments = files.filter((f) => f.endsWith(".m4s"));
+    const playlists = files.filter((f) => f.endsWith(".m3u8") && f !== MASTER_PLAYLIST);
+    const manifests = [
+      ...(formats.includes("dash") ? [DASH_MANIFEST] : []),
+      ...(formats.includes("hls") ? [MASTER_PLAYLIST] : []),
+    ];
+    const steps = [segments, formats.includes("hls") ? playlists : [], ...manifests.map((m) => [m])];
+    const total = steps.reduce((n, s) => n + s.length, 0);
+    ctx.logger.info(
+      {
+        renditions: renditions.length,
+        objects: uploaded.length + total,
+        shipped_while_encoding: uploaded.length,
+        errors: run.errors.length,
+      },
+      "ladder encoded",
+    );
+    let done = 0;
     for (const step of steps) {
       await uploadAll(step, UPLOAD_CONCURRENCY, async (name) => {
-        const key = `${prefix}/${name}`;
-        uploaded.push(key);
-        await ctx.objects!.upload(bucket, key, join(dir, name), contentTypeOf(name), ctx.signal);
+        await upload(name);
         ctx.progress(ENCODE_TO + (++done / total) * (100 - ENCODE_TO), "uploading the ladder");
       });
     }
     // Stopped after the last upload: the job will not complete, so its ladder goes too.
     ctx.signal.throwIfAborted();
+    written = { run, ffmpegMaster, ...(audio ? { audio } : {}) };
   } catch (err) {
     await removeLadder(ctx.objects, bucket, uploaded, ctx.logger, err);
     throw err;
   }
-
+  const { run, ffmpegMaster, audio } = written;
   const url = (name: string) => outputUrl(ctx.config.storage, bucket, `${prefix}/${name}`);
   return {
     result: {
@@ -172,6 +180,57 @@ export const videoAdaptive: Processor = async (ctx) => {
     },
   };
 };
+
+/** The audio-only variant of the master playlist. */
+interface AudioVariant {
+  uri: string;
+  codecs: string;
+  bandwidth: number;
+}
+
+/**
+ * Runs the ladder's ffmpeg while its media segments are shipped (`upload`) as ffmpeg completes
+ * them. A segment that cannot be uploaded stops ffmpeg, and the job fails with the upload's error;
+ * once ffmpeg has ended, the uploads under way are waited for.
+ */
+async function encodeShipping(
+  ctx: ProcessContext,
+  dir: string,
+  outputOptions: string[],
+  upload: (name: string) => Promise<void>,
+  encode: { what: string; duration?: number },
+): Promise<RunResult> {
+  const shipping = new AbortController();
+  const shipper = shipAsWritten({
+    dir,
+    pattern: MEDIA_SEGMENT,
+    ship: upload,
+    concurrency: UPLOAD_CONCURRENCY,
+    intervalMs: SHIP_INTERVAL_MS,
+    onError: (err) => shipping.abort(err),
+  });
+  let run: RunResult;
+  try {
+    run = await runFfmpeg(
+      { input: ctx.sourcePath, output: join(dir, DASH_MANIFEST), outputOptions, reads: "video" },
+      {
+        signal: AbortSignal.any([ctx.signal, shipping.signal]),
+        maxPixels: ctx.limits.maxInputPixels,
+        logger: ctx.logger,
+        ...(encode.duration !== undefined ? { duration: encode.duration } : {}),
+        onProgress: (f) =>
+          ctx.progress(ENCODE_FROM + f * (ENCODE_TO - ENCODE_FROM), `encoding ${encode.what}`),
+      },
+    );
+  } catch (err) {
+    await shipper.stop();
+    // ffmpeg stopped because a segment could not be uploaded: that is the job's error.
+    throw shipping.signal.aborted && !ctx.signal.aborted ? shipping.signal.reason : err;
+  }
+  await shipper.stop();
+  if (shipping.signal.aborted) throw shipping.signal.reason;
+  return run;
+}
 
 /**
  * Each HEVC variant's full codecs name, read from its init segment, in its variant and in the MPD

@@ -4,7 +4,9 @@
 // present, the master playlist written last (the store's own log of requests); and ladders that
 // fail (a truncated source, a job stopped while it uploads) leaving nothing under their prefix.
 import assert from "node:assert/strict";
-import { writeFile } from "node:fs/promises";
+import { execFile } from "node:child_process";
+import { readdir, writeFile } from "node:fs/promises";
+import { promisify } from "node:util";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { XMLParser } from "fast-xml-parser";
@@ -15,6 +17,28 @@ import { makeContext, makeVideo, mediaDir, removeMediaDirs, truncated } from "..
 import { keyframeTimesOf, startLadderStore, type LadderStore } from "../support/ladder.js";
 
 let store: LadderStore;
+const run = promisify(execFile);
+
+/** The pids of the ffmpeg processes whose command line names `path`. */
+async function pgrep(path: string): Promise<number[]> {
+  try {
+    const { stdout } = await run("pgrep", ["-f", `ffmpeg .*${path}`]);
+    return stdout.trim().split("\n").map(Number);
+  } catch {
+    return []; // pgrep exits 1 when nothing matches
+  }
+}
+
+/** Polls `get` (bounded) until it gives a value. */
+async function waitFor<T>(what: string, get: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const value = await get();
+    if (value !== undefined) return value;
+    assert.ok(Date.now() < deadline, `waited for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
 
 before(async () => {
   store = await startLadderStore();
@@ -237,6 +261,59 @@ describe("video_adaptive", () => {
     });
     assert.deepEqual(await store.list(`${prefix}/`), []);
   });
+
+  test(
+    "segments are uploaded while ffmpeg still writes the ladder, and leave the scratch disk",
+    { timeout: 120_000 },
+    async () => {
+      // ffmpeg is frozen (SIGSTOP) as soon as its first segment is complete, with most of the ladder
+      // still to write: the segment must reach the store while it cannot go on.
+      const source = await makeVideo({ durationSeconds: 30, width: 320, height: 180 });
+      const prefix = "ladders/shipped";
+      const handle = await ladder(source, prefix, {
+        renditions: [{ height: 180, video_bitrate: "300k" }],
+        segment_seconds: 1,
+        preset: "medium",
+      });
+      const dir = join(handle.ctx.scratchDir, "ladder");
+      const putSegments = () =>
+        store.requests.filter(
+          (r) => r.method === "PUT" && r.status === 200 && /\/chunk-[^/]*\.m4s/.test(r.path),
+        );
+      const running = videoAdaptive(handle.ctx);
+      let pid: number | undefined;
+      let shippedEarly: string[] = [];
+      try {
+        pid = await waitFor("the ladder's ffmpeg", async () => (await pgrep(dir))[0]);
+        await waitFor(
+          "a whole segment",
+          async () =>
+            (await readdir(dir).catch(() => [] as string[])).some((f) => /^chunk-.*\.m4s$/.test(f)) ||
+            putSegments().length > 0 ||
+            undefined,
+        );
+        process.kill(pid, "SIGSTOP");
+        await waitFor("a segment in the store", async () => putSegments().length > 0 || undefined);
+        assert.deepEqual(await pgrep(dir), [pid], "ffmpeg has not ended: it is frozen mid-ladder");
+        shippedEarly = putSegments().map((r) => r.path.slice(r.path.lastIndexOf("/") + 1));
+      } finally {
+        if (pid !== undefined) process.kill(pid, "SIGCONT");
+      }
+      const out = await running;
+      assert.ok(out.result.master_url);
+      const segments = (await store.list(`${prefix}/`)).filter((k) => /\/chunk-/.test(k));
+      assert.ok(segments.length >= 30, `every segment in the store: ${segments.length}`);
+      // What was shipped during the encode left the scratch disk then; the rest goes with the
+      // job's scratch directory.
+      const left = await readdir(dir);
+      assert.ok(shippedEarly.length > 0);
+      assert.deepEqual(
+        shippedEarly.filter((name) => left.includes(name)),
+        [],
+        `the segments shipped while ffmpeg ran are off the scratch disk: ${shippedEarly.join(", ")}`,
+      );
+    },
+  );
 
   test("a job stopped while it uploads removes what it wrote", { timeout: 120_000 }, async () => {
     // 240 lines of 16:9 are 426 pixels wide, a hair off 16:9: a ladder still (the dash muxer

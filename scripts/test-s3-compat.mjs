@@ -6,16 +6,16 @@
 //
 //   node --import tsx scripts/test-s3-compat.mjs [test files or dirs]   (npm run test:s3-compat)
 //
-// Without arguments: test/unit, test/component and test/integration, the files `npm test` runs but
-// the workspace packages' own tests (packages/*/test: the embedded store's test that store itself,
-// whatever S3_ENDPOINT says). versitygw must be built first (bash scripts/provision.sh versitygw,
+// Without arguments: test/component and test/integration, the tiers whose files start stacks that talk
+// to S3 (test/unit's never do; the workspace packages' own tests, packages/*/test, test the embedded
+// store itself, whatever S3_ENDPOINT says). versitygw must be built first (bash scripts/provision.sh versitygw,
 // which npm run test:s3-compat does).
 import { spawn } from "node:child_process";
 import { ListBucketsCommand, S3Client } from "@aws-sdk/client-s3";
 import { startVersitygw } from "../test/support/versitygw.ts";
 
 const targets = process.argv.slice(2);
-if (targets.length === 0) targets.push("test/unit", "test/component", "test/integration");
+if (targets.length === 0) targets.push("test/component", "test/integration");
 
 const started = Date.now();
 const server = await startVersitygw();

@@ -7,8 +7,8 @@
 #      banner and logs no warning; the API is unreachable from outside the container and its Redis
 #      demands a password; the README's quickstart, copied from the README, completes a resize.
 #   2. `npm ci && npm test` passes in the same container (when part 2b is skipped: 2b runs the tests
-#      on Debian's Node, under the Node 24 its launcher fetches, which is the same run; CI's own
-#      `npm test` step is the run on a machine that has Node 24).
+#      on Debian's Node, under the Node 24 its launcher fetches, which is the same run). .ci/run has
+#      no `npm test` step of its own: 2b is CI's run of the tests.
 #   2b. The same two commands in a bare Debian 12 with Debian's own `nodejs` (18) and `npm` packages
 #      instead of Node 24: they fetch Node 24 for themselves (scripts/node.sh) and run under it; the
 #      quickstart, copied from the README, completes a resize; closing the terminal (SIGHUP) leaves
@@ -233,7 +233,8 @@ if [[ "${FRESH_SKIP_DEBIAN_NODE:-}" != 1 ]]; then
 
   log "2b. npm ci && npm test on Debian's Node"
   if ! in_dbox "cd $APP && npm ci && npm test" >"$work/debian-test.log" 2>&1; then
-    grep -E '^ℹ|^✖' "$work/debian-test.log" | tail -n 40
+    # This is CI's one run of npm test: the failures in full (the runner lists them last), then the tail.
+    sed -n '/^✖ failing tests:/,$p' "$work/debian-test.log" | head -n 600
     tail -n 80 "$work/debian-test.log"
     die "npm test failed on Debian's Node"
   fi

@@ -116,6 +116,25 @@ export function hdVideo(seconds = 10): Promise<string> {
 }
 
 /**
+ * A 1920×1080 30 fps clip as a phone or camera records one, what ladders are made from: testsrc2's
+ * moving detail under sensor grain (temporal noise), H.264 High at 17 Mbit/s (a phone's 1080p30) with
+ * a keyframe every second, a 440 Hz stereo sine in AAC. It costs about twice testsrc2's clip to decode
+ * (hdVideo: 5.5 Mbit/s of flat synthetic colour). Ten seconds are about 22 MB and take ~40 s to make
+ * on 2 cores.
+ */
+export function cameraVideo(seconds = 10): Promise<string> {
+  return cached(`grain-1920x1080-30fps-17M-sine-${seconds}s.mp4`, async (tmp) => {
+    await run("ffmpeg", [
+      ...["-v", "error", "-y", "-f", "lavfi", "-i", `testsrc2=size=1920x1080:rate=30:duration=${seconds}`],
+      ...["-f", "lavfi", "-i", `sine=frequency=440:sample_rate=48000:duration=${seconds}`],
+      ...["-vf", "noise=alls=14:allf=t+u", "-c:v", "libx264", "-preset", "veryfast", "-profile:v", "high"],
+      ...["-b:v", "17M", "-maxrate", "20M", "-bufsize", "20M", "-g", "30", "-pix_fmt", "yuv420p"],
+      ...["-c:a", "aac", "-b:a", "128k", "-ac", "2", "-movflags", "+faststart", "-f", "mp4", tmp],
+    ]);
+  });
+}
+
+/**
  * A JPEG with what photos have besides texture: a sky-like gradient, hard-edged shapes in saturated
  * colours (where chroma subsampling and ringing show), thin lines and text, over the blotches and
  * grain of photo(). Written at quality 92, as a camera would. 3000×2000 is about 2.5 MB.

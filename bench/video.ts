@@ -1,6 +1,9 @@
-// npm run bench -- video: the video job types against plain ffmpeg, on a generated 1080p30 H.264
-// clip with AAC audio (bench/fixtures.ts hdVideo), side by side in one run, the targets alternating
-// their order round by round:
+// npm run bench -- video: the video job types against plain ffmpeg, on generated 1080p30 H.264
+// clips with AAC audio, side by side in one run, the targets alternating their order round by round.
+// Two sources (bench/fixtures.ts): `synthetic` (hdVideo: testsrc2, 5.5 Mbit/s, cheap to decode) for
+// every part, and `camera` (cameraVideo: the same under sensor grain at a phone's 17 Mbit/s, what a
+// ladder is usually made from, twice the decode) for the ladder and jobs parts, whose saving is the
+// decodes they do not repeat:
 //
 //   transcode  video_transcode to 720p H.264 + AAC (preset fast), the processor called in-process as
 //              the runner calls it (bench/context.ts), vs the one plain ffmpeg command with the
@@ -17,8 +20,9 @@
 //              ffmpeg, S3 PUT, its reports to Redis; the node process's VmHWM: ffmpeg is its child)
 //              beside the plain command's own peak (GNU time)
 //
-// Knobs: BENCH_VIDEO_ROUNDS (3), BENCH_VIDEO_SECONDS (10, the clip's length),
-// BENCH_VIDEO_PARTS (transcode,ladder,jobs,rss: which of the four).
+// Knobs: BENCH_VIDEO_ROUNDS (3), BENCH_VIDEO_SECONDS (10, the clips' length),
+// BENCH_VIDEO_PARTS (transcode,ladder,jobs,rss: which of the four), BENCH_VIDEO_LADDER_SOURCES
+// (synthetic,camera: the sources of the ladder and jobs parts).
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -31,7 +35,7 @@ import type { ObjectWriter, ProcessContext } from "../runner/processor.js";
 import { audioOptions, CONTAINER_FORMATS, fitSize, videoEncodeOptions } from "../runner/av/video-encode.js";
 import { compileProject } from "./compile.js";
 import { DEFAULT_LIMITS, processContext } from "./context.js";
-import { hdVideo } from "./fixtures.js";
+import { cameraVideo, hdVideo } from "./fixtures.js";
 import type { StackJob } from "./jobs-round.js";
 import { peak } from "./rss.js";
 import { fileSize, fmt, log, num, ResizeServer, run } from "./runner.js";
@@ -45,13 +49,42 @@ const LADDER = { video_codec: "h264", preset: "veryfast", formats: ["hls"] } as 
 
 export interface VideoFigures {
   processorOverFfmpeg?: Summary;
+  /** The ladder against four transcodes, per source (synthetic, camera). */
+  ladders?: Record<string, LadderFigures>;
+  runnerMiB?: Summary;
+}
+
+interface LadderFigures {
   /** The processors in-process: wall time and CPU seconds, four transcodes over one ladder. */
   separateOverLadder?: Summary;
   separateOverLadderCpu?: Summary;
   /** Through the stack: four video_transcode jobs over one video_adaptive job. */
   jobsOverLadderJob?: Summary;
   jobsOverLadderJobCpu?: Summary;
-  runnerMiB?: Summary;
+}
+
+/** A generated clip, what ffprobe says of it, and how the tables name it. */
+interface Source {
+  path: string;
+  info: MediaInfo;
+  description: string;
+}
+
+const SOURCES = {
+  synthetic: {
+    make: hdVideo,
+    describe: (s: number) => `a ${s} s 1920x1080 ${FPS} fps H.264 + AAC clip (testsrc2 + sine, 5.5 Mbit/s)`,
+  },
+  camera: {
+    make: cameraVideo,
+    describe: (s: number) =>
+      `a ${s} s 1920x1080 ${FPS} fps H.264 High + AAC clip (testsrc2 under grain, 17 Mbit/s)`,
+  },
+} as const;
+
+async function loadSource(kind: keyof typeof SOURCES, seconds: number): Promise<Source> {
+  const path = await SOURCES[kind].make(seconds);
+  return { path, info: await probeFile(path), description: SOURCES[kind].describe(seconds) };
 }
 
 /** Wall and CPU time of one run of a target. */
@@ -141,7 +174,12 @@ function countingWriter(): ObjectWriter & { bytes: number; objects: number } {
   return writer;
 }
 
-async function transcodePart(source: string, info: MediaInfo, rounds: number, seconds: number, work: string) {
+async function transcodePart(
+  { path: source, info, description }: Source,
+  rounds: number,
+  seconds: number,
+  work: string,
+) {
   const { videoTranscode } = await import("../jobs/video_transcode/processor.js");
   const frames = seconds * FPS;
   let result: Record<string, unknown> = {};
@@ -173,7 +211,7 @@ async function transcodePart(source: string, info: MediaInfo, rounds: number, se
     "CPU s": formatSummary(summarize(cpu(name)), 2),
   });
   console.log(
-    `\nTranscode: ${describeSource(seconds)} to 720p H.264 + AAC (video_transcode ${JSON.stringify(TRANSCODE)})`,
+    `\nTranscode: ${description} to 720p H.264 + AAC (video_transcode ${JSON.stringify(TRANSCODE)})`,
   );
   console.log(
     `(median [min–max] of ${rounds} alternating rounds, the ratio of each round's own; the processor called in-process as the runner calls it, its ffprobe before and after included; CPU s: this process's and its ffmpeg and ffprobe children's)\n`,
@@ -215,7 +253,7 @@ function ladderRenditions(info: MediaInfo) {
   return { renditions, separate };
 }
 
-async function ladderPart(source: string, info: MediaInfo, rounds: number, seconds: number) {
+async function ladderPart({ path: source, info, description }: Source, rounds: number, seconds: number) {
   const { videoAdaptive } = await import("../jobs/video_adaptive/processor.js");
   const { videoTranscode } = await import("../jobs/video_transcode/processor.js");
   const { renditions, separate } = ladderRenditions(info);
@@ -266,7 +304,7 @@ async function ladderPart(source: string, info: MediaInfo, rounds: number, secon
     "output MB": fmt(bytes / 1e6, 1),
   });
   const list = renditions.map((r) => `${r.height}p ${r.kbps}k`).join(", ");
-  console.log(`\nLadder: ${describeSource(seconds)} into ${list} (H.264 veryfast, AAC 128k)`);
+  console.log(`\nLadder: ${description} into ${list} (H.264 veryfast, AAC 128k)`);
   console.log(
     `(median [min–max] of ${rounds} alternating rounds; the processors in-process, the ladder's uploads counted, not sent; CPU s: this process's and its ffmpeg and ffprobe children's)\n`,
   );
@@ -280,7 +318,7 @@ async function ladderPart(source: string, info: MediaInfo, rounds: number, secon
   return { separateOverLadder, separateOverLadderCpu };
 }
 
-async function jobsPart(source: string, info: MediaInfo, rounds: number, seconds: number) {
+async function jobsPart({ path: source, info, description }: Source, rounds: number, seconds: number) {
   const { separate } = ladderRenditions(info);
   const ladder: StackJob = { path: "/jobs/video/adaptive", parameters: { ...LADDER }, prefix: true };
   const transcodes: StackJob[] = separate.map((p) => ({ path: "/jobs/video/transcode", parameters: p }));
@@ -332,7 +370,7 @@ async function jobsPart(source: string, info: MediaInfo, rounds: number, seconds
     "rest of the stack's CPU s": formatSummary(summarize(t[name]!.map((r) => r.stackCpu)), 2),
     "output MB": fmt(bytes[name]! / 1e6, 1),
   });
-  console.log(`\nLadder jobs: ${describeSource(seconds)} through the local stack, the same renditions`);
+  console.log(`\nLadder jobs: ${description} through the local stack, the same renditions`);
   console.log(
     `(median [min–max] of ${rounds} alternating rounds; submitted at once over HTTP, the executor at its default concurrency, ${concurrency} runner processes started and idle; wall: first submit to last completion; runners' CPU s: the runner processes' and their ffmpeg and ffprobe children's, from /proc; the rest: the API, executor and embedded S3 store's process and redis-server)\n`,
   );
@@ -347,7 +385,7 @@ async function jobsPart(source: string, info: MediaInfo, rounds: number, seconds
   return { jobsOverLadderJob, jobsOverLadderJobCpu };
 }
 
-async function rssPart(source: string, info: MediaInfo, rounds: number, seconds: number, work: string) {
+async function rssPart({ path: source, info, description }: Source, rounds: number, work: string) {
   const server = new ResizeServer(await compileProject());
   const job = {
     path: "/jobs/video/transcode",
@@ -384,7 +422,7 @@ async function rssPart(source: string, info: MediaInfo, rounds: number, seconds:
   const runner = summarize(peaks.runner!);
   const ffmpeg = summarize(peaks.ffmpeg!);
   const both = summarize(peaks.runner!.map((r, i) => r + peaks.ffmpeg![i]!));
-  console.log(`\nPeak RSS: the transcode of ${describeSource(seconds)} to 720p through the stack`);
+  console.log(`\nPeak RSS: the transcode of ${description} to 720p through the stack`);
   console.log(
     `(median [min–max] of ${rounds} alternating rounds, a process of its own each; the runner's node process's VmHWM once its job completed, ffmpeg's by GNU time)\n`,
   );
@@ -410,42 +448,61 @@ async function rssPart(source: string, info: MediaInfo, rounds: number, seconds:
   return runner;
 }
 
-/** The ladder against four transcodes as the two parts measured it, side by side. */
-function printLadderComparison(f: VideoFigures): void {
-  if (!f.separateOverLadder || !f.jobsOverLadderJob) return;
+/** The ladder against four transcodes as the two parts measured it, per source, side by side. */
+function printLadderComparison(ladders: Record<string, LadderFigures>): void {
+  const rows: Record<string, Record<string, string>> = {};
+  for (const [kind, f] of Object.entries(ladders)) {
+    if (f.separateOverLadder) {
+      rows[`${kind}: the processors in-process (ladder)`] = {
+        "wall time": formatSummary(f.separateOverLadder),
+        "CPU s": formatSummary(f.separateOverLadderCpu!),
+      };
+    }
+    if (f.jobsOverLadderJob) {
+      rows[`${kind}: jobs through the local stack (jobs)`] = {
+        "wall time": formatSummary(f.jobsOverLadderJob),
+        "CPU s": formatSummary(f.jobsOverLadderJobCpu!),
+      };
+    }
+  }
+  if (Object.keys(rows).length < 2) return;
   console.log("\nLadder against four transcodes, separate/ladder (target >= 1.5 in wall time):\n");
-  printTable({
-    "the processors in-process (ladder)": {
-      "wall time": formatSummary(f.separateOverLadder),
-      "CPU s": formatSummary(f.separateOverLadderCpu!),
-    },
-    "jobs through the local stack (jobs)": {
-      "wall time": formatSummary(f.jobsOverLadderJob),
-      "CPU s": formatSummary(f.jobsOverLadderJobCpu!),
-    },
-  });
-}
-
-function describeSource(seconds: number): string {
-  return `a ${seconds} s 1920x1080 ${FPS} fps H.264 + AAC clip (testsrc2 + sine)`;
+  printTable(rows);
 }
 
 export async function videoBenchmark(): Promise<VideoFigures> {
   const rounds = num("BENCH_VIDEO_ROUNDS", 3);
   const seconds = num("BENCH_VIDEO_SECONDS", 10);
   const parts = (process.env.BENCH_VIDEO_PARTS ?? "transcode,ladder,jobs,rss").split(",");
-  const source = await hdVideo(seconds);
-  const info = await probeFile(source);
-  log(`video source ${source}: ${fmt((await fileSize(source)) / 1e6, 1)} MB, ${availableCpus()} CPUs`);
+  const ladderSources = (process.env.BENCH_VIDEO_LADDER_SOURCES ?? "synthetic,camera").split(",");
+  for (const kind of ladderSources) {
+    if (!(kind in SOURCES))
+      throw new Error(`BENCH_VIDEO_LADDER_SOURCES: no source "${kind}" (${Object.keys(SOURCES).join(", ")})`);
+  }
+  const synthetic = await loadSource("synthetic", seconds);
+  log(
+    `video source ${synthetic.path}: ${fmt((await fileSize(synthetic.path)) / 1e6, 1)} MB, ${availableCpus()} CPUs`,
+  );
   const work = await mkdtemp(join(tmpdir(), "media-service-bench-video-"));
   const figures: VideoFigures = {};
   try {
     if (parts.includes("transcode"))
-      figures.processorOverFfmpeg = await transcodePart(source, info, rounds, seconds, work);
-    if (parts.includes("ladder")) Object.assign(figures, await ladderPart(source, info, rounds, seconds));
-    if (parts.includes("jobs")) Object.assign(figures, await jobsPart(source, info, rounds, seconds));
-    printLadderComparison(figures);
-    if (parts.includes("rss")) figures.runnerMiB = await rssPart(source, info, rounds, seconds, work);
+      figures.processorOverFfmpeg = await transcodePart(synthetic, rounds, seconds, work);
+    if (parts.includes("ladder") || parts.includes("jobs")) {
+      figures.ladders = {};
+      for (const kind of ladderSources) {
+        const source =
+          kind === "synthetic" ? synthetic : await loadSource(kind as keyof typeof SOURCES, seconds);
+        if (kind !== "synthetic")
+          log(`video source ${source.path}: ${fmt((await fileSize(source.path)) / 1e6, 1)} MB`);
+        const f: LadderFigures = {};
+        if (parts.includes("ladder")) Object.assign(f, await ladderPart(source, rounds, seconds));
+        if (parts.includes("jobs")) Object.assign(f, await jobsPart(source, rounds, seconds));
+        figures.ladders[kind] = f;
+      }
+      printLadderComparison(figures.ladders);
+    }
+    if (parts.includes("rss")) figures.runnerMiB = await rssPart(synthetic, rounds, work);
   } finally {
     await rm(work, { recursive: true, force: true });
   }

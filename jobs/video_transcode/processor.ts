@@ -134,7 +134,7 @@ export const videoTranscode: Processor = async (ctx) => {
   });
 
   ctx.progress(ENCODE_TO, "reading the written video");
-  const out = await probeOutput(output, signal);
+  const out = await probeOutput(output, p.container, signal);
   // The whole stream, or a trim of it: as many seconds as that part of the source declares.
   const whole = start === 0 && p.duration === undefined;
   checkEncodedVideo(
@@ -191,12 +191,14 @@ async function checkCopy(
 /**
  * The written file as ffprobe sees it. Matroska keeps no duration per stream but a tag its muxer
  * writes with the longest stream's (audio's priming included): the video's is its frames (packets,
- * counted without decoding) over its frame rate.
+ * counted without decoding, which reads the whole file) over its frame rate. MP4 and MOV index every
+ * frame, so their header says it.
  */
-async function probeOutput(path: string, signal: AbortSignal): Promise<MediaInfo> {
-  const info = await probeFile(path, { signal, args: ["-count_packets"] });
+async function probeOutput(path: string, container: string, signal: AbortSignal): Promise<MediaInfo> {
+  const matroska = container === "mkv" || container === "webm";
+  const info = await probeFile(path, { signal, ...(matroska ? { args: ["-count_packets"] } : {}) });
   const v = info.video;
-  if (!v?.frameRate || !/matroska|webm/.test(info.formatName)) return info;
+  if (!v?.frameRate || !matroska) return info;
   const packets = Number(info.raw.streams.find((s) => s.index === v.index)?.nb_read_packets);
   if (!Number.isFinite(packets) || packets <= 0) return info;
   return { ...info, video: { ...v, duration: packets / v.frameRate } };

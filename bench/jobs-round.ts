@@ -35,6 +35,8 @@ export interface JobsRoundResult {
   seconds: number;
   /** CPU seconds of the runner processes and everything they ran (ffmpeg, ffprobe). */
   runnerCpu: number;
+  /** Of runnerCpu, the runner processes' own (Node: download, upload, reports), without their children. */
+  runnerOwnCpu: number;
   /** CPU seconds of the bench server process (the API, the executor, the embedded S3 store) and redis-server. */
   stackCpu: number;
   /** Bytes the jobs wrote (every object under the round's keys). */
@@ -96,6 +98,7 @@ export async function jobsRound(
     ...(failed[0] ? { error: failed[0].error } : {}),
     seconds: ((last > started ? last : Date.now()) - started) / 1000,
     runnerCpu: cpu.children - cpu.apart,
+    runnerOwnCpu: cpu.childrenOwn,
     stackCpu: cpu.own + cpu.apart,
     outputBytes: await storedBytes(services, bucket, `out/jobs-${round}-`),
   };

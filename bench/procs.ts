@@ -54,16 +54,20 @@ export interface CpuSnapshot {
   reaped: number;
   /** Each living child's own and its ended children's, by pid. */
   children: Map<number, number>;
+  /** Each living child's own alone (a runner's Node process without its ffmpeg), by pid. */
+  childrenOwn: Map<number, number>;
 }
 
 export async function cpuSnapshot(): Promise<CpuSnapshot> {
   const self = await processCpu(process.pid);
   const children = new Map<number, number>();
+  const childrenOwn = new Map<number, number>();
   for (const pid of await childPids()) {
     const cpu = await processCpu(pid);
     if (cpu) children.set(pid, cpu.own + cpu.children);
+    if (cpu) childrenOwn.set(pid, cpu.own);
   }
-  return { own: self?.own ?? 0, reaped: self?.children ?? 0, children };
+  return { own: self?.own ?? 0, reaped: self?.children ?? 0, children, childrenOwn };
 }
 
 /**
@@ -73,18 +77,22 @@ export async function cpuSnapshot(): Promise<CpuSnapshot> {
  * whole, from the start snapshot or its birth up to the end snapshot or, if it ended and was waited
  * for, its end (what it adds to `reaped`). A descendant still running at the end (a grandchild not
  * yet waited for) is not counted: the caller takes the end snapshot once its work is done.
+ * `childrenOwn`: of `children`, what the living children not `apart` spent themselves, without their
+ * own children (the runners' Node processes without their ffmpeg and ffprobe).
  */
 export function cpuSince(
   start: CpuSnapshot,
   end: CpuSnapshot,
   apart: (pid: number) => boolean = () => false,
-): { own: number; children: number; apart: number } {
+): { own: number; children: number; apart: number; childrenOwn: number } {
   let children = end.reaped - start.reaped;
   let picked = 0;
+  let childrenOwn = 0;
   for (const [pid, total] of end.children) {
     const spent = total - (start.children.get(pid) ?? 0);
     children += spent;
     if (apart(pid)) picked += spent;
+    else childrenOwn += end.childrenOwn.get(pid)! - (start.childrenOwn.get(pid) ?? 0);
   }
   // Children alive at the start and gone at the end: their whole time is in `reaped`; what they had
   // spent before the start is not the round's.
@@ -93,5 +101,5 @@ export function cpuSince(
     if (apart(pid)) throw new Error(`process ${pid}, counted apart, ended during the measurement`);
     children -= total;
   }
-  return { own: end.own - start.own, children, apart: picked };
+  return { own: end.own - start.own, children, apart: picked, childrenOwn };
 }

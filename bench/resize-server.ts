@@ -107,6 +107,7 @@ export interface RoundResult {
   jobPeakKb?: number;
   /** jobs only (bench/jobs-round.ts): CPU seconds of the runners and their children, and of the rest of the stack. */
   runnerCpu?: number;
+  runnerOwnCpu?: number;
   stackCpu?: number;
   /** rss only: the highest anonymous and file-backed RSS seen polling /proc every 2 ms (approximate). */
   anonKb?: number;

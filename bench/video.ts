@@ -325,7 +325,10 @@ async function jobsPart({ path: source, info, description }: Source, rounds: num
   const server = new ResizeServer(await compileProject());
   let bytes: Record<string, number> = {};
   const concurrency = availableCpus();
-  let t: Record<string, Array<{ seconds: number; runnerCpu: number; stackCpu: number }>>;
+  let t: Record<
+    string,
+    Array<{ seconds: number; runnerCpu: number; runnerOwnCpu: number; stackCpu: number }>
+  >;
   try {
     // The stack at the executor's default concurrency (0: one per CPU of the machine).
     await server.send({ cmd: "setup", source, concurrency: 0 });
@@ -339,7 +342,7 @@ async function jobsPart({ path: source, info, description }: Source, rounds: num
       });
       if (r.failed) throw new Error(`${r.failed} ${name} job(s) failed: ${r.error}`);
       bytes = { ...bytes, [name]: r.outputBytes ?? 0 };
-      return { runnerCpu: Number.NaN, stackCpu: Number.NaN, ...r };
+      return { runnerCpu: Number.NaN, runnerOwnCpu: Number.NaN, stackCpu: Number.NaN, ...r };
     };
     // Untimed: the executor starts its runners as jobs come, and each loads a processor when its
     // first job of that type runs; a service that has run jobs has them started and loaded.
@@ -367,6 +370,7 @@ async function jobsPart({ path: source, info, description }: Source, rounds: num
     "wall s": formatSummary(summarize(wall(name)), 2),
     "media s per wall s": formatSummary(summarize(wall(name).map((w) => seconds / w)), 2),
     "runners' CPU s": formatSummary(summarize(cpu(name)), 2),
+    "of which the runners' Node": formatSummary(summarize(t[name]!.map((r) => r.runnerOwnCpu)), 2),
     "rest of the stack's CPU s": formatSummary(summarize(t[name]!.map((r) => r.stackCpu)), 2),
     "output MB": fmt(bytes[name]! / 1e6, 1),
   });

@@ -18,6 +18,8 @@ import { RUNNER_ENV } from "./runner-env.js";
 import type { LOG_LEVELS } from "./schema.js";
 import { ConfigFile } from "./schema.js";
 import { resolveSettings, type Resolved } from "./settings.js";
+import { configTemplates } from "./templates.js";
+import type { Template } from "../jobs/templates.js";
 import {
   applyEnvOverrides,
   dropEmpty,
@@ -41,7 +43,8 @@ type Settings = Resolved<typeof ConfigFile>;
  * The resolved configuration: the settings of schema.ts, named and converted by settings.ts, with
  * what is derived from them in place of what they are derived from.
  */
-export interface Config extends Omit<Settings, "server" | "executor" | "kubernetes" | "ai" | "logLevel"> {
+export interface Config
+  extends Omit<Settings, "server" | "executor" | "kubernetes" | "ai" | "logLevel" | "templates"> {
   server: Omit<Settings["server"], "apiKeys" | "clients"> & {
     /**
      * Who may call the API: server.clients, and server.api_keys as one more client ("default").
@@ -56,6 +59,8 @@ export interface Config extends Omit<Settings, "server" | "executor" | "kubernet
   };
   ai: AiConfig;
   logLevel: (typeof LOG_LEVELS)[number];
+  /** The configuration's templates (read-only, every client's), validated, in name order. */
+  templates: Template[];
 }
 
 /** Where a pod finds its own namespace (the projected ServiceAccount volume). */
@@ -204,7 +209,9 @@ function resolve(c: ConfigFile, aiDefined: boolean): Config {
     webhooks: { ...webhooks, signingSecret: webhooks.signingSecret || undefined },
     ai: resolveAi(settings, aiDefined),
     logLevel: settings.logLevel ?? ({ debug: "debug", release: "info", test: "warn" } as const)[server.mode],
+    templates: [],
   };
+  config.templates = configTemplates(c.templates, config);
   checkConfig(c, config);
   return config;
 }

@@ -840,6 +840,60 @@ export const LimitsConfig = Section(
   "Limits and retention.",
 );
 
+/** A template's name (core/jobs/templates.ts): lower-case letters, digits, `.`, `_`, `-`; up to 64. */
+export const TEMPLATE_NAME_PATTERN = "^[a-z0-9][a-z0-9._-]{0,63}$";
+
+/**
+ * A template of the configuration: what PUT /api/v1/templates/{name} takes, plus its version. Its
+ * parameters are checked when the configuration loads, as a PUT checks them (core/config/templates.ts).
+ */
+const TemplateConfig = Type.Object(
+  {
+    type: Type.Optional(
+      Type.Union(
+        JOB_TYPES.map((t) => Type.Literal(t)),
+        { description: "The job type (a template with `steps` and no type is a pipeline's)." },
+      ),
+    ),
+    version: Type.Integer({
+      minimum: 1,
+      default: 1,
+      description:
+        "The version jobs record (`template.version`): raise it when the template changes, so that a version always means the same.",
+    }),
+    parameters: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), {
+        description: "The type's parameters, as a submit of the type takes them (the defaults fill in the rest).",
+      }),
+    ),
+    overridable: Type.Optional(
+      Type.Array(Type.String(), {
+        description: "The parameters a submission with the template may override (none by default).",
+      }),
+    ),
+    dest_bucket: Type.Optional(Type.String({ description: "The output's bucket, unless a submission gives one." })),
+    dest_key: Type.Optional(
+      Type.String({
+        description:
+          "The output's key, unless a submission gives one: `{prefix}` (the submission's dest_prefix), `{name}` (the source key's last segment without extension) and `{job_id}` are replaced.",
+      }),
+    ),
+    dest_prefix: Type.Optional(
+      Type.String({ description: "Types that write under a prefix: the prefix, a pattern as `dest_key`." }),
+    ),
+    description: Type.Optional(Type.String({ description: "What the template is for." })),
+    steps: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), {
+        description: "A pipeline's steps (shorthand for `type: pipeline` with `parameters.steps`).",
+      }),
+    ),
+    keep_partial: Type.Optional(
+      Type.Boolean({ description: "A pipeline's keep_partial (with `steps`, as they are)." }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
 export const ConfigFile = Type.Object(
@@ -852,6 +906,11 @@ export const ConfigFile = Type.Object(
     webhooks: WebhooksConfig,
     ai: AiConfig,
     limits: LimitsConfig,
+    templates: Type.Record(Type.String({ pattern: TEMPLATE_NAME_PATTERN }), TemplateConfig, {
+      default: {},
+      description:
+        "Templates every client sees and uses by name (read-only: the API refuses to overwrite or delete them), by name (lower-case letters, digits, `.`, `_`, `-`; up to 64); see docs/api.md, Templates.",
+    }),
     data_dir: Type.String({
       minLength: 1,
       default: ".data",

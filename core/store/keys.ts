@@ -105,6 +105,16 @@ const LAYOUT = {
   preview: "preview:*:*",
   /** The cached previews by when they were written (members "<job id>:<of>"): the oldest go first. */
   preview_index: "preview:index",
+  /**
+   * A client's template (lua/template.lua), by owner (the client's name, "-" without
+   * authentication, as idempotency) and template name: a hash of `current` (the version a name
+   * stands for now; absent once deleted), `last` (the highest version ever stored, kept after a
+   * delete so that a name and version never mean two things) and each version's JSON under its
+   * number.
+   */
+  template: "template:*:*",
+  /** A client's template names (a sorted set, every score 0: listed in name order), by owner. */
+  templates: "templates:*",
 } as const;
 
 export type KeyFamily = keyof typeof LAYOUT;
@@ -237,9 +247,20 @@ export class Keys {
   preview(id: string, of: string) {
     return keyOf(this.families.preview, id, of);
   }
+  /** A client's template; `client` undefined: a request without authentication. */
+  template(client: string | undefined, name: string) {
+    return keyOf(this.families.template, idempotencyClient(client), name);
+  }
+  /** A client's template names. */
+  templates(client: string | undefined) {
+    return keyOf(this.families.templates, idempotencyClient(client));
+  }
 }
 
-/** Whose Idempotency-Keys a record is among: the client's name, or "-" without authentication. */
+/**
+ * Whose Idempotency-Keys (and templates) a record is among: the client's name, or "-" without
+ * authentication.
+ */
 export function idempotencyClient(client: string | undefined): string {
   return client ?? "-";
 }

@@ -23,6 +23,7 @@ export const SCRIPT_NAMES = [
   "idempotency",
   "list",
   "preview",
+  "template",
 ] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 

@@ -5,6 +5,7 @@ import { Pool } from "./pool.js";
 import { Previews } from "./previews.js";
 import { Queues } from "./queues.js";
 import { Stats } from "./stats.js";
+import { Templates } from "./templates.js";
 import { Transitions } from "./transitions.js";
 import { Webhooks } from "./webhooks.js";
 
@@ -15,6 +16,7 @@ export * from "./idempotency.js";
 export * from "./lists.js";
 export * from "./queues.js";
 export * from "./stats.js";
+export * from "./templates.js";
 export * from "./transitions.js";
 export * from "./webhooks.js";
 
@@ -31,12 +33,13 @@ export * from "./webhooks.js";
  * - idempotency.ts: Idempotency-Keys;
  * - webhooks.ts: webhook deliveries;
  * - previews.ts: the previews' cache;
+ * - templates.ts: clients' templates;
  *
  * and base.ts, on which they stand: the connection, the keys, and the scripts' invocation.
  */
 // The parts are interfaces of the class here and their methods are put on its prototype below.
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export interface JobStore extends Transitions, Queues, Pool, Lists, Stats, Idempotency, Webhooks, Previews {}
+export interface JobStore extends Transitions, Queues, Pool, Lists, Stats, Idempotency, Webhooks, Previews, Templates {}
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export class JobStore extends StoreBase {}
-composeStore(JobStore, [Transitions, Queues, Pool, Lists, Stats, Idempotency, Webhooks, Previews]);
+composeStore(JobStore, [Transitions, Queues, Pool, Lists, Stats, Idempotency, Webhooks, Previews, Templates]);

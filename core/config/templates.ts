@@ -1,0 +1,26 @@
+// The configuration's templates (`templates:`): read-only templates every client sees, checked when
+// the configuration loads as PUT /api/v1/templates/{name} checks a client's.
+import { schemaBounds } from "../jobs/bounds.js";
+import { validateTemplateBody, type Template } from "../jobs/templates.js";
+import { ConfigError } from "./errors.js";
+import type { ConfigFile } from "./schema.js";
+
+type Bounded = Parameters<typeof schemaBounds>[0];
+
+/**
+ * The templates of the configuration in name order, each validated by its type's schema with the
+ * configuration's bounds and its type's rules; a bad one is a ConfigError naming it and its field.
+ */
+export function configTemplates(declared: ConfigFile["templates"], config: Bounded): Template[] {
+  const bounds = schemaBounds(config);
+  return Object.keys(declared)
+    .sort()
+    .map((name) => {
+      const { version, ...raw } = declared[name]!;
+      const checked = validateTemplateBody(raw, bounds);
+      if ("problem" in checked) {
+        throw new ConfigError(`invalid configuration: templates.${name}: ${checked.problem}`);
+      }
+      return { name, version, source: "config", ...checked.body };
+    });
+}

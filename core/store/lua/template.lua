@@ -1,0 +1,53 @@
+--[[
+  template: stores a new version of a client's template, or deletes the template (api/routes/
+  templates.ts). A template is a hash at template (owner, name):
+    current   the version the name stands for now (absent once deleted)
+    last      the highest version ever stored: kept after a delete, so that a name and version
+              never stand for two templates (a job records the version it used)
+    <n>       version n's body, JSON as the API validated it (type, parameters, overridable, …)
+    <n>:at    when version n was stored (ISO 8601)
+  Every version stays readable until the template is deleted. The owner's names are in templates
+  (owner), a sorted set with every score 0, so that they list in name order.
+
+  Input:
+    KEYS  template templates
+
+    ARGV[1], ARGV[2]  lib.lua's (unused here)
+    ARGV[3] 'put' or 'delete'
+    ARGV[4] the owner: the client's name, '-' without authentication
+    ARGV[5] the template's name
+    ARGV[6] put: the body of the new version (JSON)
+
+  Output:
+    put: { version, created } the new version's number (the highest before it plus one) and 1 when
+      the name stood for no template before (its first version, or the first after a delete), else 0
+    delete: 1 when the template existed and is deleted, else 0
+
+  Emits: nothing
+
+  Errors:
+    ERR invalid operation: <value>, ERR invalid body: <value>
+]]
+local op, owner, name = ARGV[3], ARGV[4], ARGV[5]
+local key = at(K.template, owner, name)
+local names = at(K.templates, owner)
+
+if op == 'put' then
+  local body = ARGV[6]
+  if not body or string.sub(body, 1, 1) ~= '{' then
+    return redis.error_reply('ERR invalid body: ' .. tostring(body))
+  end
+  local held = redis.call('HMGET', key, 'current', 'last')
+  local version = (tonumber(held[2]) or 0) + 1
+  redis.call('HSET', key, tostring(version), body, version .. ':at', NOW_ISO, 'current', version, 'last', version)
+  redis.call('ZADD', names, 0, name)
+  return { version, held[1] and 0 or 1 }
+end
+if op ~= 'delete' then return redis.error_reply('ERR invalid operation: ' .. tostring(op)) end
+
+if redis.call('HEXISTS', key, 'current') == 0 then return 0 end
+local last = redis.call('HGET', key, 'last')
+redis.call('DEL', key)
+redis.call('HSET', key, 'last', last)
+redis.call('ZREM', names, name)
+return 1

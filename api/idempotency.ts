@@ -27,14 +27,16 @@ const canonical = configure({ deterministic: true, bigint: false, circularValue:
 /**
  * What makes two requests the same request: SHA-256 over the method, the route (its pattern and
  * path parameters: a retry of another job is another request) and the body in canonical form, as
- * validated (defaults filled in, so leaving out a field with its default is the same request).
+ * validated (defaults filled in, so leaving out a field with its default is the same request); a
+ * submission that names a template, as it was sent (the same request stays the same when the
+ * template has a new version since).
  */
 export function fingerprintOf(request: FastifyRequest): string {
   const text = canonical({
     method: request.method,
     route: request.routeOptions.url,
     params: request.params,
-    body: request.body,
+    body: request.templateUse ? request.templateUse.sent : request.body,
   });
   return createHash("sha256")
     .update(text ?? "", "utf8")

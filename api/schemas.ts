@@ -44,6 +44,7 @@ import {
   type JobStatus,
   type JobType,
 } from "../core/jobs/types.js";
+import { TemplateSchema, TemplateUseFields } from "../core/jobs/templates.js";
 import { REPLAYED_HEADER } from "./idempotency.js";
 import { CURSOR_PATTERN } from "./listing.js";
 import { CLIENT_NAME_PATTERN } from "../core/config/schema.js";
@@ -70,6 +71,7 @@ export const SHARED_SCHEMAS = [
   QueueStats,
   History,
   TimelineEntry,
+  TemplateSchema,
 ];
 export const ErrorRef = Type.Ref(ErrorBody);
 
@@ -182,6 +184,7 @@ export function submitBodySchema(type: JobType, bounds: SchemaBounds): TObject {
     ...destinationFields(type),
     ...parameters.properties,
     ...submissionOptionFields(bounds),
+    ...TemplateUseFields,
   };
   const required = [
     "source_bucket",
@@ -197,7 +200,7 @@ export function submitBodySchema(type: JobType, bounds: SchemaBounds): TObject {
 }
 
 /** Where a type's output goes: a key, a prefix (a type that writes many objects), or nowhere. */
-function destinationFields(type: JobType): TProperties {
+export function destinationFields(type: JobType): TProperties {
   if (WRITES_UNDER_PREFIX[type]) return DestinationPrefixFields;
   return WRITES_OUTPUT[type] ? DestinationFields : {};
 }
@@ -230,6 +233,7 @@ export const NON_PARAMETER_FIELDS = new Set([
   ...Object.keys(DestinationFields),
   ...Object.keys(DestinationPrefixFields),
   ...Object.keys(SubmissionOptionFields),
+  ...Object.keys(TemplateUseFields),
 ]);
 
 export const BATCH_ID_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$";

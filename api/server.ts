@@ -18,6 +18,7 @@ import { objectRoutes } from "./routes/objects.js";
 import { operationsRoutes } from "./routes/operations.js";
 import { queueRoutes } from "./routes/queue.js";
 import { streamRoutes } from "./routes/stream.js";
+import { templateRoutes } from "./routes/templates.js";
 import { OpenStreams } from "./sse.js";
 import { SHARED_SCHEMAS } from "./schemas.js";
 import { allowDeclaredMethodsOnly } from "./methods.js";
@@ -115,6 +116,7 @@ export async function buildApi(ctx: ApiContext, logger: Logger, options: ApiOpti
       jobDetailRoutes(api, ctx);
       objectRoutes(api, ctx);
       queueRoutes(api, ctx);
+      templateRoutes(api, ctx);
       // Inside the scope: an undeclared method is refused after the key check, like the routes.
       methods.answer(v1, "/api/v1");
     },

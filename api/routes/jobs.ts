@@ -29,6 +29,9 @@ import {
   submitResponse,
 } from "../schemas.js";
 import { answerSubmit } from "../idempotency.js";
+import { decorateTemplateUse, templateHook } from "../templates.js";
+import { parameterNames } from "../../core/jobs/templates.js";
+import type { FastifyRequest } from "fastify";
 
 type Body = Record<string, unknown>;
 
@@ -37,31 +40,45 @@ type Body = Record<string, unknown>;
  * schema (the type's parameter schema inside the body's, with the configuration's bounds and the
  * rules that span fields) has validated the body and applied the defaults.
  */
-export function specFromBody(type: JobType, body: Body, requestId: string): JobSpec {
+export function specFromBody(
+  type: JobType,
+  body: Body,
+  requestId: string,
+  use?: FastifyRequest["templateUse"],
+): JobSpec {
   const parameters: Body = {};
   for (const name in body) {
     if (!NON_PARAMETER_FIELDS.has(name)) parameters[name] = body[name];
   }
-  return buildJobSpec(type, body as unknown as SubmissionFields, parameters, requestId);
+  const spec = buildJobSpec(type, body as unknown as SubmissionFields, parameters, requestId);
+  return use ? { ...spec, id: use.jobId, template: use.template } : spec;
 }
 
 export function jobRoutes(app: App, ctx: ApiContext): void {
   const bounds = schemaBounds(ctx.config);
+  decorateTemplateUse(app);
 
   for (const route of SUBMIT_ROUTES) {
+    const body = submitBodySchema(route.type, bounds);
     app.post(
       route.path,
       {
+        // A body naming a template becomes the body it stands for before the schema validates it.
+        preValidation: templateHook(ctx, {
+          type: route.type,
+          parameterNames: new Set(parameterNames(route.type, bounds)),
+          takesPrefix: "dest_prefix" in body.properties,
+        }),
         schema: {
           summary: route.summary,
           tags: ["jobs"],
           operationId: `submit_${route.type}`,
           security: API_KEY_SECURITY,
           headers: IdempotencyHeaders,
-          body: submitBodySchema(route.type, bounds),
+          body,
           response: {
             202: submitResponse("Accepted: the job is queued", Type.Ref(SubmitResponse)),
-            ...errorResponses(...BODY_ERRORS, ...IDEMPOTENCY_ERRORS),
+            ...errorResponses(...BODY_ERRORS, ...IDEMPOTENCY_ERRORS, 404),
           },
         },
       },
@@ -70,7 +87,7 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
           ...QUEUED,
           submit: (idempotency) =>
             ctx.store.submit(
-              [specFromBody(route.type, request.body, request.id)],
+              [specFromBody(route.type, request.body, request.id, request.templateUse)],
               undefined,
               submitterOf(request),
               idempotency,

@@ -43,8 +43,10 @@ type Settings = Resolved<typeof ConfigFile>;
  * The resolved configuration: the settings of schema.ts, named and converted by settings.ts, with
  * what is derived from them in place of what they are derived from.
  */
-export interface Config
-  extends Omit<Settings, "server" | "executor" | "kubernetes" | "ai" | "logLevel" | "templates"> {
+export interface Config extends Omit<
+  Settings,
+  "server" | "executor" | "kubernetes" | "ai" | "logLevel" | "templates"
+> {
   server: Omit<Settings["server"], "apiKeys" | "clients"> & {
     /**
      * Who may call the API: server.clients, and server.api_keys as one more client ("default").

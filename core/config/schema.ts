@@ -863,7 +863,8 @@ const TemplateConfig = Type.Object(
     }),
     parameters: Type.Optional(
       Type.Record(Type.String(), Type.Unknown(), {
-        description: "The type's parameters, as a submit of the type takes them (the defaults fill in the rest).",
+        description:
+          "The type's parameters, as a submit of the type takes them (the defaults fill in the rest).",
       }),
     ),
     overridable: Type.Optional(
@@ -871,7 +872,9 @@ const TemplateConfig = Type.Object(
         description: "The parameters a submission with the template may override (none by default).",
       }),
     ),
-    dest_bucket: Type.Optional(Type.String({ description: "The output's bucket, unless a submission gives one." })),
+    dest_bucket: Type.Optional(
+      Type.String({ description: "The output's bucket, unless a submission gives one." }),
+    ),
     dest_key: Type.Optional(
       Type.String({
         description:

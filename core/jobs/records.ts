@@ -276,6 +276,18 @@ export const Job = Type.Object(
       }),
     ),
     webhook_delivery: Type.Optional(Type.Ref(WebhookDelivery)),
+    template: Type.Optional(
+      Type.Object(
+        {
+          name: Type.String({ description: "The template's name" }),
+          version: Type.Integer({ minimum: 1, description: "The version the job used" }),
+        },
+        {
+          description:
+            "The template the job was submitted with (its parameters are the template's, resolved at submit, with the overrides it allowed: a later version changes nothing of this job)",
+        },
+      ),
+    ),
   },
   { $id: "Job" },
 );

@@ -6,6 +6,8 @@ import { definitionOf, JOB_TYPES, type ExecutionClass, type JobType } from "./ty
 
 /** A job as it is submitted: what the store records. */
 export interface JobSpec {
+  /** Its id, when the submitter chose it (a template's {job_id}); else the store makes one. */
+  id?: string;
   type: JobType;
   source_bucket: string;
   source_key: string;
@@ -23,6 +25,14 @@ export interface JobSpec {
   priority?: number;
   /** The failed job this one retries (POST /jobs/{id}/retry). */
   retry_of?: string;
+  /** The template it was submitted with (its parameters are resolved into `parameters`). */
+  template?: TemplateRef;
+}
+
+/** A template a job was submitted with: its name and the version it used. */
+export interface TemplateRef {
+  name: string;
+  version: number;
 }
 
 /** A submission the interface refuses: becomes a 400 with this message. */
@@ -127,5 +137,6 @@ export function retrySpec(job: Job, requestId: string): JobSpec {
       requestId,
     ),
     retry_of: job.id,
+    ...(job.template ? { template: job.template } : {}),
   };
 }

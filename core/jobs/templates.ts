@@ -14,7 +14,8 @@ import { definitionOf, JOB_TYPES, WRITES_OUTPUT, WRITES_UNDER_PREFIX, type JobTy
 
 export { TEMPLATE_NAME_PATTERN };
 const NAME_RE = new RegExp(TEMPLATE_NAME_PATTERN);
-export const isTemplateName = (name: unknown): name is string => typeof name === "string" && NAME_RE.test(name);
+export const isTemplateName = (name: unknown): name is string =>
+  typeof name === "string" && NAME_RE.test(name);
 
 /** Where a template comes from: a client's PUT, or the configuration (read-only, seen by every client). */
 export type TemplateSource = "api" | "config";
@@ -300,3 +301,46 @@ function fillNested(value: unknown, where: string, fill: (pattern: string, where
 function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object" && !Array.isArray(value);
 }
+
+/** A template as the API answers it: what was stored, its name, version and where it comes from. */
+export const TemplateSchema = Type.Object(
+  {
+    name: Type.String(),
+    version: Type.Integer({
+      minimum: 1,
+      description: "Its version: each PUT makes the next; the jobs that used one record it",
+    }),
+    source: Enum(["api", "config"] as const, {
+      description: "api: the client's own (PUT); config: the configuration's, every client's, read-only",
+    }),
+    type: Enum(JOB_TYPES),
+    parameters: Type.Object({}, { additionalProperties: true, description: "As stored, defaults applied" }),
+    overridable: Type.Optional(Type.Array(Type.String())),
+    dest_bucket: Type.Optional(Type.String()),
+    dest_key: Type.Optional(Type.String()),
+    dest_prefix: Type.Optional(Type.String()),
+    description: Type.Optional(Type.String()),
+    created_at: Type.Optional(
+      Type.String({ format: "date-time", description: "When this version was stored (api)" }),
+    ),
+  },
+  { $id: "Template" },
+);
+
+/** The fields a submission names a template with (every submit route takes them). */
+export const TemplateUseFields = {
+  template: Type.Optional(
+    Type.String({
+      pattern: TEMPLATE_NAME_PATTERN,
+      description:
+        "Submit with this template (GET /templates): its parameters and destination, with what this body gives besides (source, destination, the parameters the template lets a submission override; dest_prefix fills a template's {prefix}). The job records `template: {name, version}`",
+      [ERROR_MESSAGE]: "must be a template name (lower-case letters, digits, . _ -; up to 64), not {value}",
+    }),
+  ),
+  template_version: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      description: "With `template`: this version of it rather than its current one",
+    }),
+  ),
+};

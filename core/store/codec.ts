@@ -5,7 +5,7 @@ import type { BatchStatus, JobState, JobStatus, JobType } from "../jobs/types.js
 // How records are laid out in Redis hashes: every field a string, objects as JSON.
 export type Hash = Record<string, string>;
 
-const JSON_FIELDS = new Set(["parameters", "result", "resources"]);
+const JSON_FIELDS = new Set(["parameters", "result", "resources", "template"]);
 const NUMBER_FIELDS = new Set([
   "duration_seconds",
   "progress",
@@ -44,6 +44,7 @@ const PUBLIC_FIELDS = [
   "duration_seconds",
   "retry_of",
   "retried_as",
+  "template",
 ] as const;
 
 export function decodeJob(hash: Hash): Job | undefined {

@@ -39,7 +39,8 @@ export * from "./webhooks.js";
  */
 // The parts are interfaces of the class here and their methods are put on its prototype below.
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export interface JobStore extends Transitions, Queues, Pool, Lists, Stats, Idempotency, Webhooks, Previews, Templates {}
+export interface JobStore
+  extends Transitions, Queues, Pool, Lists, Stats, Idempotency, Webhooks, Previews, Templates {}
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export class JobStore extends StoreBase {}
 composeStore(JobStore, [Transitions, Queues, Pool, Lists, Stats, Idempotency, Webhooks, Previews, Templates]);

@@ -25,13 +25,18 @@ export abstract class Templates extends StoreBase {
     return { version: Number(version), created: Number(created) === 1 };
   }
 
-  /** Deletes the template and its versions; false when there was none. */
-  async deleteTemplate(owner: string | undefined, name: string): Promise<boolean> {
-    return Number(await this.script("template", "delete", idempotencyClient(owner), name)) === 1;
+  /** Deletes the template and its versions: the version it stood for, or undefined when there was none. */
+  async deleteTemplate(owner: string | undefined, name: string): Promise<number | undefined> {
+    const version = Number(await this.script("template", "delete", idempotencyClient(owner), name));
+    return version > 0 ? version : undefined;
   }
 
   /** A client's template: its current version, or `version`; undefined when there is none. */
-  async storedTemplate(owner: string | undefined, name: string, version?: number): Promise<Template | undefined> {
+  async storedTemplate(
+    owner: string | undefined,
+    name: string,
+    version?: number,
+  ): Promise<Template | undefined> {
     const key = this.keys.template(owner, name);
     const current = await this.redis.hget(key, "current");
     if (current === null) return undefined;

@@ -75,7 +75,11 @@ export abstract class Transitions extends StoreBase {
     idempotency: IdempotentSubmit | undefined,
     retry?: { of: string; force: boolean },
   ): Promise<Submitted | { retriedAs: string }> {
-    const jobs = specs.map((spec) => ({ id: randomUUID(), type: spec.type, fields: encodeSpec(spec) }));
+    const jobs = specs.map((spec) => ({
+      id: spec.id ?? randomUUID(),
+      type: spec.type,
+      fields: encodeSpec(spec),
+    }));
     const batchId = batch ? (batch.id ?? randomUUID()) : undefined;
     // An id the client chose is one of its own (keys.ts storedBatchId); a generated one is unique.
     const storedId = batch?.id !== undefined ? storedBatchId(batch.id, batchScope(by)) : batchId;
@@ -207,5 +211,6 @@ function encodeSpec(spec: JobSpec): Record<string, string> {
   if (spec.execution_class) fields.execution_class = spec.execution_class;
   if (spec.priority) fields.priority = String(spec.priority);
   if (spec.retry_of) fields.retry_of = spec.retry_of;
+  if (spec.template) fields.template = JSON.stringify(spec.template);
   return fields;
 }

@@ -21,7 +21,7 @@
   Output:
     put: { version, created } the new version's number (the highest before it plus one) and 1 when
       the name stood for no template before (its first version, or the first after a delete), else 0
-    delete: 1 when the template existed and is deleted, else 0
+    delete: the version the name stood for, now deleted, or 0 when it stood for none
 
   Emits: nothing
 
@@ -45,9 +45,9 @@ if op == 'put' then
 end
 if op ~= 'delete' then return redis.error_reply('ERR invalid operation: ' .. tostring(op)) end
 
-if redis.call('HEXISTS', key, 'current') == 0 then return 0 end
-local last = redis.call('HGET', key, 'last')
+local held = redis.call('HMGET', key, 'current', 'last')
+if not held[1] then return 0 end
 redis.call('DEL', key)
-redis.call('HSET', key, 'last', last)
+redis.call('HSET', key, 'last', held[2])
 redis.call('ZREM', names, name)
-return 1
+return tonumber(held[1])

@@ -94,7 +94,9 @@ function allowed(s: Schema): string {
     case "object":
       if (s.patternProperties) {
         const values = Object.values(s.patternProperties)[0]!;
-        return values.properties ? "map of objects" : "map of strings";
+        if (values.properties) return "map of objects";
+        // A map of free values (a template's parameters): whatever their schema there takes.
+        return values.type === undefined ? "map of values" : "map of strings";
       }
       return "object";
     default:

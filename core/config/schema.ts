@@ -894,7 +894,8 @@ const TemplateConfig = Type.Object(
       Type.Boolean({ description: "A pipeline's keep_partial (with `steps`, as they are)." }),
     ),
   },
-  { additionalProperties: false },
+  // The default only lets Value.Default reach the entries of the record (their version's default).
+  { additionalProperties: false, default: {} },
 );
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;

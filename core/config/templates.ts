@@ -1,7 +1,7 @@
 // The configuration's templates (`templates:`): read-only templates every client sees, checked when
 // the configuration loads as PUT /api/v1/templates/{name} checks a client's.
 import { schemaBounds } from "../jobs/bounds.js";
-import { validateTemplateBody, type Template } from "../jobs/templates.js";
+import { isTemplateName, validateTemplateBody, type Template } from "../jobs/templates.js";
 import { ConfigError } from "./errors.js";
 import type { ConfigFile } from "./schema.js";
 
@@ -16,6 +16,11 @@ export function configTemplates(declared: ConfigFile["templates"], config: Bound
   return Object.keys(declared)
     .sort()
     .map((name) => {
+      if (!isTemplateName(name)) {
+        throw new ConfigError(
+          `invalid configuration: templates: "${name}" is not a template name (lower-case letters, digits, . _ -; up to 64, starting with a letter or digit)`,
+        );
+      }
       const { version, ...raw } = declared[name]!;
       const checked = validateTemplateBody(raw, bounds);
       if ("problem" in checked) {

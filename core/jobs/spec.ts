@@ -64,7 +64,8 @@ export function normalizeParameters(type: JobType, input: unknown, where = ""): 
   return value;
 }
 
-function describeError(schema: Record<string, unknown>, fallback: string): string {
+/** A TypeBox error's message as the API words it: a union of literals names its choices. */
+export function describeError(schema: Record<string, unknown>, fallback: string): string {
   const choices = (schema.anyOf as Array<{ const?: TLiteralValue }> | undefined)?.map((s) => s.const);
   if (choices && choices.every((c) => c !== undefined)) return `must be one of ${choices.join(", ")}`;
   return fallback.charAt(0).toLowerCase() + fallback.slice(1);

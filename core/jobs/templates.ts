@@ -7,7 +7,9 @@ import { Type, Value, type TObject, type TProperties } from "../typebox.js";
 import { shown } from "../text.js";
 import { TEMPLATE_NAME_PATTERN } from "../config/schema.js";
 import { ERROR_MESSAGE, type SchemaBounds } from "./bounds.js";
+import { formatPath } from "../config/tree.js";
 import { Enum } from "./enum.js";
+import { describeError } from "./spec.js";
 import { parameterSchemas } from "./parameters.js";
 import { Bucket, DestinationFields, DestinationPrefixFields } from "./records.js";
 import { definitionOf, JOB_TYPES, WRITES_OUTPUT, WRITES_UNDER_PREFIX, type JobType } from "./types.js";
@@ -188,9 +190,9 @@ export function validateTemplateBody(
   const value = Value.Default(schema, structuredClone(expanded)) as Record<string, unknown>;
   const first = Value.Errors(schema, value).First();
   if (first) {
-    const field = first.path.split("/").filter(Boolean).join(".");
+    const field = formatPath(first.path.split("/").filter(Boolean));
     const got = first.value === undefined ? "" : ` (got ${shown(first.value)})`;
-    const message = first.message.charAt(0).toLowerCase() + first.message.slice(1);
+    const message = describeError(first.schema, first.message);
     return { problem: `${field ? `${field}: ` : ""}${message}${got}` };
   }
   const body = value as unknown as TemplateBody;

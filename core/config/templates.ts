@@ -18,7 +18,7 @@ export function configTemplates(declared: ConfigFile["templates"], config: Bound
     .map((name) => {
       if (!isTemplateName(name)) {
         throw new ConfigError(
-          `invalid configuration: templates: "${name}" is not a template name (lower-case letters, digits, . _ -; up to 64, starting with a letter or digit)`,
+          `invalid configuration: templates: ${JSON.stringify(name)} is not a template name (lower-case letters, digits, . _ -; up to 64, starting with a letter or digit)`,
         );
       }
       const { version, ...raw } = declared[name]!;

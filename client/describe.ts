@@ -164,6 +164,7 @@ export function describeJob(colors: Colors, job: Job): string {
     ["source", s3(job.source_bucket, job.source_key)],
     ["destination", s3(job.dest_bucket, job.dest_key)],
     ["parameters", parameters],
+    ["template", job.template ? `${job.template.name} version ${job.template.version}` : undefined],
     ["priority", job.priority !== undefined ? String(job.priority) : undefined],
     ["batch", job.batch_id],
     ["retry of", job.retry_of],

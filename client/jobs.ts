@@ -1,6 +1,6 @@
 // The job commands: submit, job, watch, cancel, retry, jobs, stats. Each returns its exit code.
 import type { Job, JobSummary, QueueStats } from "../core/jobs/records.js";
-import { WRITES_OUTPUT, WRITES_UNDER_PREFIX } from "../core/jobs/types.js";
+import { WRITES_OUTPUT, WRITES_UNDER_PREFIX, type JobType } from "../core/jobs/types.js";
 import { clip } from "../core/text.js";
 import { parseJobType, parseParams, parseS3Url, typePath } from "./args.js";
 import { filterQuery, type FilterOptions } from "./bulk.js";
@@ -34,6 +34,9 @@ export interface SubmitOptions {
   timeout?: number;
   idempotencyKey?: string;
   wait?: boolean;
+  template?: string;
+  templateVersion?: number;
+  destPrefix?: string;
 }
 
 const jobPath = (id: string) => `/jobs/${encodeURIComponent(id)}`;
@@ -49,28 +52,45 @@ export function submitBody(
   const type = parseJobType(typeArg);
   const source = parseS3Url(options.source, "--source");
   const body: Record<string, unknown> = { source_bucket: source.bucket, source_key: source.key };
-  if (WRITES_UNDER_PREFIX[type]) {
-    if (options.dest === undefined) {
-      throw new UsageError(`${type} writes many objects: --dest s3://bucket/prefix is required`);
-    }
-    const dest = parseS3Url(options.dest, "--dest");
-    body.dest_bucket = dest.bucket;
-    body.dest_prefix = dest.key;
-  } else if (WRITES_OUTPUT[type]) {
-    if (options.dest === undefined) {
-      throw new UsageError(`${type} writes a file: --dest s3://bucket/key is required`);
-    }
-    const dest = parseS3Url(options.dest, "--dest");
-    body.dest_bucket = dest.bucket;
-    body.dest_key = dest.key;
-  } else if (options.dest !== undefined) {
-    throw new UsageError(`${type} writes no file (its result is in the job record): leave out --dest`);
+  if (options.template !== undefined) {
+    body.template = options.template;
+    if (options.templateVersion !== undefined) body.template_version = options.templateVersion;
+  } else if (options.templateVersion !== undefined || options.destPrefix !== undefined) {
+    throw new UsageError("--template-version and --dest-prefix go with --template");
   }
+  if (options.template !== undefined && options.destPrefix !== undefined) {
+    const prefix = parseS3Url(options.destPrefix, "--dest-prefix");
+    body.dest_bucket = prefix.bucket;
+    body.dest_prefix = prefix.key;
+  }
+  // A template may give the destination: --dest is then optional.
+  if (options.template === undefined || options.dest !== undefined) addDestination(body, type, options.dest);
   Object.assign(body, parseParams(pairs, options.params));
   if (options.priority !== undefined) body.priority = options.priority;
   if (options.webhookUrl !== undefined) body.webhook_url = options.webhookUrl;
   if (options.timeout !== undefined) body.timeout_seconds = options.timeout;
   return { path: `/jobs/${typePath(type)}`, body };
+}
+
+/** Where the output goes, from --dest: a key, or a prefix for a type that writes many objects. */
+function addDestination(body: Record<string, unknown>, type: JobType, url: string | undefined): void {
+  if (WRITES_UNDER_PREFIX[type]) {
+    if (url === undefined) {
+      throw new UsageError(`${type} writes many objects: --dest s3://bucket/prefix is required`);
+    }
+    const dest = parseS3Url(url, "--dest");
+    body.dest_bucket = dest.bucket;
+    body.dest_prefix = dest.key;
+  } else if (WRITES_OUTPUT[type]) {
+    if (url === undefined) {
+      throw new UsageError(`${type} writes a file: --dest s3://bucket/key is required`);
+    }
+    const dest = parseS3Url(url, "--dest");
+    body.dest_bucket = dest.bucket;
+    body.dest_key = dest.key;
+  } else if (url !== undefined) {
+    throw new UsageError(`${type} writes no file (its result is in the job record): leave out --dest`);
+  }
 }
 
 export async function submit(

@@ -158,6 +158,15 @@ export function addClientCommands(program: Command, done: (code: number) => void
       "where the output goes, s3://bucket/key (types that write a file; s3://bucket/prefix for those that write many)",
     )
     .option("--params <json>", "parameters as a JSON object (key=value pairs win)")
+    .option(
+      "--template <name>",
+      "submit with this template (templates list): its parameters and destination; the parameters given are overrides it allows",
+    )
+    .option("--template-version <n>", "with --template: this version of it", integer)
+    .option(
+      "--dest-prefix <s3url>",
+      "with --template: s3://bucket/prefix, the {prefix} of the template's dest_key",
+    )
     .option("--priority <n>", "place in the type's queue, -50 to 50 (higher runs first)", integer)
     .option("--webhook-url <url>", "notified when the job ends")
     .option("--timeout <seconds>", "processing time limit", integer)
@@ -171,6 +180,7 @@ export function addClientCommands(program: Command, done: (code: number) => void
       example(
         "media-service submit image/resize --source s3://media/in/photo.jpg --dest s3://media/out/photo.webp width=800 height=600 format=webp --wait",
         "media-service submit image_colors --source s3://media/in/photo.jpg color_count=3 --json",
+        "media-service submit image/resize --template thumb --source s3://media/in/photo.jpg --dest-prefix s3://media/thumbs quality=70",
       ),
     );
   submit.addHelpText("after", parametersHelp);
@@ -180,6 +190,8 @@ export function addClientCommands(program: Command, done: (code: number) => void
       (await import("./jobs.js")).submit(api, out, type, parameters, submit.opts()),
     ),
   );
+
+  addTemplateCommands(program, run);
 
   const batch = program
     .command("batch")
@@ -334,4 +346,51 @@ jobs.jsonl:
     .description("Jobs per queue (one queue per job type) by state, and in total.")
     .addHelpText("after", example("media-service stats", "media-service stats --json"));
   stats.action(() => run(stats, async (api, out) => (await import("./jobs.js")).stats(api, out)));
+}
+
+/** `templates list|get|put|delete` (client/templates.ts). */
+function addTemplateCommands(program: Command, run: (command: Command, body: Run) => Promise<void>): void {
+  const templates = program
+    .command("templates")
+    .summary("named recipes of jobs")
+    .description(
+      "Templates: a job type with its parameters (and where its output goes), stored under a name and reused by `submit --template NAME`. Yours and the configuration's (read-only).",
+    )
+    .addHelpText(
+      "after",
+      example("media-service templates put thumb thumb.yaml", "media-service templates list"),
+    );
+  const load = () => import("./templates.js");
+  const list = templates.command("list").summary("list the templates you can use");
+  list.action(() => run(list, async (api, out) => (await load()).list(api, out)));
+  const get = templates
+    .command("get")
+    .summary("print a template (JSON)")
+    .argument("<name>", "the template's name")
+    .option("--version <n>", "this version rather than the current one", integer);
+  get.action((name: string) =>
+    run(get, async (api, out) =>
+      (await load()).get(api, out, name, get.opts<{ version?: number }>().version),
+    ),
+  );
+  const put = templates
+    .command("put")
+    .summary("store a template's next version from a JSON or YAML file")
+    .argument("<name>", "the template's name: lower-case letters, digits, . _ -")
+    .argument(
+      "<file>",
+      "a JSON or YAML file: {type, parameters, overridable, dest_bucket, dest_key} (- for stdin)",
+    )
+    .addHelpText(
+      "after",
+      '\nfile (YAML):\n  type: image_resize\n  parameters: {width: 320, height: 240, format: webp}\n  overridable: [quality]\n  dest_key: "{prefix}/{name}.webp"\n',
+    );
+  put.action((name: string, file: string) =>
+    run(put, async (api, out) => (await load()).put(api, out, name, file)),
+  );
+  const remove = templates
+    .command("delete")
+    .summary("delete a template and its versions")
+    .argument("<name>", "the template's name");
+  remove.action((name: string) => run(remove, async (api, out) => (await load()).remove(api, out, name)));
 }

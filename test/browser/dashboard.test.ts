@@ -283,6 +283,30 @@ describe("the dashboard in a browser", () => {
     await page.context().close();
   });
 
+  test("templates: the list shows each template's name, type, version and source; a job's page names its template", async () => {
+    const stored = await stack.request("/api/v1/templates/ui-thumb", {
+      method: "PUT",
+      json: { type: "image_resize", parameters: { width: 120, height: 90 }, overridable: ["quality"] },
+    });
+    assert.equal(stored.status, 201);
+    const id = await submit(stack, "image/resize", {
+      source_bucket: stack.bucket,
+      source_key: "in/photo.jpg",
+      dest_bucket: stack.bucket,
+      dest_key: "out/ui-thumb.jpg",
+      template: "ui-thumb",
+    });
+    const watched = await signedIn();
+    const { page } = watched;
+    await page.getByRole("link", { name: "Templates" }).click();
+    const row = page.getByTestId("templates-table").locator("tr", { hasText: "ui-thumb" });
+    await waitForText(row, /ui-thumb\s*image_resize\s*1\s*API\s*quality/i);
+    await page.goto(at(`/jobs/${id}`));
+    await waitForText(page.getByTestId("job-parameters"), /Template\s*ui-thumb, version 1/);
+    assertClean(watched);
+    await page.context().close();
+  });
+
   test("batches: a batch's progress bar follows its jobs to the end", async () => {
     const watched = await signedIn();
     const { page } = watched;
@@ -584,6 +608,7 @@ describe("the dashboard in a browser", () => {
       ["failed job", `/jobs/${failedList.jobs[0]!.id}`],
       ["batches", "/batches"],
       ["batch", "/batches/catalogue-ui"],
+      ["templates", "/templates"],
     ];
     const views = [
       { width: 1280, colorScheme: "light" as const },
@@ -626,6 +651,7 @@ describe("the dashboard in a browser", () => {
       ["job", `/jobs/${list.jobs[0]!.id}`],
       ["batches", "/batches"],
       ["batch", "/batches/catalogue-ui"],
+      ["templates", "/templates"],
     ];
     for (const [name, path] of pages) {
       await page.goto(at(path));

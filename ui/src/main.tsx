@@ -8,6 +8,7 @@ import { JobPage } from "./pages/job.js";
 import { JobsPage } from "./pages/jobs.js";
 import { LoginPage } from "./pages/login.js";
 import { OverviewPage } from "./pages/overview.js";
+import { TemplatesPage } from "./pages/templates.js";
 import { Link, match, navigate, useLocation } from "./router.js";
 import { useStore } from "./store.js";
 import "./styles.css";
@@ -16,6 +17,7 @@ const NAV = [
   { href: "/", label: "Overview", current: (path: string) => path === "/" },
   { href: "/jobs", label: "Jobs", current: (path: string) => path.startsWith("/jobs") },
   { href: "/batches", label: "Batches", current: (path: string) => path.startsWith("/batches") },
+  { href: "/templates", label: "Templates", current: (path: string) => path === "/templates" },
 ];
 
 function route(path: string): { title: string; page: JSX.Element } {
@@ -26,6 +28,7 @@ function route(path: string): { title: string; page: JSX.Element } {
     return { title: `Job ${params.id!.slice(0, 8)}`, page: <JobPage id={params.id!} key={params.id} /> };
   }
   if (path === "/batches") return { title: "Batches", page: <BatchesPage /> };
+  if (path === "/templates") return { title: "Templates", page: <TemplatesPage /> };
   if ((params = match("/batches/:id", path))) {
     return { title: `Batch ${params.id}`, page: <BatchPage id={params.id!} key={params.id} /> };
   }

@@ -12,6 +12,7 @@ import type {
 } from "../../core/jobs/records.js";
 import type { BatchStatus, JobState, JobStatus } from "../../core/jobs/states.js";
 import type { JobType } from "../../core/jobs/types.js";
+import type { Template } from "../../core/jobs/templates.js";
 
 export type {
   Batch,
@@ -24,6 +25,7 @@ export type {
   JobSummary,
   JobType,
   QueueStats,
+  Template,
   TimelineEntry,
 };
 

@@ -396,6 +396,7 @@ function JobDetails(props: { job: Job }) {
   for (const [name, value] of Object.entries(job.parameters ?? {})) {
     rows.push([name, <span class="mono">{typeof value === "string" ? value : JSON.stringify(value)}</span>]);
   }
+  if (job.template) rows.push(["Template", `${job.template.name}, version ${job.template.version}`]);
   if (job.priority !== undefined) rows.push(["Priority", String(job.priority)]);
   if (job.timeout_seconds !== undefined) rows.push(["Timeout", `${job.timeout_seconds} s`]);
   if (job.resources) rows.push(["Resources", JSON.stringify(job.resources)]);

@@ -261,6 +261,7 @@ function batchEntrySchema(type: JobType, bounds: SchemaBounds): TObject {
       ...dest,
       parameters: needsParameters ? parameters : withDefaults,
       ...submissionOptionFields(bounds),
+      ...TemplateUseFields,
     },
     { additionalProperties: false, title: type },
   );

@@ -2,7 +2,8 @@
 // client's own), and applied to a submission before its route's schema validates it.
 import { randomUUID } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { TemplateRef } from "../core/jobs/spec.js";
+import type { JobSpec, TemplateRef } from "../core/jobs/spec.js";
+import { JOB_TYPES, type JobType } from "../core/jobs/types.js";
 import {
   applyTemplate,
   isTemplateName,
@@ -20,8 +21,18 @@ declare module "fastify" {
      * The template a submission used: its name and version, the id its job gets ({job_id}), and the
      * body as it was sent, before the template filled it in (what its Idempotency-Key fingerprints).
      */
-    templateUse: { template: TemplateRef; jobId: string; sent: unknown } | null;
+    templateUse: TemplateUse | null;
   }
+}
+
+/**
+ * The templates a submission used: for each of its jobs (one, or a batch's entries in order), the
+ * template and version and the id the job gets ({job_id}), or undefined for a job without one; and
+ * the body as it was sent, before the templates filled it in (what its Idempotency-Key fingerprints).
+ */
+export interface TemplateUse {
+  jobs: Array<{ template: TemplateRef; jobId: string } | undefined>;
+  sent: unknown;
 }
 
 /** Whose templates a request reads and writes: its client's name, undefined without authentication. */
@@ -63,46 +74,140 @@ export function decorateTemplateUse(app: App): void {
   app.decorateRequest("templateUse", null);
 }
 
+/** A job's spec with the template it used (its id and `template`), if any. */
+export function withTemplate(spec: JobSpec, use: TemplateUse["jobs"][number]): JobSpec {
+  return use ? { ...spec, id: use.jobId, template: use.template } : spec;
+}
+
+/** A submission the template cannot make: its status and its answer. */
+type Refusal = { status: 400 | 404; error: string };
+
+/**
+ * One job's body with its template applied (applyTemplate), or the refusal: a template the client
+ * does not have (404), one of another type than `type` (when given), a parameter it does not let a
+ * submission override, a destination it cannot make (400). Undefined when the body names no template
+ * (or names it in a shape its schema will refuse).
+ */
+async function resolveOne(
+  ctx: ApiContext,
+  owner: string | undefined,
+  body: Record<string, unknown>,
+  route: TemplateRoute & { type: string },
+): Promise<
+  { body: Record<string, unknown>; use: { template: TemplateRef; jobId: string } } | Refusal | undefined
+> {
+  if (body.template === undefined) {
+    return body.template_version === undefined
+      ? undefined
+      : { status: 400, error: "template_version goes with template: name the template" };
+  }
+  const version = body.template_version;
+  if (!isTemplateName(body.template)) return undefined;
+  if (version !== undefined && !(Number.isSafeInteger(version) && (version as number) >= 1)) return undefined;
+  const name = body.template;
+  const template = await findTemplate(ctx, owner, name, version as number | undefined);
+  if (!template) return { status: 404, ...templateNotFound(name, version as number | undefined) };
+  if (template.type !== route.type) {
+    const path = SUBMIT_ROUTES.find((r) => r.type === template.type)?.path;
+    return {
+      status: 400,
+      error: `template ${name} is a ${template.type} template, not ${route.type}: submit it to POST /api/v1${path ?? ""}`,
+    };
+  }
+  const jobId = randomUUID();
+  try {
+    return {
+      body: applyTemplate(template, body, route, jobId),
+      use: { template: { name, version: template.version }, jobId },
+    };
+  } catch (err) {
+    if (err instanceof TemplateUseError) return { status: 400, error: err.message };
+    throw err;
+  }
+}
+
 /**
  * preValidation of a submit route: a body that names a `template` (and optionally its
  * `template_version`) becomes the body it stands for (applyTemplate), which the route's schema then
- * validates as any submission. 404 for a template the client does not have, 400 for one of another
- * type, a parameter it does not let a submission override, or a destination it cannot make. A
- * `template` or `template_version` that is not of their schema's shape is left to the schema.
+ * validates as any submission.
  */
 export function templateHook(ctx: ApiContext, route: TemplateRoute & { type: string }) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
     const sent = request.body;
-    if (sent === null || typeof sent !== "object" || Array.isArray(sent)) return undefined;
-    const body = sent as Record<string, unknown>;
-    if (body.template === undefined) {
-      if (body.template_version !== undefined) {
-        return reply.code(400).send({ error: "template_version goes with template: name the template" });
-      }
-      return undefined;
-    }
-    const version = body.template_version;
-    if (!isTemplateName(body.template)) return undefined;
-    if (version !== undefined && !(Number.isSafeInteger(version) && (version as number) >= 1))
-      return undefined;
-    const name = body.template;
-    const template = await findTemplate(ctx, request.apiClient?.name, name, version as number | undefined);
-    if (!template) return reply.code(404).send(templateNotFound(name, version as number | undefined));
-    if (template.type !== route.type) {
-      const path = SUBMIT_ROUTES.find((r) => r.type === template.type)?.path;
-      return reply.code(400).send({
-        error: `template ${name} is a ${template.type} template, not ${route.type}: submit it to POST /api/v1${path ?? ""}`,
-      });
-    }
-    const jobId = randomUUID();
-    try {
-      request.body = applyTemplate(template, body, route, jobId);
-    } catch (err) {
-      if (err instanceof TemplateUseError) return reply.code(400).send({ error: err.message });
-      throw err;
-    }
-    request.templateUse = { template: { name, version: template.version }, jobId, sent };
-    addLogContext(request, { template: name, template_version: template.version });
+    if (!isObject(sent)) return undefined;
+    const resolved = await resolveOne(ctx, request.apiClient?.name, sent, route);
+    if (resolved === undefined) return undefined;
+    if ("status" in resolved) return reply.code(resolved.status).send({ error: resolved.error });
+    request.body = resolved.body;
+    request.templateUse = { jobs: [resolved.use], sent };
+    addLogContext(request, {
+      template: resolved.use.template.name,
+      template_version: resolved.use.template.version,
+    });
     return undefined;
   };
+}
+
+/** What a batch entry's template needs of its type: its parameters' names, whether it takes dest_prefix. */
+export type EntryRoutes = (type: JobType) => TemplateRoute;
+
+/**
+ * preValidation of the batch route: each entry that names a template becomes the entry it stands
+ * for, as a single submit's body does; its `type` may be left out (the template's). Its parameters
+ * (overrides) are in its `parameters`, as an entry's are. A refusal names the entry (`jobs[3]: …`).
+ */
+export function batchTemplateHook(ctx: ApiContext, routeOf: EntryRoutes) {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
+    const sent = request.body;
+    if (!isObject(sent) || !Array.isArray(sent.jobs)) return undefined;
+    const entries = sent.jobs as unknown[];
+    if (!entries.some((e) => isObject(e) && (e.template !== undefined || e.template_version !== undefined))) {
+      return undefined;
+    }
+    const jobs: TemplateUse["jobs"] = [];
+    const resolvedEntries: unknown[] = [];
+    for (const [i, entry] of entries.entries()) {
+      if (!isObject(entry) || (entry.template === undefined && entry.template_version === undefined)) {
+        jobs.push(undefined);
+        resolvedEntries.push(entry);
+        continue;
+      }
+      const found = isTemplateName(entry.template)
+        ? await findTemplate(ctx, request.apiClient?.name, entry.template, undefined)
+        : undefined;
+      const type = (entry.type ?? found?.type) as JobType | undefined;
+      if (type === undefined || !JOB_TYPES.includes(type) || !isObject(entry.parameters ?? {})) {
+        jobs.push(undefined);
+        resolvedEntries.push(entry);
+        continue;
+      }
+      const { parameters, type: _type, ...fields } = entry;
+      const flat = { ...fields, ...(parameters as Record<string, unknown> | undefined) };
+      const route = { ...routeOf(type), type };
+      const resolved = await resolveOne(ctx, request.apiClient?.name, flat, route);
+      if (resolved !== undefined && "status" in resolved) {
+        return reply.code(resolved.status).send({ error: `jobs[${i}]: ${resolved.error}` });
+      }
+      if (resolved === undefined) {
+        jobs.push(undefined);
+        resolvedEntries.push(entry);
+        continue;
+      }
+      const own: Record<string, unknown> = { type };
+      const params: Record<string, unknown> = {};
+      for (const [name, value] of Object.entries(resolved.body)) {
+        if (route.parameterNames.has(name)) params[name] = value;
+        else own[name] = value;
+      }
+      resolvedEntries.push({ ...own, parameters: params });
+      jobs.push(resolved.use);
+    }
+    request.body = { ...sent, jobs: resolvedEntries };
+    request.templateUse = { jobs, sent };
+    return undefined;
+  };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
 }

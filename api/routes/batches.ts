@@ -21,14 +21,23 @@ import {
   submitResponse,
 } from "../schemas.js";
 import { answerSubmit } from "../idempotency.js";
+import { batchTemplateHook, withTemplate } from "../templates.js";
+import { parameterNames } from "../../core/jobs/templates.js";
+import { WRITES_UNDER_PREFIX } from "../../core/jobs/types.js";
 
 export function batchRoutes(app: App, ctx: ApiContext): void {
   // Every entry is validated by the route schema: its type's parameters with the configuration's
   // bounds, defaults applied.
-  const body = batchCreateBody(schemaBounds(ctx.config));
+  const bounds = schemaBounds(ctx.config);
+  const body = batchCreateBody(bounds);
   app.post(
     "/jobs/batch",
     {
+      // Entries naming a template become the entries they stand for before the schema validates them.
+      preValidation: batchTemplateHook(ctx, (type) => ({
+        parameterNames: new Set(parameterNames(type, bounds)),
+        takesPrefix: WRITES_UNDER_PREFIX[type],
+      })),
       schema: {
         summary: "Submit a batch of 1 to 100 jobs",
         description:
@@ -39,7 +48,7 @@ export function batchRoutes(app: App, ctx: ApiContext): void {
         body,
         response: {
           201: submitResponse("Created: the batch and its jobs are queued", BatchCreateResponse),
-          ...errorResponses(...BODY_ERRORS, ...IDEMPOTENCY_ERRORS),
+          ...errorResponses(...BODY_ERRORS, ...IDEMPOTENCY_ERRORS, 404),
         },
       },
     },
@@ -58,11 +67,14 @@ export function batchRoutes(app: App, ctx: ApiContext): void {
           const priority = body.options?.priority;
           const specs = body.jobs.map((entry, i) => {
             try {
-              return buildJobSpec(
-                entry.type,
-                priority === undefined || entry.priority !== undefined ? entry : { ...entry, priority },
-                entry.parameters,
-                request.id,
+              return withTemplate(
+                buildJobSpec(
+                  entry.type,
+                  priority === undefined || entry.priority !== undefined ? entry : { ...entry, priority },
+                  entry.parameters,
+                  request.id,
+                ),
+                request.templateUse?.jobs[i],
               );
             } catch (err) {
               throw err instanceof InvalidJobError ? new InvalidJobError(`jobs[${i}]: ${err.message}`) : err;

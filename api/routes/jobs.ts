@@ -29,7 +29,7 @@ import {
   submitResponse,
 } from "../schemas.js";
 import { answerSubmit } from "../idempotency.js";
-import { decorateTemplateUse, templateHook } from "../templates.js";
+import { decorateTemplateUse, templateHook, withTemplate } from "../templates.js";
 import { parameterNames } from "../../core/jobs/templates.js";
 import type { FastifyRequest } from "fastify";
 
@@ -50,8 +50,10 @@ export function specFromBody(
   for (const name in body) {
     if (!NON_PARAMETER_FIELDS.has(name)) parameters[name] = body[name];
   }
-  const spec = buildJobSpec(type, body as unknown as SubmissionFields, parameters, requestId);
-  return use ? { ...spec, id: use.jobId, template: use.template } : spec;
+  return withTemplate(
+    buildJobSpec(type, body as unknown as SubmissionFields, parameters, requestId),
+    use?.jobs[0],
+  );
 }
 
 export function jobRoutes(app: App, ctx: ApiContext): void {

@@ -379,4 +379,53 @@ describe("templates: used by submits", () => {
     assert.equal(again.headers.get("idempotent-replayed"), "true");
     assert.equal(((await again.json()) as Body).job_id, firstId);
   });
+
+  test("a batch's entries name templates as single submits do; the type may be left out; a refusal names the entry", async () => {
+    await put(ALICE, "batch-thumb", {
+      type: "image_resize",
+      parameters: { width: 64, height: 64 },
+      overridable: ["quality"],
+      dest_bucket: "media-out",
+      dest_key: "b/{name}-{job_id}.jpg",
+    });
+    const res = await call(ALICE, "/api/v1/jobs/batch", {
+      method: "POST",
+      json: {
+        jobs: [
+          { ...SOURCE, template: "batch-thumb" },
+          { ...SOURCE, type: "image_resize", template: "batch-thumb", parameters: { quality: 40 } },
+          { ...SOURCE, type: "image_colors" },
+        ],
+      },
+    });
+    assert.equal(res.status, 201, res.text);
+    const [a, b, c] = res.body.job_ids as string[];
+    const first = await job(ALICE, a!);
+    assert.deepEqual(first.template, { name: "batch-thumb", version: 1 });
+    assert.equal(first.type, "image_resize");
+    assert.equal(first.dest_key, `b/cat.photo-${a}.jpg`);
+    assert.equal(((await job(ALICE, b!)).parameters as Body).quality, 40);
+    assert.equal((await job(ALICE, c!)).template, undefined);
+
+    const refused = await call(ALICE, "/api/v1/jobs/batch", {
+      method: "POST",
+      json: {
+        jobs: [
+          { ...SOURCE, type: "image_colors" },
+          { ...SOURCE, template: "batch-thumb", parameters: { width: 1 } },
+        ],
+      },
+    });
+    assert.equal(refused.status, 400);
+    assert.equal(
+      refused.body.error,
+      "jobs[1]: template batch-thumb does not let a submission override width (it allows quality)",
+    );
+    const unknown = await call(BOB, "/api/v1/jobs/batch", {
+      method: "POST",
+      json: { jobs: [{ ...SOURCE, type: "image_colors", template: "batch-thumb" }] },
+    });
+    assert.equal(unknown.status, 404);
+    assert.deepEqual(unknown.body, { error: "jobs[0]: template batch-thumb not found" });
+  });
 });

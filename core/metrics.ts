@@ -68,6 +68,17 @@ export function createMetricsRegistry(figures: JobFigures | undefined, prefix = 
   );
   registry.registerMetric(
     storeMetric(
+      "media_jobs_from_template_total",
+      "Jobs submitted with a template (counted in media_jobs_total's pending too), by type",
+      "counter",
+      async () => {
+        const { counters } = await snapshot();
+        return JOB_TYPES.map((type) => ({ labels: { type }, value: counters[type].templateTotal }));
+      },
+    ),
+  );
+  registry.registerMetric(
+    storeMetric(
       "media_jobs_cancelled_total",
       "Jobs cancelled, by request or by their fail_fast batch (counted in media_jobs_total's failed too), by type",
       "counter",

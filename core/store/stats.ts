@@ -19,6 +19,8 @@ export interface TypeCounters {
   completedTotal: number;
   failedTotal: number;
   cancelledTotal: number;
+  /** Of the submitted, those submitted with a template (everyone's counters only). */
+  templateTotal: number;
 }
 
 export interface DurationHistogram {
@@ -56,6 +58,7 @@ export abstract class Stats extends StoreBase {
         completedTotal: n("completed_total"),
         failedTotal: n("failed_total"),
         cancelledTotal: n("cancelled_total"),
+        templateTotal: n("template_total"),
       };
     });
     return out;

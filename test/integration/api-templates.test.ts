@@ -257,6 +257,10 @@ describe("templates: used by submits", () => {
     });
     assert.equal(outOfBounds.status, 400, "an override is validated as any parameter");
     assert.match(String(outOfBounds.body.error), /quality/);
+    const metrics = await (await stack.request("/metrics", { key: null })).text();
+    const counted = /^media_jobs_from_template_total\{type="image_resize"\} (\d+)$/m.exec(metrics);
+    assert.ok(counted && Number(counted[1]) >= 1, "counted as a job from a template");
+    assert.match(metrics, /^media_jobs_from_template_total\{type="audio_convert"\} 0$/m);
   });
 
   test("dest_key patterns: {prefix} from dest_prefix, a dest_key of the submission wins, {prefix} needs dest_prefix", async () => {

@@ -105,6 +105,8 @@ for _, job in ipairs(payload.jobs) do
   enqueue(job.id, job.type)
   timeline(job.id, 'submitted', { priority = tonumber(job.fields.priority) })
   count(job.type, nil, 'pending', 'submitted_total', job.id)
+  -- Submitted with a template (media_jobs_from_template_total): everyone's counter only.
+  if job.fields.template then redis.call('HINCRBY', at(K.stats, job.type), 'template_total', 1) end
   redis.call('ZADD', K.jobs_by_created, NOW, job.id)
   redis.call('ZADD', at(K.jobs_by_status, 'pending'), NOW, job.id)
   redis.call('ZADD', at(K.jobs_by_type, job.type), NOW, job.id)

@@ -25,7 +25,8 @@ import { answerSubmit } from "../idempotency.js";
 export function batchRoutes(app: App, ctx: ApiContext): void {
   // Every entry is validated by the route schema: its type's parameters with the configuration's
   // bounds, defaults applied.
-  const body = batchCreateBody(schemaBounds(ctx.config));
+  const bounds = schemaBounds(ctx.config);
+  const body = batchCreateBody(bounds);
   app.post(
     "/jobs/batch",
     {
@@ -63,6 +64,7 @@ export function batchRoutes(app: App, ctx: ApiContext): void {
                 priority === undefined || entry.priority !== undefined ? entry : { ...entry, priority },
                 entry.parameters,
                 request.id,
+                bounds,
               );
             } catch (err) {
               throw err instanceof InvalidJobError ? new InvalidJobError(`jobs[${i}]: ${err.message}`) : err;

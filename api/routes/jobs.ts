@@ -1,5 +1,5 @@
 import { Type } from "../../core/typebox.js";
-import { schemaBounds } from "../../core/jobs/bounds.js";
+import { schemaBounds, type SchemaBounds } from "../../core/jobs/bounds.js";
 import { buildJobSpec, retrySpec, type JobSpec, type SubmissionFields } from "../../core/jobs/spec.js";
 import { WRITES_OUTPUT, type JobType } from "../../core/jobs/types.js";
 import { presignedGet } from "../../core/storage/s3.js";
@@ -37,12 +37,12 @@ type Body = Record<string, unknown>;
  * schema (the type's parameter schema inside the body's, with the configuration's bounds and the
  * rules that span fields) has validated the body and applied the defaults.
  */
-export function specFromBody(type: JobType, body: Body, requestId: string): JobSpec {
+export function specFromBody(type: JobType, body: Body, requestId: string, bounds?: SchemaBounds): JobSpec {
   const parameters: Body = {};
   for (const name in body) {
     if (!NON_PARAMETER_FIELDS.has(name)) parameters[name] = body[name];
   }
-  return buildJobSpec(type, body as unknown as SubmissionFields, parameters, requestId);
+  return buildJobSpec(type, body as unknown as SubmissionFields, parameters, requestId, bounds);
 }
 
 export function jobRoutes(app: App, ctx: ApiContext): void {
@@ -70,7 +70,7 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
           ...QUEUED,
           submit: (idempotency) =>
             ctx.store.submit(
-              [specFromBody(route.type, request.body, request.id)],
+              [specFromBody(route.type, request.body, request.id, bounds)],
               undefined,
               submitterOf(request),
               idempotency,
@@ -172,7 +172,7 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
               .send({ error: `job ${id} is ${job.status}; only a failed job can be retried` });
             return undefined;
           }
-          const outcome = await ctx.store.retry(retrySpec(job, request.id), {
+          const outcome = await ctx.store.retry(retrySpec(job, request.id, bounds), {
             force,
             by: submitterOf(request),
             ...(idempotency ? { idempotency } : {}),

@@ -255,11 +255,11 @@ function batchEntrySchema(type: JobType, bounds: SchemaBounds): TObject {
   const withDefaults = { ...parameters, default: {} } as TSchema;
   const dest =
     WRITES_OUTPUT[type] || DESTINATIONS_IN_PARAMETERS[type]
-    ? destinationFields(type)
-    : {
-        dest_bucket: Type.Optional(DestinationFields.dest_bucket),
-        dest_key: Type.Optional(DestinationFields.dest_key),
-      };
+      ? destinationFields(type)
+      : {
+          dest_bucket: Type.Optional(DestinationFields.dest_bucket),
+          dest_key: Type.Optional(DestinationFields.dest_key),
+        };
   return Type.Object(
     {
       type: Type.Literal(type),

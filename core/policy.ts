@@ -5,6 +5,8 @@
 // answers from here. The attempt budget itself is enforced by the store's scripts wherever a job is
 // re-queued (a lease that ran out included): a processing job given back after its
 // `executor.max_attempts`-th attempt fails instead of running again.
+import type { ResourceClass } from "../jobs/define.js";
+import { stepTypeWaves, type PipelineStep } from "../jobs/pipeline/graph.js";
 import type { Job } from "./jobs/records.js";
 import type { ExecutionClass, JobType } from "./jobs/types.js";
 import { parseQuantity } from "./quantity.js";
@@ -179,3 +181,64 @@ export function executionClass(
  * to a minute; a runner that starts resets it.
  */
 export const RUNNER_RESTART = { initialMs: 1000, maxMs: 60_000 } as const;
+
+/**
+ * How much a step of each resource class weighs in a pipeline's overall percent: about what a step
+ * of the class costs beside an image step (a video encode many times one, reading a little of a
+ * video or audio twice).
+ */
+export const PIPELINE_STEP_WEIGHT: Readonly<Record<ResourceClass, number>> = {
+  image: 1,
+  ai: 1,
+  media: 2,
+  video: 8,
+};
+
+/**
+ * A pipeline's overall percent: its steps' percents, each weighted by its type's resource class
+ * (PIPELINE_STEP_WEIGHT), rounded to a tenth.
+ */
+export function pipelineProgress(
+  percents: Readonly<Record<string, number>>,
+  classOf: (step: string) => ResourceClass,
+): number {
+  let done = 0;
+  let total = 0;
+  for (const [step, percent] of Object.entries(percents)) {
+    const weight = PIPELINE_STEP_WEIGHT[classOf(step)];
+    done += weight * Math.min(100, Math.max(0, percent));
+    total += weight;
+  }
+  return total === 0 ? 0 : Math.round((done / total) * 10) / 10;
+}
+
+type Resources = { cpu: string; memory: string };
+
+/**
+ * What a pipeline's runner gets on Kubernetes, before its own `resources` (which win, as for every
+ * type): per resource, the most any of its waves asks for, a wave asking for the sum of its steps'
+ * (each step its type's kubernetes.resources.<type>): the heaviest step's, plus what the steps
+ * beside it at once add; at least kubernetes.resources.pipeline, at most kubernetes.max_resources.
+ */
+export function pipelineResources(
+  parameters: Record<string, unknown>,
+  perType: Readonly<Record<string, { requests: Resources; limits: Resources }>>,
+  floor: { requests: Resources; limits: Resources },
+  max: Resources,
+): { requests: Resources; limits: Resources } {
+  const side = (which: "requests" | "limits"): Resources => {
+    const pick = (resource: "cpu" | "memory") => {
+      let most = parseQuantity(floor[which][resource]);
+      for (const wave of stepTypeWaves((parameters.steps ?? {}) as Record<string, PipelineStep>)) {
+        const sum = wave.reduce(
+          (total, type) => total + parseQuantity(perType[type]?.[which][resource] ?? "0"),
+          0,
+        );
+        most = Math.max(most, sum);
+      }
+      return Math.min(most, parseQuantity(max[resource]));
+    };
+    return { cpu: `${Math.ceil(pick("cpu") * 1000)}m`, memory: `${Math.ceil(pick("memory") / 2 ** 20)}Mi` };
+  };
+  return { requests: side("requests"), limits: side("limits") };
+}

@@ -181,7 +181,9 @@ async function retryOne(
   try {
     // The store's retry: the job's retried_as is written with its retry, so a job retried before
     // (by this call repeated, a concurrent one, or POST /jobs/{id}/retry) is not retried again.
-    const outcome = await ctx.store.retry(retrySpec(job, requestId, schemaBounds(ctx.config)), { ...(by ? { by } : {}) });
+    const outcome = await ctx.store.retry(retrySpec(job, requestId, schemaBounds(ctx.config)), {
+      ...(by ? { by } : {}),
+    });
     if ("retriedAs" in outcome) return skipped("already retried", { retry_id: outcome.retriedAs });
     return { id: job.id, outcome: "retried", retry_id: outcome.jobIds[0]! };
   } catch (err) {

@@ -224,7 +224,7 @@ export const Job = Type.Object(
         {},
         {
           additionalProperties: true,
-          description: `Present when completed; its shape depends on the job type (${Object.keys(RESULT_SCHEMAS).join(", ")})`,
+          description: `Present when completed, and on a failed pipeline with keep_partial (its completed steps' results, the failed step's error); its shape depends on the job type (${Object.keys(RESULT_SCHEMAS).join(", ")})`,
         },
       ),
     ),
@@ -237,6 +237,12 @@ export const Job = Type.Object(
         minimum: 0,
         description:
           "While processing: the runner's estimate of the seconds left, from the job's own rate of progress; absent until it can tell",
+      }),
+    ),
+    steps_progress: Type.Optional(
+      Type.Record(Type.String(), Type.Number({ minimum: 0, maximum: 100 }), {
+        description:
+          "A pipeline, while processing: each step's percent by name, beside the overall `progress` (docs/job-types.md, pipeline)",
       }),
     ),
     batch_id: Type.Optional(Type.String()),

@@ -24,7 +24,10 @@ export const WRITES_UNDER_PREFIX: Readonly<Record<JobType, boolean>> = Object.fr
 
 /** Types whose parts name where they write (the pipeline): dest_bucket and dest_prefix optional. */
 export const DESTINATIONS_IN_PARAMETERS: Readonly<Record<JobType, boolean>> = Object.fromEntries(
-  JOB_DEFINITIONS.map((d) => [d.name, "destinationsInParameters" in d && d.destinationsInParameters === true]),
+  JOB_DEFINITIONS.map((d) => [
+    d.name,
+    "destinationsInParameters" in d && d.destinationsInParameters === true,
+  ]),
 ) as Record<JobType, boolean>;
 
 /**

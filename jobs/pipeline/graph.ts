@@ -44,7 +44,8 @@ export const writesFile = (d: Definition) => d.media.output !== null && !("entry
 /** A step writes something (a file, or objects under a prefix). */
 export const writes = (d: Definition) => d.media.output !== null;
 
-const accepts = (wanted: MediaKind, given: MediaKind) => wanted === "any" || given === "any" || wanted === given;
+const accepts = (wanted: MediaKind, given: MediaKind) =>
+  wanted === "any" || given === "any" || wanted === given;
 
 /** The prefix a pipeline writes its steps' outputs under, without a trailing `/`. */
 export const trimPrefix = (prefix: string) => prefix.replace(/\/+$/, "");
@@ -83,8 +84,7 @@ function describe(error: ErrorObject, where: string): string {
   const custom = schema?.[ERROR_MESSAGE];
   const text = typeof custom === "string" ? custom : custom?.[error.keyword];
   if (text) return `${field}: ${text.replace("{value}", shown(error.data, 80))}`;
-  if (error.keyword === "required")
-    return `${field}.${String(error.params.missingProperty)}: is required`;
+  if (error.keyword === "required") return `${field}.${String(error.params.missingProperty)}: is required`;
   if (error.keyword === "additionalProperties")
     return `${field}: unknown field ${String(error.params.additionalProperty)}`;
   if (error.keyword === "enum")
@@ -96,7 +96,10 @@ function describe(error: ErrorObject, where: string): string {
  * Checks a pipeline's parameters and orders its steps: the waves, or the sentence (naming the step
  * and its field) a 400 says. Pure; `bounds` are the configuration's, as a single submission's.
  */
-export function planPipeline(parameters: Record<string, unknown>, bounds: SchemaBounds): PipelinePlan | string {
+export function planPipeline(
+  parameters: Record<string, unknown>,
+  bounds: SchemaBounds,
+): PipelinePlan | string {
   const steps = parameters.steps as Record<string, PipelineStep> | undefined;
   if (!steps || typeof steps !== "object" || Array.isArray(steps)) return "steps: must be an object";
   const names = Object.keys(steps);
@@ -204,8 +207,19 @@ function collide(a: { key?: string; under?: string }, b: { key?: string; under?:
   return a.under!.startsWith(b.under!) || b.under!.startsWith(a.under!);
 }
 
+/**
+ * The waves of a pipeline's step types, in order, without checking anything else: what its
+ * resources are reckoned from (core/policy.ts). Steps in a circle are left out.
+ */
+export function stepTypeWaves(steps: Record<string, PipelineStep>): string[][] {
+  return ordered(Object.keys(steps), steps).waves.map((wave) => wave.map((name) => steps[name]!.type));
+}
+
 /** Kahn's order in waves, and the steps left over when inputs go round in a circle. */
-function ordered(names: string[], steps: Record<string, PipelineStep>): { waves: string[][]; left: string[] } {
+function ordered(
+  names: string[],
+  steps: Record<string, PipelineStep>,
+): { waves: string[][]; left: string[] } {
   const waves: string[][] = [];
   const done = new Set<string>();
   let left = names;
@@ -236,5 +250,11 @@ function circle(left: string[], steps: Record<string, PipelineStep>): string {
 }
 
 function article(kind: MediaKind): string {
-  return kind === "any" ? "any media" : kind === "image" ? "an image" : kind === "audio" ? "audio" : `a ${kind}`;
+  return kind === "any"
+    ? "any media"
+    : kind === "image"
+      ? "an image"
+      : kind === "audio"
+        ? "audio"
+        : `a ${kind}`;
 }

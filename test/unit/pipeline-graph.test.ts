@@ -37,7 +37,15 @@ describe("planPipeline: the waves", () => {
         steps: {
           probe: { type: "media_probe" },
           thumb: { type: "video_thumbnail" },
-          hls: { type: "video_adaptive", parameters: { renditions: [{ height: 144, video_bitrate: "300k" }, { height: 240, video_bitrate: "400k" }] } },
+          hls: {
+            type: "video_adaptive",
+            parameters: {
+              renditions: [
+                { height: 144, video_bitrate: "300k" },
+                { height: 240, video_bitrate: "400k" },
+              ],
+            },
+          },
         },
       }),
       { waves: [["probe", "thumb", "hls"]] },
@@ -57,15 +65,29 @@ describe("planPipeline: each rule refused, naming the step", () => {
     ["no steps", { steps: {} }, "steps: must name 1 to 20 steps, not 0"],
     [
       "21 steps",
-      { steps: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`s${i}`, { type: "image_colors" }])) },
+      {
+        steps: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`s${i}`, { type: "image_colors" }])),
+      },
       "steps: must name 1 to 20 steps, not 21",
     ],
     ["a step name in capitals", { steps: { Thumb: resize() } }, /^steps: step name "Thumb" must be/],
-    ["a type that does not exist", { steps: { a: { type: "image_blur" } } }, 'steps.a.type: "image_blur" is not a job type'],
-    ["a pipeline as a step", { steps: { a: { type: "pipeline" } } }, "steps.a.type: a pipeline cannot be a step of a pipeline"],
+    [
+      "a type that does not exist",
+      { steps: { a: { type: "image_blur" } } },
+      'steps.a.type: "image_blur" is not a job type',
+    ],
+    [
+      "a pipeline as a step",
+      { steps: { a: { type: "pipeline" } } },
+      "steps.a.type: a pipeline cannot be a step of a pipeline",
+    ],
     [
       "a width over the configured bound",
-      { steps: { thumb: resize({ parameters: { width: DEFAULT_BOUNDS.maxOutputDimension + 1, height: 10 } }) } },
+      {
+        steps: {
+          thumb: resize({ parameters: { width: DEFAULT_BOUNDS.maxOutputDimension + 1, height: 10 } }),
+        },
+      },
       `steps.thumb.parameters.width: must be at most ${DEFAULT_BOUNDS.maxOutputDimension} pixels (limits.max_output_dimension)`,
     ],
     [
@@ -90,11 +112,31 @@ describe("planPipeline: each rule refused, naming the step", () => {
     ],
     [
       "a type's check (a ladder's heights twice)",
-      { steps: { hls: { type: "video_adaptive", parameters: { renditions: [{ height: 144, video_bitrate: "300k" }, { height: 144, video_bitrate: "400k" }] } } } },
+      {
+        steps: {
+          hls: {
+            type: "video_adaptive",
+            parameters: {
+              renditions: [
+                { height: 144, video_bitrate: "300k" },
+                { height: 144, video_bitrate: "400k" },
+              ],
+            },
+          },
+        },
+      },
       "steps.hls.parameters.renditions: heights must be distinct; 144 is given twice",
     ],
-    ["an input that is no step", { steps: { a: resize({ input: "b" }) } }, 'steps.a.input: no step is named "b"'],
-    ["a step reading itself", { steps: { a: resize({ input: "a" }) } }, "steps.a.input: a step cannot read its own output"],
+    [
+      "an input that is no step",
+      { steps: { a: resize({ input: "b" }) } },
+      'steps.a.input: no step is named "b"',
+    ],
+    [
+      "a step reading itself",
+      { steps: { a: resize({ input: "a" }) } },
+      "steps.a.input: a step cannot read its own output",
+    ],
     [
       "a circle of inputs",
       { steps: { a: resize({ input: "c" }), b: resize({ input: "a" }), c: resize({ input: "b" }) } },
@@ -159,7 +201,10 @@ describe("planPipeline: each rule refused, naming the step", () => {
     assert.equal(
       typeof plan({
         dest_bucket: undefined,
-        steps: { a: resize({ dest_bucket: "one", dest_key: "k" }), b: resize({ dest_bucket: "two", dest_key: "k" }) },
+        steps: {
+          a: resize({ dest_bucket: "one", dest_key: "k" }),
+          b: resize({ dest_bucket: "two", dest_key: "k" }),
+        },
       }),
       "object",
     );

@@ -226,19 +226,25 @@ export function pipelineResources(
   floor: { requests: Resources; limits: Resources },
   max: Resources,
 ): { requests: Resources; limits: Resources } {
+  const waves = stepTypeWaves((parameters.steps ?? {}) as Record<string, PipelineStep>);
   const side = (which: "requests" | "limits"): Resources => {
-    const pick = (resource: "cpu" | "memory") => {
-      let most = parseQuantity(floor[which][resource]);
-      for (const wave of stepTypeWaves((parameters.steps ?? {}) as Record<string, PipelineStep>)) {
+    // The quantity as configured where it is the answer (the floor, the maximum), else reckoned.
+    const pick = (resource: "cpu" | "memory", format: (value: number) => string) => {
+      let most = { value: parseQuantity(floor[which][resource]), text: floor[which][resource] };
+      for (const wave of waves) {
         const sum = wave.reduce(
           (total, type) => total + parseQuantity(perType[type]?.[which][resource] ?? "0"),
           0,
         );
-        most = Math.max(most, sum);
+        const one = wave.length === 1 ? perType[wave[0]!]?.[which][resource] : undefined;
+        if (sum > most.value) most = { value: sum, text: one ?? format(sum) };
       }
-      return Math.min(most, parseQuantity(max[resource]));
+      return most.value > parseQuantity(max[resource]) ? max[resource] : most.text;
     };
-    return { cpu: `${Math.ceil(pick("cpu") * 1000)}m`, memory: `${Math.ceil(pick("memory") / 2 ** 20)}Mi` };
+    return {
+      cpu: pick("cpu", (cores) => `${Math.ceil(cores * 1000)}m`),
+      memory: pick("memory", (bytes) => `${Math.ceil(bytes / 2 ** 20)}Mi`),
+    };
   };
   return { requests: side("requests"), limits: side("limits") };
 }

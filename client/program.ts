@@ -158,6 +158,10 @@ export function addClientCommands(program: Command, done: (code: number) => void
       "where the output goes, s3://bucket/key (types that write a file; s3://bucket/prefix for those that write many)",
     )
     .option("--params <json>", "parameters as a JSON object (key=value pairs win)")
+    .option(
+      "--file <path>",
+      "parameters from a JSON or YAML file, such as a pipeline's steps (--params and key=value pairs win)",
+    )
     .option("--priority <n>", "place in the type's queue, -50 to 50 (higher runs first)", integer)
     .option("--webhook-url <url>", "notified when the job ends")
     .option("--timeout <seconds>", "processing time limit", integer)
@@ -171,6 +175,7 @@ export function addClientCommands(program: Command, done: (code: number) => void
       example(
         "media-service submit image/resize --source s3://media/in/photo.jpg --dest s3://media/out/photo.webp width=800 height=600 format=webp --wait",
         "media-service submit image_colors --source s3://media/in/photo.jpg color_count=3 --json",
+        "media-service submit pipeline --source s3://media/in/photo.jpg --dest s3://media/out/photo --file steps.yaml --wait",
       ),
     );
   submit.addHelpText("after", parametersHelp);

@@ -6,7 +6,9 @@
 // webhook); a cancelled pipeline whose ffmpeg steps all stop.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { readFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createServer, request as httpRequest, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { promisify } from "node:util";
@@ -16,6 +18,7 @@ import sharp from "sharp";
 import type { Job } from "../../core/jobs/records.js";
 import { startTestStack, type TestStack } from "../support/api.js";
 import { makeVideo, removeMediaDirs } from "../support/av.js";
+import { clientEnv, collect, spawnCli } from "../support/cli.js";
 import { finished, submit } from "../support/jobs.js";
 import { makeImage, readPixels } from "../support/media.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
@@ -44,6 +47,7 @@ async function countingProxy(): Promise<{ url: string; requests: string[]; to(ur
   return { url: `http://127.0.0.1:${port}`, requests, to: (url) => (target = new URL(url)), server };
 }
 
+const KEY = "pipeline-test-key";
 let stack: TestStack;
 let proxy: Awaited<ReturnType<typeof countingProxy>>;
 let hooks: WebhookReceiver;
@@ -52,6 +56,7 @@ before(async () => {
   proxy = await countingProxy();
   hooks = await startWebhookReceiver();
   stack = await startTestStack({
+    apiKeys: [KEY],
     executor: true,
     notifier: true,
     config: {
@@ -323,5 +328,45 @@ describe("pipeline: cancelled", () => {
     assert.equal(job?.state, "cancelled");
     assert.equal(await exists("out/cancel/one.mp4"), false);
     assert.equal(await exists("out/cancel/two.mp4"), false);
+  });
+});
+
+describe("pipeline: the CLI", () => {
+  test("submit pipeline --file steps.yaml --dest s3://bucket/prefix --wait", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "pipeline-cli-"));
+    try {
+      const steps = join(dir, "steps.yaml");
+      await writeFile(
+        steps,
+        [
+          "steps:",
+          "  small:",
+          "    type: image_resize",
+          "    parameters: { width: 64, height: 48, format: webp }",
+          "  colours:",
+          "    type: image_colors",
+          "",
+        ].join("\n"),
+      );
+      const env = clientEnv(stack.baseUrl, KEY);
+      const args = ["submit", "pipeline", "--source", `s3://${stack.bucket}/in/photo.jpg`];
+      const ran = await collect(
+        spawnCli([...args, "--dest", `s3://${stack.bucket}/out/cli`, "--file", steps, "--wait", "--json"], env),
+        args,
+      );
+      assert.equal(ran.code, 0, ran.stderr);
+      const job = JSON.parse(ran.stdout) as Job;
+      assert.equal(job.status, "completed");
+      assert.deepEqual(Object.keys(stepsOf(job)), ["small", "colours"]);
+      assert.equal((await sharp(await get("out/cli/small.webp")).metadata()).width, 64);
+
+      const list = join(dir, "list.yaml");
+      await writeFile(list, "- a\n- b\n");
+      const refused = await collect(spawnCli([...args, "--file", list], env), args);
+      assert.notEqual(refused.code, 0);
+      assert.match(refused.stderr, /--file .*list\.yaml must hold an object of parameters/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -222,9 +222,9 @@ describe("buildJobManifest", () => {
     });
     // Six at once: limits capped at kubernetes.max_resources (4, 8Gi).
     const six = Object.fromEntries(["a", "b", "c", "d", "e", "f"].map((n) => [n, resize]));
-    assert.deepEqual(resources(six).limits, { cpu: "4", memory: "6144Mi" });
+    assert.deepEqual(resources(six)!.limits, { cpu: "4", memory: "6144Mi" });
     // The job's own resources win, as for every type.
-    assert.deepEqual(resources(six, { resources: { cpu: "1" } }).limits?.cpu, "1");
+    assert.deepEqual(resources(six, { resources: { cpu: "1" } })!.limits?.cpu, "1");
   });
 
   test("a job's own resources are its request and its limit", () => {

@@ -111,13 +111,17 @@ export async function parametersFile(file: string): Promise<Record<string, unkno
   try {
     text = await readFile(file, "utf8");
   } catch (err) {
-    throw new UsageError(`--file ${file} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+    throw new UsageError(
+      `--file ${file} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+    );
   }
   let parsed: unknown;
   try {
     parsed = parseYaml(text);
   } catch (err) {
-    throw new UsageError(`--file ${file} is not valid JSON or YAML: ${(err as Error).message.split("\n")[0]}`);
+    throw new UsageError(
+      `--file ${file} is not valid JSON or YAML: ${(err as Error).message.split("\n")[0]}`,
+    );
   }
   if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) {
     throw new UsageError(`--file ${file} must hold an object of parameters, such as {"steps": {…}}`);

@@ -55,12 +55,12 @@ export interface ProcessContext {
    * Uploads an output as the runner uploads a job's one output, and says where it is (output_url,
    * file_size): how a pipeline ships each step's. The runner always gives it.
    */
-  uploadOutput?(
+  uploadOutput?: (
     bucket: string,
     key: string,
     output: OutputData,
     signal: AbortSignal,
-  ): Promise<UploadedOutput>;
+  ) => Promise<UploadedOutput>;
   logger: Logger;
   config: Config;
 }

@@ -62,7 +62,7 @@ const validators = new WeakMap<SchemaBounds, Map<string, ValidateFunction>>();
 
 function validatorOf(d: Definition, bounds: SchemaBounds): ValidateFunction {
   let byType = validators.get(bounds);
-  if (!byType) validators.set(bounds, (byType = new Map()));
+  if (!byType) validators.set(bounds, (byType = new Map<string, ValidateFunction>()));
   let validate = byType.get(d.name);
   if (!validate) byType.set(d.name, (validate = ajv.compile(d.parameters(bounds) as object)));
   return validate;
@@ -71,8 +71,7 @@ function validatorOf(d: Definition, bounds: SchemaBounds): ValidateFunction {
 /** The error to tell: a rule of an object that says what it wants (one of these fields) first, as the API does. */
 function firstError(errors: ErrorObject[]): ErrorObject {
   const says = (e: ErrorObject) =>
-    (e.keyword === "anyOf" || e.keyword === "oneOf") &&
-    (e.parentSchema as Record<string, unknown> | undefined)?.[ERROR_MESSAGE] !== undefined;
+    (e.keyword === "anyOf" || e.keyword === "oneOf") && e.parentSchema?.[ERROR_MESSAGE] !== undefined;
   return errors.find(says) ?? errors[0]!;
 }
 
@@ -80,7 +79,8 @@ function firstError(errors: ErrorObject[]): ErrorObject {
 function describe(error: ErrorObject, where: string): string {
   const path = error.instancePath.split("/").filter(Boolean).join(".");
   const field = [where, path].filter(Boolean).join(".");
-  const schema = error.parentSchema as Record<string, ErrorMessage | undefined> | undefined;
+  // ajv types a schema's keywords as any; ours carry ERROR_MESSAGE as ErrorMessage (as api/validation.ts reads them).
+  const schema: Record<string, ErrorMessage | undefined> | undefined = error.parentSchema;
   const custom = schema?.[ERROR_MESSAGE];
   const text = typeof custom === "string" ? custom : custom?.[error.keyword];
   if (text) return `${field}: ${text.replace("{value}", shown(error.data, 80))}`;

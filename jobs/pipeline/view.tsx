@@ -22,11 +22,8 @@ function waveOf(steps: Record<string, Step>, name: string, seen = new Set<string
  */
 export default function PipelineResultView(props: ResultViewProps) {
   const { job } = props;
-  const steps = ((job.parameters as { steps?: Record<string, Step> }).steps ?? {}) as Record<string, Step>;
-  const results = ((props.result as { steps?: Record<string, StepResult> }).steps ?? {}) as Record<
-    string,
-    StepResult
-  >;
+  const steps = (job.parameters as { steps?: Record<string, Step> }).steps ?? {};
+  const results = (props.result as { steps?: Record<string, StepResult> }).steps ?? {};
   const progress = (job as { steps_progress?: Record<string, number> }).steps_progress ?? {};
   const names = Object.keys(steps).sort((a, b) => waveOf(steps, a) - waveOf(steps, b));
   const stateOf = (name: string): string => {

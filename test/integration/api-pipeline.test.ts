@@ -60,7 +60,10 @@ describe("POST /jobs/pipeline", () => {
         { steps: { c: { type: "image_colors" }, a: { ...resize, input: "c" } } },
         "steps.a.input: step c (image_colors) writes no file, so no step can read its output",
       ],
-      [{ steps: { a: resize, t: { type: "video_thumbnail" } } }, /^steps\.t: video_thumbnail reads a video source/],
+      [
+        { steps: { a: resize, t: { type: "video_thumbnail" } } },
+        /^steps\.t: video_thumbnail reads a video source/,
+      ],
       [{ dest_prefix: undefined, steps: { a: resize } }, /^steps\.a: image_resize writes a file: give/],
       [
         { steps: { a: { ...resize, dest_key: "k" }, b: { ...resize, dest_key: "k" } } },
@@ -99,9 +102,13 @@ describe("POST /jobs/pipeline", () => {
   test("the OpenAPI document describes its body: steps keyed by name, keep_partial, an optional destination", async () => {
     const res = await stack.request("/docs/json");
     const document = (await res.json()) as {
-      paths: Record<string, { post?: { requestBody: { content: Record<string, { schema: Record<string, unknown> }> } } }>;
+      paths: Record<
+        string,
+        { post?: { requestBody: { content: Record<string, { schema: Record<string, unknown> }> } } }
+      >;
     };
-    const schema = document.paths["/api/v1/jobs/pipeline"]!.post!.requestBody.content["application/json"]!.schema as {
+    const schema = document.paths["/api/v1/jobs/pipeline"]!.post!.requestBody.content["application/json"]!
+      .schema as {
       properties: Record<string, { additionalProperties?: unknown; default?: unknown }>;
       required: string[];
     };

@@ -26,7 +26,12 @@ import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-r
 const run = promisify(execFile);
 
 /** A proxy in front of the object store that notes every request (method and path) it forwards. */
-async function countingProxy(): Promise<{ url: string; requests: string[]; to(url: string): void; server: Server }> {
+async function countingProxy(): Promise<{
+  url: string;
+  requests: string[];
+  to(url: string): void;
+  server: Server;
+}> {
   const requests: string[] = [];
   let target: URL | undefined;
   const server = createServer((req, res) => {
@@ -256,7 +261,11 @@ describe("pipeline: a video", () => {
 describe("pipeline: a step fails", () => {
   const failing = {
     small: { type: "image_resize", parameters: { width: 100, height: 100 } },
-    marked: { type: "image_watermark", input: "small", parameters: { watermark_image: "in/no-such-mark.png" } },
+    marked: {
+      type: "image_watermark",
+      input: "small",
+      parameters: { watermark_image: "in/no-such-mark.png" },
+    },
     after: { type: "image_optimize", input: "marked" },
     colours: { type: "image_colors" },
   };
@@ -265,7 +274,10 @@ describe("pipeline: a step fails", () => {
     const id = await submit(stack, "pipeline", { ...location("in/photo.jpg", "out/fail"), steps: failing });
     const job = await finished(stack, id);
     assert.equal(job.status, "failed");
-    assert.equal(job.error, `step marked (image_watermark): object s3://${stack.bucket}/in/no-such-mark.png not found`);
+    assert.equal(
+      job.error,
+      `step marked (image_watermark): object s3://${stack.bucket}/in/no-such-mark.png not found`,
+    );
     assert.equal(job.result, undefined);
     assert.equal(await exists("out/fail/small.jpg"), false, "the resize's output is removed");
   });
@@ -351,7 +363,10 @@ describe("pipeline: the CLI", () => {
       const env = clientEnv(stack.baseUrl, KEY);
       const args = ["submit", "pipeline", "--source", `s3://${stack.bucket}/in/photo.jpg`];
       const ran = await collect(
-        spawnCli([...args, "--dest", `s3://${stack.bucket}/out/cli`, "--file", steps, "--wait", "--json"], env),
+        spawnCli(
+          [...args, "--dest", `s3://${stack.bucket}/out/cli`, "--file", steps, "--wait", "--json"],
+          env,
+        ),
         args,
       );
       assert.equal(ran.code, 0, ran.stderr);

@@ -203,7 +203,8 @@ describe("buildJobManifest", () => {
   test("a pipeline's runner: the most any wave asks for (its steps' sum), within the floor and the maximum", () => {
     const s = settings();
     const resources = (steps: Record<string, unknown>, extra: Partial<Job> = {}) =>
-      container(buildJobManifest(job({ type: "pipeline", parameters: { steps }, ...extra }), s, 60)).resources;
+      container(buildJobManifest(job({ type: "pipeline", parameters: { steps }, ...extra }), s, 60))
+        .resources;
     const resize = { type: "image_resize" };
     // One image step: the pipeline's own class (image), as configured.
     assert.deepEqual(resources({ a: resize }), {

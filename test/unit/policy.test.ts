@@ -9,6 +9,8 @@ import {
   executionClass,
   isPermanentExit,
   jobDeadline,
+  pipelineProgress,
+  PIPELINE_STEP_WEIGHT,
   podRetries,
   runVerdict,
   timeoutMessage,
@@ -166,5 +168,20 @@ describe("execution class", () => {
       executionClass({ type: "image_colors", resources: { cpu: "1", memory: "512Mi" } }, pool).class,
       "pool",
     );
+  });
+});
+
+describe("a pipeline's overall progress", () => {
+  test("each step's percent weighted by its resource class", () => {
+    const classes = { a: "image", b: "image", v: "video" } as const;
+    const of = (step: string) => classes[step as keyof typeof classes];
+    assert.equal(pipelineProgress({ a: 0, b: 0, v: 0 }, of), 0);
+    // Two image steps done of 1 + 1 + 8: a fifth.
+    assert.equal(pipelineProgress({ a: 100, b: 100, v: 0 }, of), 20);
+    assert.equal(pipelineProgress({ a: 100, b: 100, v: 50 }, of), 60);
+    assert.equal(pipelineProgress({ a: 100, b: 100, v: 100 }, of), 100);
+    assert.equal(pipelineProgress({}, of), 0);
+    assert.ok(PIPELINE_STEP_WEIGHT.video > PIPELINE_STEP_WEIGHT.media);
+    assert.ok(PIPELINE_STEP_WEIGHT.media > PIPELINE_STEP_WEIGHT.image);
   });
 });

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { startTestStack, type TestStack } from "../support/api.js";
+import { answer, recorded as recordedJob } from "../support/jobs.js";
 
 let stack: TestStack;
 
@@ -20,15 +21,8 @@ const PATH = "/api/v1/jobs/pipeline";
 const base = { source_bucket: "media", source_key: "in/photo.jpg", dest_bucket: "out", dest_prefix: "p/" };
 const resize = { type: "image_resize", parameters: { width: 100, height: 100 } };
 
-async function submit(body: Record<string, unknown>, path = PATH) {
-  const res = await stack.request(path, { method: "POST", json: body });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
-
-async function recorded(id: unknown) {
-  const res = await stack.request(`/api/v1/jobs/${String(id)}`);
-  return (await res.json()) as Record<string, unknown>;
-}
+const submit = (body: Record<string, unknown>, path = PATH) => answer(stack, path, body);
+const recorded = (id: unknown) => recordedJob(stack, id);
 
 describe("POST /jobs/pipeline", () => {
   test("recorded with its steps, keep_partial's default and the destination in its parameters", async () => {

@@ -12,14 +12,14 @@ import { join } from "node:path";
 import { createServer, request as httpRequest, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { promisify } from "node:util";
-import { GetObjectCommand, HeadObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
+import { GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import { after, before, describe, test } from "node:test";
 import sharp from "sharp";
 import type { Job } from "../../core/jobs/records.js";
 import { startTestStack, type TestStack } from "../support/api.js";
 import { makeVideo, removeMediaDirs } from "../support/av.js";
 import { clientEnv, collect, spawnCli } from "../support/cli.js";
-import { finished, submit } from "../support/jobs.js";
+import { exists as objectExists, finished, submit } from "../support/jobs.js";
 import { makeImage, readPixels } from "../support/media.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
 
@@ -91,14 +91,7 @@ async function get(key: string): Promise<Buffer> {
   return Buffer.from(await res.Body!.transformToByteArray());
 }
 
-async function exists(key: string): Promise<boolean> {
-  try {
-    await stack.services.s3.send(new HeadObjectCommand({ Bucket: stack.bucket, Key: key }));
-    return true;
-  } catch {
-    return false;
-  }
-}
+const exists = (key: string) => objectExists(stack, key);
 
 /** GETs of one object through the proxy (the runner's downloads; the test reads the store directly). */
 const getsOf = (key: string) =>

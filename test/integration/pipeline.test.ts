@@ -322,6 +322,14 @@ describe("pipeline: cancelled", () => {
       assert.ok(Date.now() < deadline, "both steps' ffmpeg start");
       await new Promise((r) => setTimeout(r, 50));
     }
+    // While they run, the record has each step's percent beside the overall one.
+    let running = await stack.services.store.getJob(id);
+    while (!running?.steps_progress || running.progress === undefined) {
+      assert.ok(Date.now() < deadline, "the steps report progress");
+      await new Promise((r) => setTimeout(r, 100));
+      running = await stack.services.store.getJob(id);
+    }
+    assert.deepEqual(Object.keys(running.steps_progress).sort(), ["one", "two"]);
     const res = await stack.request(`/api/v1/jobs/${id}/cancel`, { method: "POST" });
     assert.equal(res.status, 200);
     const stopped = Date.now() + 15_000;

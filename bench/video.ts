@@ -20,7 +20,7 @@
 //              ffmpeg, S3 PUT, its reports to Redis; the node process's VmHWM: ffmpeg is its child)
 //              beside the plain command's own peak (GNU time)
 //
-// Knobs: BENCH_VIDEO_ROUNDS (3), BENCH_VIDEO_SECONDS (10, the clips' length),
+// Knobs: BENCH_VIDEO_ROUNDS (5), BENCH_VIDEO_SECONDS (10, the clips' length),
 // BENCH_VIDEO_PARTS (transcode,ladder,jobs,rss: which of the four), BENCH_VIDEO_LADDER_SOURCES
 // (synthetic,camera: the sources of the ladder and jobs parts).
 import { readFileSync } from "node:fs";
@@ -475,7 +475,7 @@ function printLadderComparison(ladders: Record<string, LadderFigures>): void {
 }
 
 export async function videoBenchmark(): Promise<VideoFigures> {
-  const rounds = num("BENCH_VIDEO_ROUNDS", 3);
+  const rounds = num("BENCH_VIDEO_ROUNDS", 5);
   const seconds = num("BENCH_VIDEO_SECONDS", 10);
   const parts = (process.env.BENCH_VIDEO_PARTS ?? "transcode,ladder,jobs,rss").split(",");
   const ladderSources = (process.env.BENCH_VIDEO_LADDER_SOURCES ?? "synthetic,camera").split(",");

@@ -73,21 +73,42 @@ export interface Deadline {
 }
 
 /**
- * The deadline rule: the job's own `timeout_seconds`, else its type's `executor.timeouts.<type>`.
+ * The deadline rule: the job's own `timeout_seconds`, else its type's `executor.timeouts.<type>`; a
+ * pipeline's, else the time its waves of steps take at most (pipelineTimeoutMs).
  * `given` is a deadline an executor handed the run (a Kubernetes Job's activeDeadlineSeconds, seen
  * by the runner as `givenSetting`): it wins, and is named only where it differs from the job's own.
  */
 export function jobDeadline(
-  job: Pick<Job, "type" | "timeout_seconds">,
+  job: Pick<Job, "type" | "timeout_seconds"> & { parameters?: Record<string, unknown> },
   timeoutsMs: Record<JobType, number>,
   given?: { seconds: number; setting: string },
 ): Deadline {
   const own =
     job.timeout_seconds !== undefined
       ? deadline(job.timeout_seconds * 1000, "timeout_seconds")
-      : deadline(timeoutsMs[job.type], `executor.timeouts.${job.type}`);
+      : job.type === "pipeline"
+        ? pipelineDeadline(job.parameters ?? {}, timeoutsMs)
+        : deadline(timeoutsMs[job.type], `executor.timeouts.${job.type}`);
   if (!given || given.seconds === own.seconds) return own;
   return deadline(given.seconds * 1000, job.timeout_seconds !== undefined ? given.setting : own.setting);
+}
+
+/**
+ * A pipeline's time: its waves' in turn, a wave's the longest executor.timeouts.<type> of its steps
+ * (they run at once), and at least executor.timeouts.pipeline.
+ */
+function pipelineDeadline(
+  parameters: Record<string, unknown>,
+  timeoutsMs: Record<JobType, number>,
+): Deadline {
+  const waves = stepTypeWaves((parameters.steps ?? {}) as Record<string, PipelineStep>);
+  const ms = waves.reduce(
+    (total, wave) => total + Math.max(...wave.map((type) => timeoutsMs[type as JobType] ?? 0)),
+    0,
+  );
+  return ms > timeoutsMs.pipeline
+    ? deadline(ms, "executor.timeouts of its steps, the longest of each wave in turn")
+    : deadline(timeoutsMs.pipeline, "executor.timeouts.pipeline");
 }
 
 function deadline(ms: number, setting: string): Deadline {

@@ -49,7 +49,7 @@ export interface RunOutcome {
  */
 export function runDeadline(
   config: Config,
-  job: Pick<Job, "type" | "timeout_seconds">,
+  job: Pick<Job, "type" | "timeout_seconds"> & { parameters?: Record<string, unknown> },
   deadlineSeconds?: number,
 ): Deadline {
   return jobDeadline(

@@ -64,6 +64,30 @@ describe("deadline rule", () => {
     assert.deepEqual(typed, { ms: 1_800_000, seconds: 1800, setting: "executor.timeouts.audio_convert" });
     assert.equal(timeoutMessage(typed), "job timed out after 1800 s (executor.timeouts.audio_convert)");
   });
+  test("a pipeline's: its waves in turn, each the longest of its steps' timeouts, at least its own", () => {
+    const pipeline = (steps: Record<string, unknown>, timeout_seconds?: number) =>
+      jobDeadline(
+        { type: "pipeline", parameters: { steps }, ...(timeout_seconds ? { timeout_seconds } : {}) },
+        { ...timeouts, pipeline: 600_000 },
+      );
+    // One wave: the longest of its steps (audio_convert's 30 minutes).
+    assert.deepEqual(pipeline({ a: { type: "image_colors" }, b: { type: "audio_convert" } }), {
+      ms: 1_800_000,
+      seconds: 1800,
+      setting: "executor.timeouts of its steps, the longest of each wave in turn",
+    });
+    // Two waves in turn: 30 minutes, then 2.
+    const chain = { a: { type: "audio_convert" }, b: { type: "media_probe", input: "a" } };
+    assert.equal(pipeline(chain).ms, 1_800_000 + 120_000);
+    // Short steps: executor.timeouts.pipeline; timeout_seconds wins over both.
+    assert.deepEqual(pipeline({ a: { type: "image_colors" } }), {
+      ms: 600_000,
+      seconds: 600,
+      setting: "executor.timeouts.pipeline",
+    });
+    assert.equal(pipeline(chain, 30).setting, "timeout_seconds");
+  });
+
   test("whole seconds round up (a Job's activeDeadlineSeconds), milliseconds stay exact for timers", () => {
     assert.deepEqual(jobDeadline({ type: "image_colors" }, timeouts), {
       ms: 1500,

@@ -39,6 +39,11 @@ type Definition = (typeof JOB_DEFINITIONS)[number];
 const definitionByName = (name: string): Definition | undefined =>
   JOB_DEFINITIONS.find((d) => d.name === name && d.name !== PIPELINE_TYPE);
 
+/** The types a step may be: every type of the registry but the pipeline. */
+export function stepTypes(): string[] {
+  return JOB_DEFINITIONS.map((d) => d.name).filter((name) => name !== PIPELINE_TYPE);
+}
+
 /** A step writes a file another step can read: an output, and one object rather than many. */
 export const writesFile = (d: Definition) => d.media.output !== null && !("entryKey" in d && d.entryKey);
 /** A step writes something (a file, or objects under a prefix). */

@@ -214,7 +214,7 @@ export const pipeline: Processor = async (ctx) => {
       results[name] = { error: `not run: its input step ${input} failed` };
       return false;
     });
-    // Image steps reading one input share its decode.
+    // Image steps reading one input share its decode (when it decodes).
     const shared = await sharedDecodes(
       runnable.map((name) => ({
         input: steps[name]!.input,
@@ -224,7 +224,11 @@ export const pipeline: Processor = async (ctx) => {
       (input) =>
         input === undefined ? (ctx.sourceBuffer ?? ctx.sourcePath) : bytesOrPath(outputs.get(input)!),
       ctx,
-    );
+    ).catch((err: unknown) => {
+      // An input that cannot be decoded: each step opens it on its own, and fails with its name.
+      ctx.logger.debug({ error: describeError(err) }, "pipeline: no shared decode");
+      return new Map<string | undefined, Buffer>();
+    });
     await inParallel(runnable, cpus, async (name) => {
       if (signal.aborted) {
         results[name] = { error: "not run: the pipeline was stopped" };

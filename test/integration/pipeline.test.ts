@@ -20,7 +20,7 @@ import { startTestStack, type TestStack } from "../support/api.js";
 import { makeVideo, removeMediaDirs } from "../support/av.js";
 import { clientEnv, collect, spawnCli } from "../support/cli.js";
 import { exists as objectExists, finished, submit } from "../support/jobs.js";
-import { makeImage, readPixels } from "../support/media.js";
+import { makeImage, readPixels, truncated } from "../support/media.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
 
 const run = promisify(execFile);
@@ -295,6 +295,29 @@ describe("pipeline: a step fails", () => {
     const body = hook.json as { job: { status: string; error: string; result: { steps: Steps } } };
     assert.equal(body.job.status, "failed");
     assert.deepEqual(body.job.result.steps, steps);
+  });
+});
+
+describe("pipeline: a source that does not decode", () => {
+  test("each image step fails with its own name, whatever they would have shared", async () => {
+    await put(
+      "in/cut.jpg",
+      truncated(await makeImage({ width: 320, height: 240, format: "jpeg", photo: true })),
+    );
+    const id = await submit(stack, "pipeline", {
+      ...location("in/cut.jpg", "out/cut"),
+      keep_partial: true,
+      steps: {
+        a: { type: "image_resize", parameters: { width: 32, height: 24 } },
+        b: { type: "image_resize", parameters: { width: 64, height: 48 } },
+      },
+    });
+    const job = await finished(stack, id);
+    assert.equal(job.status, "failed");
+    assert.match(job.error ?? "", /^step [ab] \(image_resize\): source image is truncated or corrupt/);
+    const steps = stepsOf(job);
+    assert.match(String(steps.a!.error), /truncated or corrupt/);
+    assert.match(String(steps.b!.error), /truncated or corrupt/);
   });
 });
 

@@ -119,9 +119,7 @@ export const pipeline: Processor = async (ctx) => {
     ctx.progress(
       pipelineProgress(percents, (name) => definitionOf(typeOf(name)).runner.resources),
       message,
-      {
-        ...percents,
-      },
+      { ...percents },
     );
 
   const outputs = new Map<string, StepSource>();
@@ -150,8 +148,10 @@ export const pipeline: Processor = async (ctx) => {
         : {}),
     };
     if (!entryKey) delete (job as { dest_key?: string }).dest_key;
+    // The step's own source only: not the pipeline's, whatever the pipeline's context holds.
+    const { sourceBuffer: _buffer, sourceContentType: _type, ...common } = ctx;
     const child: ProcessContext = {
-      ...ctx,
+      ...common,
       job,
       ...source,
       scratchDir,

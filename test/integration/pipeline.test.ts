@@ -20,6 +20,7 @@ import { startTestStack, type TestStack } from "../support/api.js";
 import { makeVideo, removeMediaDirs } from "../support/av.js";
 import { clientEnv, collect, spawnCli } from "../support/cli.js";
 import { exists as objectExists, finished, submit } from "../support/jobs.js";
+import { openStream } from "../support/sse.js";
 import { makeImage, readPixels, truncated } from "../support/media.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
 
@@ -353,6 +354,15 @@ describe("pipeline: cancelled", () => {
       running = await stack.services.store.getJob(id);
     }
     assert.deepEqual(Object.keys(running.steps_progress).sort(), ["one", "two"]);
+    // Its event stream's progress events carry them too (the snapshot's, then the runner's).
+    const stream = await openStream(`${stack.baseUrl}/api/v1/jobs/${id}/stream`, { "x-api-key": KEY });
+    try {
+      const progress = await stream.waitFor((e) => e.event === "progress", 15_000);
+      const steps = (progress.json as { steps?: Record<string, number> }).steps ?? {};
+      assert.deepEqual(Object.keys(steps).sort(), ["one", "two"]);
+    } finally {
+      stream.close();
+    }
     const res = await stack.request(`/api/v1/jobs/${id}/cancel`, { method: "POST" });
     assert.equal(res.status, 200);
     const stopped = Date.now() + 15_000;

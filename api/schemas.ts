@@ -36,6 +36,7 @@ import {
 } from "../core/jobs/records.js";
 import { Enum } from "../core/jobs/enum.js";
 import {
+  DESTINATIONS_IN_PARAMETERS,
   JOB_STATES,
   JOB_TYPES,
   WRITES_OUTPUT,
@@ -189,7 +190,7 @@ export function submitBodySchema(type: JobType, bounds: SchemaBounds): TObject {
   const required = [
     "source_bucket",
     "source_key",
-    ...Object.keys(destinationFields(type)),
+    ...(DESTINATIONS_IN_PARAMETERS[type] ? [] : Object.keys(destinationFields(type))),
     ...(parameters.required ?? []),
   ];
   return optionalDefaults({
@@ -199,8 +200,16 @@ export function submitBodySchema(type: JobType, bounds: SchemaBounds): TObject {
   });
 }
 
-/** Where a type's output goes: a key, a prefix (a type that writes many objects), or nowhere. */
-export function destinationFields(type: JobType): TProperties {
+/**
+ * Where a type's output goes: a key, a prefix (a type that writes many objects), or nowhere; a
+ * type whose parts name their own (the pipeline) takes a bucket and a prefix, both optional.
+ */
+function destinationFields(type: JobType): TProperties {
+  if (DESTINATIONS_IN_PARAMETERS[type])
+    return {
+      dest_bucket: Type.Optional(DestinationPrefixFields.dest_bucket),
+      dest_prefix: Type.Optional(DestinationPrefixFields.dest_prefix),
+    };
   if (WRITES_UNDER_PREFIX[type]) return DestinationPrefixFields;
   return WRITES_OUTPUT[type] ? DestinationFields : {};
 }
@@ -248,12 +257,13 @@ function batchEntrySchema(type: JobType, bounds: SchemaBounds): TObject {
   const needsParameters =
     (parameters.required ?? []).length > 0 || "anyOf" in parameters || "oneOf" in parameters;
   const withDefaults = { ...parameters, default: {} } as TSchema;
-  const dest = WRITES_OUTPUT[type]
-    ? destinationFields(type)
-    : {
-        dest_bucket: Type.Optional(DestinationFields.dest_bucket),
-        dest_key: Type.Optional(DestinationFields.dest_key),
-      };
+  const dest =
+    WRITES_OUTPUT[type] || DESTINATIONS_IN_PARAMETERS[type]
+      ? destinationFields(type)
+      : {
+          dest_bucket: Type.Optional(DestinationFields.dest_bucket),
+          dest_key: Type.Optional(DestinationFields.dest_key),
+        };
   return Type.Object(
     {
       type: Type.Literal(type),

@@ -20,9 +20,11 @@
 //              ffmpeg, S3 PUT, its reports to Redis; the node process's VmHWM: ffmpeg is its child)
 //              beside the plain command's own peak (GNU time)
 //
-// Knobs: BENCH_VIDEO_ROUNDS (3), BENCH_VIDEO_SECONDS (10, the clips' length),
+// Knobs: BENCH_VIDEO_ROUNDS (5), BENCH_VIDEO_SECONDS (10, the clips' length),
 // BENCH_VIDEO_PARTS (transcode,ladder,jobs,rss: which of the four), BENCH_VIDEO_LADDER_SOURCES
-// (synthetic,camera: the sources of the ladder and jobs parts).
+// (synthetic,camera: the sources of the ladder and jobs parts), BENCH_VIDEO_FFMPEG (system: the
+// machine's ffmpeg; image: the one the image ships, bench/image-ffmpeg.ts, for the processors, the
+// runners and the plain commands alike; the clips are made with the machine's).
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -36,12 +38,16 @@ import { audioOptions, CONTAINER_FORMATS, fitSize, videoEncodeOptions } from "..
 import { compileProject } from "./compile.js";
 import { DEFAULT_LIMITS, processContext } from "./context.js";
 import { cameraVideo, hdVideo } from "./fixtures.js";
+import { imageFfmpeg } from "./image-ffmpeg.js";
 import type { StackJob } from "./jobs-round.js";
 import { peak } from "./rss.js";
 import { fileSize, fmt, log, num, ResizeServer, run } from "./runner.js";
 import { formatRatio, formatSummary, printTable, ratio, summarize, type Summary } from "./stats.js";
 
 const FPS = 30;
+
+/** The ffmpeg the plain commands run: the one the processors run (FFMPEG_PATH, as fluent-ffmpeg reads it). */
+const ffmpegPath = () => process.env.FFMPEG_PATH || "ffmpeg";
 /** The transcode every part measures: 720 lines, H.264 at x264's veryfast, AAC at its default. */
 const TRANSCODE = { height: 720, video_codec: "h264", preset: "fast", audio_codec: "aac" } as const;
 /** video_adaptive's preset of the same x264 speed as video_transcode's "fast" (veryfast). */
@@ -192,7 +198,7 @@ async function transcodePart(
     }
   };
   const args = transcodeArgs({ ...TRANSCODE }, info, source, join(work, "plain.mp4"));
-  const ffmpeg = () => run("ffmpeg", args);
+  const ffmpeg = () => run(ffmpegPath(), args);
   // The first call in a process loads fluent-ffmpeg and pays its capability checks: not counted.
   const cold = await timed(processor);
   const t = await alternate(
@@ -416,7 +422,7 @@ async function rssPart({ path: source, info, description }: Source, rounds: numb
           if (r.jobPeakKb !== undefined) jobPeaks.push(r.jobPeakKb / 1024);
           return r.peakKb! / 1024;
         },
-        ffmpeg: async () => (await peak("ffmpeg", args)).kb / 1024,
+        ffmpeg: async () => (await peak(ffmpegPath(), args)).kb / 1024,
       },
       (mib) => `${fmt(mib, 1)} MiB`,
     );
@@ -475,7 +481,7 @@ function printLadderComparison(ladders: Record<string, LadderFigures>): void {
 }
 
 export async function videoBenchmark(): Promise<VideoFigures> {
-  const rounds = num("BENCH_VIDEO_ROUNDS", 3);
+  const rounds = num("BENCH_VIDEO_ROUNDS", 5);
   const seconds = num("BENCH_VIDEO_SECONDS", 10);
   const parts = (process.env.BENCH_VIDEO_PARTS ?? "transcode,ladder,jobs,rss").split(",");
   const ladderSources = (process.env.BENCH_VIDEO_LADDER_SOURCES ?? "synthetic,camera").split(",");
@@ -484,6 +490,19 @@ export async function videoBenchmark(): Promise<VideoFigures> {
       throw new Error(`BENCH_VIDEO_LADDER_SOURCES: no source "${kind}" (${Object.keys(SOURCES).join(", ")})`);
   }
   const synthetic = await loadSource("synthetic", seconds);
+  const which = process.env.BENCH_VIDEO_FFMPEG ?? "system";
+  if (which === "image") {
+    // Set before any processor or runner starts: fluent-ffmpeg, the probes and the runner processes
+    // (which inherit this process's environment) all read it.
+    const image = await imageFfmpeg();
+    process.env.FFMPEG_PATH = image.ffmpeg;
+    process.env.FFPROBE_PATH = image.ffprobe;
+    log(`ffmpeg and ffprobe of the image ${image.image}: ${image.ffmpeg}`);
+  } else if (which !== "system") {
+    throw new Error(`BENCH_VIDEO_FFMPEG: "${which}" is neither system nor image`);
+  } else {
+    log(`ffmpeg and ffprobe of this machine: ${ffmpegPath()}`);
+  }
   log(
     `video source ${synthetic.path}: ${fmt((await fileSize(synthetic.path)) / 1e6, 1)} MB, ${availableCpus()} CPUs`,
   );

@@ -1,6 +1,13 @@
 // The job commands: submit, job, watch, cancel, retry, jobs, stats. Each returns its exit code.
 import type { Job, JobSummary, QueueStats } from "../core/jobs/records.js";
-import { WRITES_OUTPUT, WRITES_UNDER_PREFIX, type JobType } from "../core/jobs/types.js";
+import { readFile } from "node:fs/promises";
+import { parse as parseYaml } from "yaml";
+import {
+  DESTINATIONS_IN_PARAMETERS,
+  WRITES_OUTPUT,
+  WRITES_UNDER_PREFIX,
+  type JobType,
+} from "../core/jobs/types.js";
 import { clip } from "../core/text.js";
 import { parseJobType, parseParams, parseS3Url, typePath } from "./args.js";
 import { filterQuery, type FilterOptions } from "./bulk.js";
@@ -29,6 +36,8 @@ export interface SubmitOptions {
   source: string;
   dest?: string;
   params?: string;
+  /** A JSON or YAML file of parameters (a pipeline's steps); --params and key=value pairs win. */
+  file?: string;
   priority?: number;
   webhookUrl?: string;
   timeout?: number;
@@ -48,6 +57,7 @@ export function submitBody(
   typeArg: string,
   pairs: string[],
   options: SubmitOptions,
+  fromFile: Record<string, unknown> = {},
 ): { path: string; body: Record<string, unknown> } {
   const type = parseJobType(typeArg);
   const source = parseS3Url(options.source, "--source");
@@ -65,7 +75,7 @@ export function submitBody(
   }
   // A template may give the destination: --dest is then optional.
   if (options.template === undefined || options.dest !== undefined) addDestination(body, type, options.dest);
-  Object.assign(body, parseParams(pairs, options.params));
+  Object.assign(body, fromFile, parseParams(pairs, options.params));
   if (options.priority !== undefined) body.priority = options.priority;
   if (options.webhookUrl !== undefined) body.webhook_url = options.webhookUrl;
   if (options.timeout !== undefined) body.timeout_seconds = options.timeout;
@@ -74,7 +84,14 @@ export function submitBody(
 
 /** Where the output goes, from --dest: a key, or a prefix for a type that writes many objects. */
 function addDestination(body: Record<string, unknown>, type: JobType, url: string | undefined): void {
-  if (WRITES_UNDER_PREFIX[type]) {
+  if (DESTINATIONS_IN_PARAMETERS[type]) {
+    // Its steps say where they write; --dest, when given, is the bucket and prefix they default to.
+    if (url !== undefined) {
+      const dest = parseS3Url(url, "--dest");
+      body.dest_bucket = dest.bucket;
+      body.dest_prefix = dest.key;
+    }
+  } else if (WRITES_UNDER_PREFIX[type]) {
     if (url === undefined) {
       throw new UsageError(`${type} writes many objects: --dest s3://bucket/prefix is required`);
     }
@@ -100,12 +117,41 @@ export async function submit(
   pairs: string[],
   options: SubmitOptions,
 ): Promise<number> {
-  const { path, body } = submitBody(typeArg, pairs, options);
+  const { path, body } = submitBody(
+    typeArg,
+    pairs,
+    options,
+    options.file === undefined ? {} : await parametersFile(options.file),
+  );
   const accepted = await api.json<Accepted>("POST", path, {
     body,
     headers: idempotency(options.idempotencyKey),
   });
   return queued(api, out, accepted, options.wait === true);
+}
+
+/** The parameters of a JSON or YAML file (YAML reads JSON too): an object, such as a pipeline's steps. */
+export async function parametersFile(file: string): Promise<Record<string, unknown>> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (err) {
+    throw new UsageError(
+      `--file ${file} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+    );
+  }
+  let parsed: unknown;
+  try {
+    parsed = parseYaml(text);
+  } catch (err) {
+    throw new UsageError(
+      `--file ${file} is not valid JSON or YAML: ${(err as Error).message.split("\n")[0]}`,
+    );
+  }
+  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) {
+    throw new UsageError(`--file ${file} must hold an object of parameters, such as {"steps": {…}}`);
+  }
+  return parsed as Record<string, unknown>;
 }
 
 /** What a submit or a retry prints: the job id (or the answer), or with --wait how the job ended. */

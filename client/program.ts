@@ -159,6 +159,10 @@ export function addClientCommands(program: Command, done: (code: number) => void
     )
     .option("--params <json>", "parameters as a JSON object (key=value pairs win)")
     .option(
+      "--file <path>",
+      "parameters from a JSON or YAML file, such as a pipeline's steps (--params and key=value pairs win)",
+    )
+    .option(
       "--template <name>",
       "submit with this template (templates list): its parameters and destination; the parameters given are overrides it allows",
     )
@@ -180,6 +184,7 @@ export function addClientCommands(program: Command, done: (code: number) => void
       example(
         "media-service submit image/resize --source s3://media/in/photo.jpg --dest s3://media/out/photo.webp width=800 height=600 format=webp --wait",
         "media-service submit image_colors --source s3://media/in/photo.jpg color_count=3 --json",
+        "media-service submit pipeline --source s3://media/in/photo.jpg --dest s3://media/out/photo --file steps.yaml --wait",
         "media-service submit image/resize --template thumb --source s3://media/in/photo.jpg --dest-prefix s3://media/thumbs quality=70",
       ),
     );

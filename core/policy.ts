@@ -5,6 +5,8 @@
 // answers from here. The attempt budget itself is enforced by the store's scripts wherever a job is
 // re-queued (a lease that ran out included): a processing job given back after its
 // `executor.max_attempts`-th attempt fails instead of running again.
+import type { ResourceClass } from "../jobs/define.js";
+import { stepTypeWaves, type PipelineStep } from "../jobs/pipeline/graph.js";
 import type { Job } from "./jobs/records.js";
 import type { ExecutionClass, JobType } from "./jobs/types.js";
 import { parseQuantity } from "./quantity.js";
@@ -71,21 +73,42 @@ export interface Deadline {
 }
 
 /**
- * The deadline rule: the job's own `timeout_seconds`, else its type's `executor.timeouts.<type>`.
+ * The deadline rule: the job's own `timeout_seconds`, else its type's `executor.timeouts.<type>`; a
+ * pipeline's, else the time its waves of steps take at most (pipelineTimeoutMs).
  * `given` is a deadline an executor handed the run (a Kubernetes Job's activeDeadlineSeconds, seen
  * by the runner as `givenSetting`): it wins, and is named only where it differs from the job's own.
  */
 export function jobDeadline(
-  job: Pick<Job, "type" | "timeout_seconds">,
+  job: Pick<Job, "type" | "timeout_seconds"> & { parameters?: Record<string, unknown> },
   timeoutsMs: Record<JobType, number>,
   given?: { seconds: number; setting: string },
 ): Deadline {
   const own =
     job.timeout_seconds !== undefined
       ? deadline(job.timeout_seconds * 1000, "timeout_seconds")
-      : deadline(timeoutsMs[job.type], `executor.timeouts.${job.type}`);
+      : job.type === "pipeline"
+        ? pipelineDeadline(job.parameters ?? {}, timeoutsMs)
+        : deadline(timeoutsMs[job.type], `executor.timeouts.${job.type}`);
   if (!given || given.seconds === own.seconds) return own;
   return deadline(given.seconds * 1000, job.timeout_seconds !== undefined ? given.setting : own.setting);
+}
+
+/**
+ * A pipeline's time: its waves' in turn, a wave's the longest executor.timeouts.<type> of its steps
+ * (they run at once), and at least executor.timeouts.pipeline.
+ */
+function pipelineDeadline(
+  parameters: Record<string, unknown>,
+  timeoutsMs: Record<JobType, number>,
+): Deadline {
+  const waves = stepTypeWaves((parameters.steps ?? {}) as Record<string, PipelineStep>);
+  const ms = waves.reduce(
+    (total, wave) => total + Math.max(...wave.map((type) => timeoutsMs[type as JobType] ?? 0)),
+    0,
+  );
+  return ms > timeoutsMs.pipeline
+    ? deadline(ms, "executor.timeouts of its steps, the longest of each wave in turn")
+    : deadline(timeoutsMs.pipeline, "executor.timeouts.pipeline");
 }
 
 function deadline(ms: number, setting: string): Deadline {
@@ -179,3 +202,70 @@ export function executionClass(
  * to a minute; a runner that starts resets it.
  */
 export const RUNNER_RESTART = { initialMs: 1000, maxMs: 60_000 } as const;
+
+/**
+ * How much a step of each resource class weighs in a pipeline's overall percent: about what a step
+ * of the class costs beside an image step (a video encode many times one, reading a little of a
+ * video or audio twice).
+ */
+export const PIPELINE_STEP_WEIGHT: Readonly<Record<ResourceClass, number>> = {
+  image: 1,
+  ai: 1,
+  media: 2,
+  video: 8,
+};
+
+/**
+ * A pipeline's overall percent: its steps' percents, each weighted by its type's resource class
+ * (PIPELINE_STEP_WEIGHT), rounded to a tenth.
+ */
+export function pipelineProgress(
+  percents: Readonly<Record<string, number>>,
+  classOf: (step: string) => ResourceClass,
+): number {
+  let done = 0;
+  let total = 0;
+  for (const [step, percent] of Object.entries(percents)) {
+    const weight = PIPELINE_STEP_WEIGHT[classOf(step)];
+    done += weight * Math.min(100, Math.max(0, percent));
+    total += weight;
+  }
+  return total === 0 ? 0 : Math.round((done / total) * 10) / 10;
+}
+
+type Resources = { cpu: string; memory: string };
+
+/**
+ * What a pipeline's runner gets on Kubernetes, before its own `resources` (which win, as for every
+ * type): per resource, the most any of its waves asks for, a wave asking for the sum of its steps'
+ * (each step its type's kubernetes.resources.<type>): the heaviest step's, plus what the steps
+ * beside it at once add; at least kubernetes.resources.pipeline, at most kubernetes.max_resources.
+ */
+export function pipelineResources(
+  parameters: Record<string, unknown>,
+  perType: Readonly<Record<string, { requests: Resources; limits: Resources }>>,
+  floor: { requests: Resources; limits: Resources },
+  max: Resources,
+): { requests: Resources; limits: Resources } {
+  const waves = stepTypeWaves((parameters.steps ?? {}) as Record<string, PipelineStep>);
+  const side = (which: "requests" | "limits"): Resources => {
+    // The quantity as configured where it is the answer (the floor, the maximum), else reckoned.
+    const pick = (resource: "cpu" | "memory", format: (value: number) => string) => {
+      let most = { value: parseQuantity(floor[which][resource]), text: floor[which][resource] };
+      for (const wave of waves) {
+        const sum = wave.reduce(
+          (total, type) => total + parseQuantity(perType[type]?.[which][resource] ?? "0"),
+          0,
+        );
+        const one = wave.length === 1 ? perType[wave[0]!]?.[which][resource] : undefined;
+        if (sum > most.value) most = { value: sum, text: one ?? format(sum) };
+      }
+      return most.value > parseQuantity(max[resource]) ? max[resource] : most.text;
+    };
+    return {
+      cpu: pick("cpu", (cores) => `${Math.ceil(cores * 1000)}m`),
+      memory: pick("memory", (bytes) => `${Math.ceil(bytes / 2 ** 20)}Mi`),
+    };
+  };
+  return { requests: side("requests"), limits: side("limits") };
+}

@@ -46,9 +46,16 @@ export interface JobTypeDefinition<Name extends string = string, Parameters exte
   result: { name: string; schema: TObject };
   /**
    * A rule across its parameters that a schema cannot say (e.g. distinct values in a list of
-   * objects): the sentence a 400 says, or undefined. Run on every submission after the schema.
+   * objects): the sentence a 400 says, or undefined. Run on every submission after the schema, with
+   * the configuration's bounds.
    */
-  check?: (parameters: Record<string, unknown>) => string | undefined;
+  check?: (parameters: Record<string, unknown>, bounds: SchemaBounds) => string | undefined;
+  /**
+   * A type whose parts each name where they write (the pipeline): its body takes `dest_bucket` and
+   * `dest_prefix`, both optional, and they are recorded in its parameters too, where its `check` and
+   * its processor read them.
+   */
+  destinationsInParameters?: boolean;
   /** How its runners run. */
   runner: {
     /** executor.timeouts.<type>: a Go-style duration. */

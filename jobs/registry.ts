@@ -15,6 +15,7 @@ import { definition as videoAdaptive } from "./video_adaptive/definition.js";
 import { definition as audioConvert } from "./audio_convert/definition.js";
 import { definition as mediaProbe } from "./media_probe/definition.js";
 import { definition as analyze } from "./analyze/definition.js";
+import { definition as pipeline } from "./pipeline/definition.js";
 
 export const JOB_DEFINITIONS = [
   imageResize,
@@ -29,6 +30,7 @@ export const JOB_DEFINITIONS = [
   audioConvert,
   mediaProbe,
   analyze,
+  pipeline,
 ] as const;
 
 type Definition = (typeof JOB_DEFINITIONS)[number];

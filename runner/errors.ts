@@ -5,6 +5,20 @@ export class PermanentError extends Error {
   override name = "PermanentError";
 }
 
+/**
+ * A job that fails with what it did before it failed (a pipeline's completed steps, keep_partial):
+ * recorded with the failure as its result.
+ */
+export class FailedWithResultError extends PermanentError {
+  override name = "FailedWithResultError";
+  constructor(
+    message: string,
+    readonly result: Record<string, unknown>,
+  ) {
+    super(message);
+  }
+}
+
 /** The job ran out of its time: it fails without a retry, as a Kubernetes deadline does. */
 export class TimeoutError extends PermanentError {
   override name = "TimeoutError";

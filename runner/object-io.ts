@@ -13,8 +13,10 @@ import {
   UploadPartCommand,
   type S3Client,
 } from "@aws-sdk/client-s3";
+import type { StorageSettings } from "../core/storage/s3.js";
+import { outputUrl } from "../core/storage/s3.js";
 import { PermanentError } from "./errors.js";
-import type { ObjectWriter } from "./processor.js";
+import type { ObjectWriter, OutputData, UploadedOutput } from "./processor.js";
 
 /** Files larger than this are uploaded in parts (and in parallel). */
 export const MULTIPART_THRESHOLD = 16 * 1024 * 1024;
@@ -222,6 +224,25 @@ export async function uploadBuffer(
   const range = (start: number, end: number) => data.subarray(start, end);
   await upload(s3, bucket, key, data.length, range, contentType, signal);
   return data.length;
+}
+
+/**
+ * Uploads a processor's one output (a file, or bytes in memory) to bucket/key: what the runner does
+ * with a job's output, and a pipeline with each step's.
+ */
+export async function uploadOutput(
+  s3: S3Client,
+  storage: StorageSettings,
+  bucket: string,
+  key: string,
+  out: OutputData,
+  signal: AbortSignal,
+): Promise<UploadedOutput> {
+  const size =
+    "buffer" in out
+      ? await uploadBuffer(s3, bucket, key, out.buffer, out.contentType, signal)
+      : await uploadFile(s3, bucket, key, out.path, out.contentType, signal);
+  return { output_url: outputUrl(storage, bucket, key), file_size: size };
 }
 
 /** The bytes [start, end) of what is uploaded, as a request body. */

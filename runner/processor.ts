@@ -2,6 +2,12 @@ import type { Config } from "../core/config/load.js";
 import type { Job } from "../core/jobs/records.js";
 import type { Logger } from "../core/logger.js";
 
+/** Where an uploaded output is, as a job's result says it. */
+export interface UploadedOutput {
+  output_url: string;
+  file_size: number;
+}
+
 /** Limits a processor enforces while it works (all from configuration). */
 export interface ProcessLimits {
   maxInputPixels: number;
@@ -31,8 +37,11 @@ export interface ProcessContext {
   limits: ProcessLimits;
   /** Aborted when the job's time is up or the runner is told to stop. */
   signal: AbortSignal;
-  /** Reports progress (0–100); cheap to call often, reports are throttled. */
-  progress(percent: number, message?: string): void;
+  /**
+   * Reports progress (0–100); cheap to call often, reports are throttled. `steps`: a pipeline's
+   * percent per step, recorded beside the overall percent (steps_progress).
+   */
+  progress(percent: number, message?: string, steps?: Record<string, number>): void;
   /** Downloads another object of the store (e.g. a watermark image) into the scratch directory. */
   fetchObject(bucket: string, key: string): Promise<string>;
   /**
@@ -42,6 +51,16 @@ export interface ProcessContext {
    * gives it; a context made for one processor alone (a test, a benchmark) may leave it out.
    */
   objects?: ObjectWriter;
+  /**
+   * Uploads an output as the runner uploads a job's one output, and says where it is (output_url,
+   * file_size): how a pipeline ships each step's. The runner always gives it.
+   */
+  uploadOutput?: (
+    bucket: string,
+    key: string,
+    output: OutputData,
+    signal: AbortSignal,
+  ) => Promise<UploadedOutput>;
   logger: Logger;
   config: Config;
 }

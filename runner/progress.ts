@@ -8,7 +8,7 @@ import { EtaEstimator } from "./eta.js";
  * progress write at all, its completion says 100 %. Past it, the latest report held back goes out.
  *
  * Every report also goes to `eta` (the job's own rate of progress); each write carries its estimate
- * of the seconds left, when it has one.
+ * of the seconds left, when it has one, and the latest per-step percents reported (a pipeline's).
  */
 export class ProgressReporter {
   private last = -1;
@@ -19,9 +19,15 @@ export class ProgressReporter {
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
   private quietOver = false;
+  private steps: Record<string, number> | undefined;
 
   constructor(
-    private readonly send: (percent: number, message: string, etaSeconds?: number) => Promise<unknown>,
+    private readonly send: (
+      percent: number,
+      message: string,
+      etaSeconds?: number,
+      steps?: Record<string, number>,
+    ) => Promise<unknown>,
     private readonly step = 1,
     private readonly intervalMs = 500,
     quietMs = 0,
@@ -30,8 +36,9 @@ export class ProgressReporter {
     this.quietUntil = Date.now() + quietMs;
   }
 
-  report(percent: number, message = ""): void {
+  report(percent: number, message = "", steps?: Record<string, number>): void {
     if (this.closed || !Number.isFinite(percent)) return;
+    if (steps) this.steps = { ...steps };
     const value = Math.round(Math.min(100, Math.max(0, percent)) * 10) / 10;
     const now = Date.now();
     const eta = this.eta.update(percent, now);
@@ -54,7 +61,8 @@ export class ProgressReporter {
     this.last = value;
     this.lastAt = now;
     // Reports go out in order; a failed report is not worth failing the job for.
-    this.pending = this.pending.then(() => this.send(value, message, eta)).catch(() => undefined);
+    const steps = this.steps;
+    this.pending = this.pending.then(() => this.send(value, message, eta, steps)).catch(() => undefined);
   }
 
   /** Waits for the reports already sent. */

@@ -6,11 +6,10 @@ import type { Config } from "../core/config/load.js";
 import { RUNNER_ENV } from "../core/config/runner-env.js";
 import type { Job } from "../core/jobs/records.js";
 import type { Logger } from "../core/logger.js";
-import { outputUrl } from "../core/storage/s3.js";
 import type { JobStore } from "../core/store/store.js";
 import { EXIT, jobDeadline, timeoutMessage, type Deadline } from "../core/policy.js";
-import { describeError, isPermanent, PermanentError, TimeoutError } from "./errors.js";
-import { downloadObject, fetchSource, objectWriter, uploadBuffer, uploadFile } from "./object-io.js";
+import { describeError, FailedWithResultError, isPermanent, PermanentError, TimeoutError } from "./errors.js";
+import { downloadObject, fetchSource, objectWriter, uploadOutput } from "./object-io.js";
 import type { ProcessContext } from "./processor.js";
 import { ProgressReporter } from "./progress.js";
 import { IN_MEMORY_TYPES, loadProcessor } from "./registry.js";
@@ -50,7 +49,7 @@ export interface RunOutcome {
  */
 export function runDeadline(
   config: Config,
-  job: Pick<Job, "type" | "timeout_seconds">,
+  job: Pick<Job, "type" | "timeout_seconds"> & { parameters?: Record<string, unknown> },
   deadlineSeconds?: number,
 ): Deadline {
   return jobDeadline(
@@ -111,7 +110,7 @@ export async function runJob(jobId: string, deps: RunnerDeps, startedJob?: Job):
   const signal = deps.shutdown ? AbortSignal.any([deadline, deps.shutdown]) : deadline;
   const scratchDir = join(config.executor.scratchDir, `${jobId}-${randomBytes(4).toString("hex")}`);
   const progress = new ProgressReporter(
-    (percent, message, etaSeconds) => store.progress(jobId, percent, message, etaSeconds),
+    (percent, message, etaSeconds, steps) => store.progress(jobId, percent, message, etaSeconds, steps),
     1,
     500,
     PROGRESS_QUIET_MS,
@@ -150,7 +149,7 @@ export async function runJob(jobId: string, deps: RunnerDeps, startedJob?: Job):
         maxOutputDimension: config.limits.maxOutputDimension,
       },
       signal,
-      progress: (percent, message) => progress.report(5 + percent * 0.9, message ?? ""),
+      progress: (percent, message, steps) => progress.report(5 + percent * 0.9, message ?? "", steps),
       fetchObject: async (bucket, key) => {
         const path = join(await scratch(), `object-${++fetched}${safeExtension(key)}`);
         await downloadObject(s3, bucket, key, path, {
@@ -161,6 +160,8 @@ export async function runJob(jobId: string, deps: RunnerDeps, startedJob?: Job):
         return path;
       },
       objects: objectWriter(s3),
+      uploadOutput: (bucket, key, out, outSignal) =>
+        uploadOutput(s3, config.storage, bucket, key, out, outSignal),
       logger: log,
       config,
     };
@@ -172,13 +173,10 @@ export async function runJob(jobId: string, deps: RunnerDeps, startedJob?: Job):
       if (!job.dest_bucket || !job.dest_key)
         throw new PermanentError(`${job.type} needs dest_bucket and dest_key`);
       progress.report(95, "uploading output");
-      const out = output.output;
-      const size =
-        "buffer" in out
-          ? await uploadBuffer(s3, job.dest_bucket, job.dest_key, out.buffer, out.contentType, signal)
-          : await uploadFile(s3, job.dest_bucket, job.dest_key, out.path, out.contentType, signal);
-      result.output_url = outputUrl(config.storage, job.dest_bucket, job.dest_key);
-      result.file_size = size;
+      Object.assign(
+        result,
+        await uploadOutput(s3, config.storage, job.dest_bucket, job.dest_key, output.output, signal),
+      );
     }
     await progress.close();
     const recorded = await store.complete(jobId, orderResult(result));
@@ -194,7 +192,7 @@ export async function runJob(jobId: string, deps: RunnerDeps, startedJob?: Job):
     if (isPermanent(err)) {
       log.info({ error: message }, "job failed");
       try {
-        await store.fail(jobId, message);
+        await store.fail(jobId, message, err instanceof FailedWithResultError ? { result: err.result } : {});
       } catch (storeErr) {
         return {
           code: EXIT.transient,

@@ -23,7 +23,7 @@ import {
 import { answerSubmit } from "../idempotency.js";
 import { batchTemplateHook, withTemplate } from "../templates.js";
 import { parameterNames } from "../../core/jobs/templates.js";
-import { WRITES_UNDER_PREFIX } from "../../core/jobs/types.js";
+import { DESTINATIONS_IN_PARAMETERS, WRITES_UNDER_PREFIX } from "../../core/jobs/types.js";
 
 export function batchRoutes(app: App, ctx: ApiContext): void {
   // Every entry is validated by the route schema: its type's parameters with the configuration's
@@ -36,7 +36,7 @@ export function batchRoutes(app: App, ctx: ApiContext): void {
       // Entries naming a template become the entries they stand for before the schema validates them.
       preValidation: batchTemplateHook(ctx, (type) => ({
         parameterNames: new Set(parameterNames(type, bounds)),
-        takesPrefix: WRITES_UNDER_PREFIX[type],
+        takesPrefix: WRITES_UNDER_PREFIX[type] || DESTINATIONS_IN_PARAMETERS[type],
       })),
       schema: {
         summary: "Submit a batch of 1 to 100 jobs",
@@ -73,6 +73,7 @@ export function batchRoutes(app: App, ctx: ApiContext): void {
                   priority === undefined || entry.priority !== undefined ? entry : { ...entry, priority },
                   entry.parameters,
                   request.id,
+                  bounds,
                 ),
                 request.templateUse?.jobs[i],
               );

@@ -1,4 +1,5 @@
 import type { Static } from "../../core/typebox.js";
+import { schemaBounds } from "../../core/jobs/bounds.js";
 import { retrySpec } from "../../core/jobs/spec.js";
 import type { JobStatus } from "../../core/jobs/types.js";
 import type { Job } from "../../core/jobs/records.js";
@@ -180,7 +181,9 @@ async function retryOne(
   try {
     // The store's retry: the job's retried_as is written with its retry, so a job retried before
     // (by this call repeated, a concurrent one, or POST /jobs/{id}/retry) is not retried again.
-    const outcome = await ctx.store.retry(retrySpec(job, requestId), { ...(by ? { by } : {}) });
+    const outcome = await ctx.store.retry(retrySpec(job, requestId, schemaBounds(ctx.config)), {
+      ...(by ? { by } : {}),
+    });
     if ("retriedAs" in outcome) return skipped("already retried", { retry_id: outcome.retriedAs });
     return { id: job.id, outcome: "retried", retry_id: outcome.jobIds[0]! };
   } catch (err) {

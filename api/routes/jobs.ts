@@ -1,5 +1,5 @@
 import { Type } from "../../core/typebox.js";
-import { schemaBounds } from "../../core/jobs/bounds.js";
+import { schemaBounds, type SchemaBounds } from "../../core/jobs/bounds.js";
 import { buildJobSpec, retrySpec, type JobSpec, type SubmissionFields } from "../../core/jobs/spec.js";
 import { WRITES_OUTPUT, type JobType } from "../../core/jobs/types.js";
 import { presignedGet } from "../../core/storage/s3.js";
@@ -44,6 +44,7 @@ export function specFromBody(
   type: JobType,
   body: Body,
   requestId: string,
+  bounds?: SchemaBounds,
   use?: FastifyRequest["templateUse"],
 ): JobSpec {
   const parameters: Body = {};
@@ -51,7 +52,7 @@ export function specFromBody(
     if (!NON_PARAMETER_FIELDS.has(name)) parameters[name] = body[name];
   }
   return withTemplate(
-    buildJobSpec(type, body as unknown as SubmissionFields, parameters, requestId),
+    buildJobSpec(type, body as unknown as SubmissionFields, parameters, requestId, bounds),
     use?.jobs[0],
   );
 }
@@ -89,7 +90,7 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
           ...QUEUED,
           submit: (idempotency) =>
             ctx.store.submit(
-              [specFromBody(route.type, request.body, request.id, request.templateUse)],
+              [specFromBody(route.type, request.body, request.id, bounds, request.templateUse)],
               undefined,
               submitterOf(request),
               idempotency,
@@ -191,7 +192,7 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
               .send({ error: `job ${id} is ${job.status}; only a failed job can be retried` });
             return undefined;
           }
-          const outcome = await ctx.store.retry(retrySpec(job, request.id), {
+          const outcome = await ctx.store.retry(retrySpec(job, request.id, bounds), {
             force,
             by: submitterOf(request),
             ...(idempotency ? { idempotency } : {}),

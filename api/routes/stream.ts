@@ -15,7 +15,12 @@ function frame(event: (typeof STREAM_EVENTS)[number], data: unknown, id?: number
 function completeData(job: Job): Record<string, unknown> {
   return job.status === "completed"
     ? { status: job.status, state: job.state ?? job.status, result: job.result ?? {} }
-    : { status: job.status, state: job.state ?? job.status, result: {}, error: job.error ?? "job failed" };
+    : {
+        status: job.status,
+        state: job.state ?? job.status,
+        result: job.result ?? {},
+        error: job.error ?? "job failed",
+      };
 }
 
 /**
@@ -30,7 +35,7 @@ export function streamRoutes(app: App, ctx: ApiContext, open: OpenStreams): void
       schema: {
         summary: "Follow a job over Server-Sent Events",
         description:
-          "Events: `status` {status, message}, `progress` {percent, message, eta_seconds?} (eta_seconds: the runner's estimate of the seconds left, once it can tell), `complete` {status, state, result, error?} (then the stream ends; state is cancelled for a cancelled job), `error` {error}. Comment lines are heartbeats.",
+          "Events: `status` {status, message}, `progress` {percent, message, eta_seconds?, steps?} (eta_seconds: the runner's estimate of the seconds left, once it can tell; steps: a pipeline's percent per step), `complete` {status, state, result, error?} (then the stream ends; state is cancelled for a cancelled job), `error` {error}. Comment lines are heartbeats.",
         tags: ["jobs"],
         security: API_KEY_SECURITY,
         params: IdParams,
@@ -99,7 +104,8 @@ export function streamRoutes(app: App, ctx: ApiContext, open: OpenStreams): void
       );
       if (withProgress) {
         const eta = job.eta_seconds !== undefined ? { eta_seconds: job.eta_seconds } : {};
-        res.write(frame("progress", { percent: job.progress, message: "", ...eta }, seq));
+        const steps = job.steps_progress !== undefined ? { steps: job.steps_progress } : {};
+        res.write(frame("progress", { percent: job.progress, message: "", ...eta, ...steps }, seq));
       }
 
       let lastSeq = seq;

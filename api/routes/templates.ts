@@ -74,7 +74,7 @@ export function templateRoutes(app: App, ctx: ApiContext): void {
       const refused = readOnly(ctx, name);
       if (refused) return reply.code(409).send(refused);
       const body = request.body as TemplateBody;
-      const problem = templateRuleProblem(body);
+      const problem = templateRuleProblem(body, schemaBounds(ctx.config));
       if (problem) return reply.code(400).send({ error: problem });
       const stored = await ctx.store.putTemplate(templateOwner(request), name, body);
       addLogContext(request, { template: name, template_version: stored.version });

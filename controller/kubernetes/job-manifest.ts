@@ -6,7 +6,7 @@ import { AI_JOB_TYPES, chooseProvider } from "../../core/ai/providers.js";
 import type { AiProvider, Config } from "../../core/config/load.js";
 import type { Job } from "../../core/jobs/records.js";
 import { RUNNER_ENV, RUNNER_NODE_FLAGS, RUNNER_PROCESS_ENV } from "../../core/config/runner-env.js";
-import { activeDeadlineSeconds, EXIT, podRetries } from "../../core/policy.js";
+import { activeDeadlineSeconds, EXIT, pipelineResources, podRetries } from "../../core/policy.js";
 import { jobName, labelValue } from "./names.js";
 
 /** The container's name; the pod failure policy's exit-code rule is bound to it. */
@@ -115,9 +115,20 @@ function jobLabels(job: Job, settings: KubernetesSettings): Record<string, strin
   };
 }
 
-/** Per-type defaults, then the job's own `resources` (each given value is both request and limit). */
+/**
+ * Per-type defaults (a pipeline's from its steps: core/policy.ts pipelineResources), then the job's
+ * own `resources` (each given value is both request and limit).
+ */
 export function containerResources(job: Job, settings: KubernetesSettings): V1ResourceRequirements {
-  const defaults = settings.resources[job.type];
+  const defaults =
+    job.type === "pipeline"
+      ? pipelineResources(
+          job.parameters,
+          settings.resources,
+          settings.resources[job.type],
+          settings.maxResources,
+        )
+      : settings.resources[job.type];
   const requests = { ...defaults.requests };
   const limits = { ...defaults.limits };
   if (job.resources?.cpu) requests.cpu = limits.cpu = job.resources.cpu;

@@ -46,7 +46,9 @@ export function jobPayload(job: Job, timestamp: string): JobWebhookPayload {
       type: job.type,
       status: completed ? "completed" : "failed",
       state: endedState(job),
-      ...(completed ? { result: job.result ?? {} } : { error: job.error ?? "failed" }),
+      ...(completed
+        ? { result: job.result ?? {} }
+        : { error: job.error ?? "failed", ...(job.result ? { result: job.result } : {}) }),
       ...(job.request_id !== undefined ? { request_id: job.request_id } : {}),
       ...(job.batch_id !== undefined ? { batch_id: ownBatchId(job.batch_id) } : {}),
       created_at: job.created_at,

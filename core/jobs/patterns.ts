@@ -10,6 +10,15 @@ import { parseQuantity } from "../quantity.js";
 export const ERROR_MESSAGE = "x-error-message";
 export type ErrorMessage = string | Record<string, string>;
 
+// S3's naming rules: 3-63 lowercase letters, digits, dots and hyphens, starting and ending with a
+// letter or digit; no two adjacent dots; not shaped like an IP address; no reserved prefix (xn--,
+// sthree-) or suffix (-s3alias, --ol-s3).
+export const BUCKET_PATTERN =
+  "^(?![0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+$)(?!xn--|sthree-)(?!.*\\.\\.)(?!.*(?:-s3alias|--ol-s3)$)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$";
+// Object keys and caller ids are text: no control characters, C0 (NUL, CR, LF, …), DEL or C1 (U+0080
+// to U+009F: NEL U+0085 is a line break to some log readers and terminals), which would reach object
+// names and log lines. Exactly Unicode's category Cc (test/unit/schema-patterns.test.ts).
+export const NO_CONTROL_PATTERN = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$";
 /**
  * Marks an `if`/`then` rule across a type's fields (an OpenAPI extension, ignored by validators):
  * the API validates it; the OpenAPI document carries it in `x-rules` (api/openapi30.ts).

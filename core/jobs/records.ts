@@ -3,6 +3,9 @@ import { JOB_DEFINITIONS } from "../../jobs/registry.js";
 import { BATCH_STATUSES, EXECUTION_CLASSES, JOB_STATES, JOB_STATUSES, JOB_TYPES } from "./types.js";
 import { Enum } from "./enum.js";
 import { DEFAULT_BOUNDS, ERROR_MESSAGE, perBounds, quantityPattern, type SchemaBounds } from "./bounds.js";
+import { BUCKET_PATTERN, NO_CONTROL_PATTERN } from "./patterns.js";
+
+export { BUCKET_PATTERN, NO_CONTROL_PATTERN };
 
 export const JobTypeSchema = Enum(JOB_TYPES, { description: "Job type; also the name of its queue" });
 export const JobStatusSchema = Enum(JOB_STATUSES);
@@ -13,16 +16,7 @@ export const JobStateSchema = Enum(JOB_STATES, {
 });
 const Timestamp = (description: string) => Type.String({ format: "date-time", description });
 
-// S3's naming rules: 3-63 lowercase letters, digits, dots and hyphens, starting and ending with a
-// letter or digit; no two adjacent dots; not shaped like an IP address; no reserved prefix (xn--,
-// sthree-) or suffix (-s3alias, --ol-s3).
-export const BUCKET_PATTERN =
-  "^(?![0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+$)(?!xn--|sthree-)(?!.*\\.\\.)(?!.*(?:-s3alias|--ol-s3)$)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$";
 export const Bucket = (description: string) => Type.String({ pattern: BUCKET_PATTERN, description });
-// Object keys and caller ids are text: no control characters, C0 (NUL, CR, LF, …), DEL or C1 (U+0080
-// to U+009F: NEL U+0085 is a line break to some log readers and terminals), which would reach object
-// names and log lines. Exactly Unicode's category Cc (test/unit/schema-patterns.test.ts).
-export const NO_CONTROL_PATTERN = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$";
 export const Key = (description: string) =>
   Type.String({ minLength: 1, maxLength: 1024, pattern: NO_CONTROL_PATTERN, description });
 
@@ -230,7 +224,7 @@ export const Job = Type.Object(
         {},
         {
           additionalProperties: true,
-          description: `Present when completed; its shape depends on the job type (${Object.keys(RESULT_SCHEMAS).join(", ")})`,
+          description: `Present when completed, and on a failed pipeline with keep_partial (its completed steps' results, the failed step's error); its shape depends on the job type (${Object.keys(RESULT_SCHEMAS).join(", ")})`,
         },
       ),
     ),
@@ -243,6 +237,12 @@ export const Job = Type.Object(
         minimum: 0,
         description:
           "While processing: the runner's estimate of the seconds left, from the job's own rate of progress; absent until it can tell",
+      }),
+    ),
+    steps_progress: Type.Optional(
+      Type.Record(Type.String(), Type.Number({ minimum: 0, maximum: 100 }), {
+        description:
+          "A pipeline, while processing: each step's percent by name, beside the overall `progress` (docs/job-types.md, pipeline)",
       }),
     ),
     batch_id: Type.Optional(Type.String()),

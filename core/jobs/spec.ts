@@ -1,5 +1,6 @@
 import { TypeCompiler, type TLiteralValue, type TObject, type TypeCheck } from "../typebox.js";
 import { shown } from "../text.js";
+import { DEFAULT_BOUNDS, type SchemaBounds } from "./bounds.js";
 import { PARAMETER_SCHEMAS, withDefaults } from "./parameters.js";
 import type { Job } from "./records.js";
 import { definitionOf, JOB_TYPES, type ExecutionClass, type JobType } from "./types.js";
@@ -88,12 +89,16 @@ export interface SubmissionFields {
   priority?: number;
 }
 
-/** The job the store records: `slack` is kept as its canonical `chat`; request_id defaults to the request's. */
+/**
+ * The job the store records: `slack` is kept as its canonical `chat`; request_id defaults to the
+ * request's. `bounds`: the configuration's, which a type's `check` applies.
+ */
 export function buildJobSpec(
   type: JobType,
   fields: SubmissionFields,
   parameters: Record<string, unknown>,
   requestId: string,
+  bounds: SchemaBounds = DEFAULT_BOUNDS,
 ): JobSpec {
   // Assigned one by one rather than spread: this runs for every submitted job.
   const spec: JobSpec = {
@@ -109,7 +114,11 @@ export function buildJobSpec(
   if ("entryKey" in definition && definition.entryKey && fields.dest_prefix !== undefined) {
     spec.dest_key = definition.entryKey(fields.dest_prefix, parameters);
   }
-  const refused = "check" in definition ? definition.check?.(parameters) : undefined;
+  if ("destinationsInParameters" in definition && definition.destinationsInParameters) {
+    if (fields.dest_bucket !== undefined) parameters.dest_bucket = fields.dest_bucket;
+    if (fields.dest_prefix !== undefined) parameters.dest_prefix = fields.dest_prefix;
+  }
+  const refused = "check" in definition ? definition.check?.(parameters, bounds) : undefined;
   if (refused) throw new InvalidJobError(refused);
   if (fields.webhook_url !== undefined) spec.webhook_url = fields.webhook_url;
   const style = fields.webhook_style;
@@ -125,7 +134,7 @@ export function buildJobSpec(
  * A new job doing what a failed one did: its type, locations, parameters, webhook, resources,
  * timeout, execution class and priority, marked `retry_of` it; the request that asks for it names it (request_id).
  */
-export function retrySpec(job: Job, requestId: string): JobSpec {
+export function retrySpec(job: Job, requestId: string, bounds?: SchemaBounds): JobSpec {
   return {
     ...buildJobSpec(
       job.type,
@@ -136,6 +145,7 @@ export function retrySpec(job: Job, requestId: string): JobSpec {
       },
       job.parameters,
       requestId,
+      bounds,
     ),
     retry_of: job.id,
     ...(job.template ? { template: job.template } : {}),

@@ -12,7 +12,14 @@ import { Enum } from "./enum.js";
 import { describeError } from "./spec.js";
 import { parameterSchemas } from "./parameters.js";
 import { Bucket, DestinationFields, DestinationPrefixFields } from "./records.js";
-import { definitionOf, JOB_TYPES, WRITES_OUTPUT, WRITES_UNDER_PREFIX, type JobType } from "./types.js";
+import {
+  definitionOf,
+  DESTINATIONS_IN_PARAMETERS,
+  JOB_TYPES,
+  WRITES_OUTPUT,
+  WRITES_UNDER_PREFIX,
+  type JobType,
+} from "./types.js";
 
 export { TEMPLATE_NAME_PATTERN };
 const NAME_RE = new RegExp(TEMPLATE_NAME_PATTERN);
@@ -74,7 +81,7 @@ export function expandShorthand(body: unknown): unknown {
 /** Where a type's output goes in a template: the destination fields its submissions take. */
 function destinationPatterns(type: JobType): TProperties {
   const pattern = " (a pattern: {prefix}, {name} and {job_id} are replaced at submit)";
-  if (WRITES_UNDER_PREFIX[type]) {
+  if (WRITES_UNDER_PREFIX[type] || DESTINATIONS_IN_PARAMETERS[type]) {
     const prefix = DestinationPrefixFields.dest_prefix;
     return {
       dest_bucket: Type.Optional(Bucket("The bucket of the jobs' objects, unless a submission gives one")),
@@ -132,6 +139,8 @@ export function templateBodySchema(
 }
 
 const PLACEHOLDER = /\{([^{}]*)\}/g;
+/** What a template's check takes for a destination the submission gives. */
+const STAND_IN = { bucket: "submitted-bucket", prefix: "{prefix}" };
 export const TEMPLATE_PLACEHOLDERS = ["prefix", "name", "job_id"] as const;
 type Placeholder = (typeof TEMPLATE_PLACEHOLDERS)[number];
 
@@ -158,9 +167,19 @@ function patternsOf(body: Record<string, unknown>): Array<{ where: string; patte
  * rule across its parameters (`check`, as at submit), and placeholders other than {prefix}, {name}
  * and {job_id} in its destination patterns. The sentence names the field, or undefined.
  */
-export function templateRuleProblem(body: TemplateBody): string | undefined {
+export function templateRuleProblem(body: TemplateBody, bounds: SchemaBounds): string | undefined {
   const definition = definitionOf(body.type);
-  const refused = "check" in definition ? definition.check?.(body.parameters) : undefined;
+  // A type whose parameters say where its parts write (the pipeline) is checked with the job's
+  // destination as a submission adds it (buildJobSpec): the template's, else a stand-in for what the
+  // submission will give.
+  const parameters = DESTINATIONS_IN_PARAMETERS[body.type]
+    ? {
+        ...body.parameters,
+        dest_bucket: body.dest_bucket ?? STAND_IN.bucket,
+        dest_prefix: body.dest_prefix ?? STAND_IN.prefix,
+      }
+    : body.parameters;
+  const refused = "check" in definition ? definition.check?.(parameters, bounds) : undefined;
   if (refused) return `parameters: ${refused}`;
   for (const { where, pattern } of patternsOf(body as unknown as Record<string, unknown>)) {
     for (const [, name] of pattern.matchAll(PLACEHOLDER)) {
@@ -196,7 +215,7 @@ export function validateTemplateBody(
     return { problem: `${field ? `${field}: ` : ""}${message}${got}` };
   }
   const body = value as unknown as TemplateBody;
-  const problem = templateRuleProblem(body);
+  const problem = templateRuleProblem(body, bounds);
   return problem ? { problem } : { body };
 }
 

@@ -22,6 +22,14 @@ export const WRITES_UNDER_PREFIX: Readonly<Record<JobType, boolean>> = Object.fr
   JOB_DEFINITIONS.map((d) => [d.name, "entryKey" in d && d.entryKey !== undefined]),
 ) as Record<JobType, boolean>;
 
+/** Types whose parts name where they write (the pipeline): dest_bucket and dest_prefix optional. */
+export const DESTINATIONS_IN_PARAMETERS: Readonly<Record<JobType, boolean>> = Object.fromEntries(
+  JOB_DEFINITIONS.map((d) => [
+    d.name,
+    "destinationsInParameters" in d && d.destinationsInParameters === true,
+  ]),
+) as Record<JobType, boolean>;
+
 /**
  * What each type's source and output are (null: the type writes no output file): what a preview
  * (GET /jobs/{id}/preview) can be made of, and what the dashboard shows them as.

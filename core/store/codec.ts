@@ -5,7 +5,7 @@ import type { BatchStatus, JobState, JobStatus, JobType } from "../jobs/types.js
 // How records are laid out in Redis hashes: every field a string, objects as JSON.
 export type Hash = Record<string, string>;
 
-const JSON_FIELDS = new Set(["parameters", "result", "resources", "template"]);
+const JSON_FIELDS = new Set(["parameters", "result", "resources", "steps_progress", "template"]);
 const NUMBER_FIELDS = new Set([
   "duration_seconds",
   "progress",
@@ -27,6 +27,7 @@ const PUBLIC_FIELDS = [
   "error",
   "progress",
   "eta_seconds",
+  "steps_progress",
   "batch_id",
   "request_id",
   "webhook_url",
@@ -65,6 +66,7 @@ export function decodeJob(hash: Hash): Job | undefined {
   if (job.status !== "processing") {
     delete job.progress;
     delete job.eta_seconds;
+    delete job.steps_progress;
   }
   return job as Job;
 }

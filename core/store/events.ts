@@ -220,7 +220,11 @@ export type JobChannelEvent = (typeof JOB_CHANNEL_EVENTS)[number];
 
 export type JobChannelMessage =
   | { seq: number; event: "status"; data: { status: "pending" | "processing"; message: string } }
-  | { seq: number; event: "progress"; data: { percent: number; message: string; eta_seconds?: number } }
+  | {
+      seq: number;
+      event: "progress";
+      data: { percent: number; message: string; eta_seconds?: number; steps?: Record<string, number> };
+    }
   /** No result: a reader of `complete` reads the job (cjson would turn an empty array into {}). */
   | { seq: number; event: "complete"; data: { status: "completed" | "failed"; error?: string } };
 

@@ -156,10 +156,17 @@ export abstract class Transitions extends StoreBase {
    * Ignored (false) unless the job is processing; a percent that is not a number is dropped. The
    * estimated seconds left are recorded with the percent; without them, the last estimate goes.
    */
-  async progress(id: string, percent: number, message = "", etaSeconds?: number): Promise<boolean> {
+  async progress(
+    id: string,
+    percent: number,
+    message = "",
+    etaSeconds?: number,
+    steps?: Record<string, number>,
+  ): Promise<boolean> {
     if (Number.isNaN(percent)) return false;
     const eta = etaSeconds !== undefined && Number.isFinite(etaSeconds) && etaSeconds >= 0 ? etaSeconds : "";
-    return (await this.script("progress", id, percent, message, eta)) === 1;
+    const perStep = steps && Object.keys(steps).length > 0 ? JSON.stringify(steps) : "";
+    return (await this.script("progress", id, percent, message, eta, perStep)) === 1;
   }
 
   /** processing → completed. False for a duplicate or for a job failed meanwhile. */
@@ -180,13 +187,19 @@ export abstract class Transitions extends StoreBase {
   /**
    * Pending or processing → failed (false for a duplicate). `attempts`: the executor retried the job itself (a Kubernetes
    * Job's pods) and this is the last of that many failures; the error then says it gave up.
+   * `result`: what the job did before it failed, recorded with the failure (a pipeline's completed
+   * steps, with keep_partial).
    */
   async fail(
     id: string,
     error: string,
-    options: { cancelled?: boolean; attempts?: number } = {},
+    options: { cancelled?: boolean; attempts?: number; result?: Record<string, unknown> } = {},
   ): Promise<boolean> {
-    return (await this.script("fail", id, error, options.cancelled ? "1" : "0", options.attempts ?? 0)) === 1;
+    const result = options.result ? JSON.stringify(options.result) : "";
+    return (
+      (await this.script("fail", id, error, options.cancelled ? "1" : "0", options.attempts ?? 0, result)) ===
+      1
+    );
   }
 
   /** Deletes finished jobs and batches past their retention. Returns how many were removed. */

@@ -145,6 +145,26 @@ export class SourceImage {
   }
 }
 
+/** Pixels decoded once for several readers (shared.ts): their layout, and the image they came from. */
+const DECODED = new WeakMap<
+  Buffer,
+  { raw: { width: number; height: number; channels: 1 | 2 | 3 | 4 }; from: SourceImage }
+>();
+
+/**
+ * Marks raw pixels (auto-oriented, perhaps shrunk) of `from` as an image openImage opens: it then
+ * reads the pixels as they are, with `from`'s format and facts, and decodes nothing again.
+ */
+export function decodedImage(
+  pixels: Buffer,
+  info: { width: number; height: number; channels: number },
+  from: SourceImage,
+): Buffer {
+  const raw = { width: info.width, height: info.height, channels: info.channels as 1 | 2 | 3 | 4 };
+  DECODED.set(pixels, { raw, from });
+  return pixels;
+}
+
 /**
  * Opens and checks an image, a file or its bytes. Throws PermanentError for input that can never be
  * processed.
@@ -152,6 +172,15 @@ export class SourceImage {
 export async function openImage(input: string | Buffer, options: OpenOptions): Promise<SourceImage> {
   const label = options.label ?? "source";
   const imageLabel = options.imageLabel ?? "source image";
+  const decoded = Buffer.isBuffer(input) ? DECODED.get(input) : undefined;
+  if (decoded) {
+    const { raw, from } = decoded;
+    // Already checked and oriented: the facts of the image it came from, at the pixels' size.
+    const metadata = { ...from.metadata, width: raw.width, height: raw.height, orientation: undefined };
+    delete (metadata as { autoOrient?: unknown }).autoOrient;
+    const sharpOptions: SharpOptions = { raw, limitInputPixels: options.maxInputPixels };
+    return new SourceImage(input, from.bytes, metadata, sharpOptions, imageLabel, options.signal);
+  }
   // ENOENT: not the input's fault, stays transient
   const size = Buffer.isBuffer(input) ? input.length : (await stat(input)).size;
   if (size === 0) throw new PermanentError(`${label} is not a decodable image: the file is empty`);

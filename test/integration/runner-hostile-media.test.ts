@@ -177,8 +177,14 @@ async function mjpegAvi(): Promise<Buffer> {
 // The corpus.
 
 /** The types whose source may be of `kind` (a type of any kind reads every one). */
+/** What a type's example reads: its source, or for a pipeline what its example's first step reads. */
+const readsOf = (d: (typeof JOB_DEFINITIONS)[number]): MediaKind => {
+  const steps = (d.example as { steps?: Record<string, { type: JobType }> }).steps;
+  const first = steps ? Object.values(steps)[0] : undefined;
+  return first ? definitionOf(first.type).media.source : d.media.source;
+};
 const reading = (kind: MediaKind): JobType[] =>
-  JOB_DEFINITIONS.filter((d) => d.media.source === kind || d.media.source === "any").map((d) => d.name);
+  JOB_DEFINITIONS.filter((d) => readsOf(d) === kind || readsOf(d) === "any").map((d) => d.name);
 const IMAGE_TYPES = reading("image");
 const AUDIO_TYPES = reading("audio");
 const VIDEO_TYPES = reading("video");

@@ -1,5 +1,6 @@
 // Submitting a job through a test stack's API and waiting for it to end.
 import assert from "node:assert/strict";
+import { HeadObjectCommand } from "@aws-sdk/client-s3";
 import type { Job } from "../../core/jobs/records.js";
 import type { TestStack } from "./api.js";
 
@@ -20,4 +21,30 @@ export async function submit(stack: TestStack, path: string, body: Record<string
   const json = (await res.json()) as { job_id: string; error?: string };
   assert.equal(res.status, 202, json.error);
   return json.job_id;
+}
+
+/** POST `json` to an /api/v1 path: the status and the parsed body, whatever they are. */
+export async function answer(
+  stack: TestStack,
+  path: string,
+  json: Record<string, unknown>,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await stack.request(path, { method: "POST", json });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+/** The job's record as GET /api/v1/jobs/{id} answers it. */
+export async function recorded(stack: TestStack, id: unknown): Promise<Record<string, unknown>> {
+  const res = await stack.request(`/api/v1/jobs/${String(id)}`);
+  return (await res.json()) as Record<string, unknown>;
+}
+
+/** Whether the stack's bucket holds an object at `key`. */
+export async function exists(stack: TestStack, key: string): Promise<boolean> {
+  try {
+    await stack.services.s3.send(new HeadObjectCommand({ Bucket: stack.bucket, Key: key }));
+    return true;
+  } catch {
+    return false;
+  }
 }

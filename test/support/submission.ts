@@ -37,7 +37,11 @@ export function submission(
     ...parameters,
   };
   let output: string | undefined;
-  if (definition.media.output !== null) {
+  if (definition.destinationsInParameters) {
+    // Its steps write under the prefix (the pipeline): no one object a client starts from.
+    body.dest_bucket = bucket;
+    body.dest_prefix = dest;
+  } else if (definition.media.output !== null) {
     body.dest_bucket = bucket;
     if (definition.entryKey) {
       body.dest_prefix = dest;

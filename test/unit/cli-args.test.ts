@@ -26,7 +26,7 @@ describe("job types", () => {
       (err: unknown) =>
         err instanceof UsageError &&
         err.exitCode === 2 &&
-        /^unknown job type "image\/sharpen"; the types are image_resize \(image\/resize\), .*analyze \(analyze\)$/.test(
+        /^unknown job type "image\/sharpen"; the types are image_resize \(image\/resize\), .*analyze \(analyze\), pipeline \(pipeline\)$/.test(
           err.message,
         ),
     );

@@ -200,6 +200,34 @@ describe("buildJobManifest", () => {
     assert.deepEqual(config().kubernetes.maxResources, { cpu: "4", memory: "8Gi" });
   });
 
+  test("a pipeline's runner: the most any wave asks for (its steps' sum), within the floor and the maximum", () => {
+    const s = settings();
+    const resources = (steps: Record<string, unknown>, extra: Partial<Job> = {}) =>
+      container(buildJobManifest(job({ type: "pipeline", parameters: { steps }, ...extra }), s, 60))
+        .resources;
+    const resize = { type: "image_resize" };
+    // One image step: the pipeline's own class (image), as configured.
+    assert.deepEqual(resources({ a: resize }), {
+      requests: { cpu: "250m", memory: "256Mi" },
+      limits: { cpu: "1", memory: "1Gi" },
+    });
+    // Three image steps at once, then a video step reading one of them: the wave of three asks
+    // for more than the heaviest step's requests; the video step's limits are the most.
+    assert.deepEqual(
+      resources({ a: resize, b: resize, c: resize, v: { type: "video_transcode", input: "a" } }),
+      { requests: { cpu: "2", memory: "2Gi" }, limits: { cpu: "4", memory: "4Gi" } },
+    );
+    assert.deepEqual(resources({ a: resize, b: resize, c: resize }), {
+      requests: { cpu: "750m", memory: "768Mi" },
+      limits: { cpu: "3000m", memory: "3072Mi" },
+    });
+    // Six at once: limits capped at kubernetes.max_resources (4, 8Gi).
+    const six = Object.fromEntries(["a", "b", "c", "d", "e", "f"].map((n) => [n, resize]));
+    assert.deepEqual(resources(six)!.limits, { cpu: "4", memory: "6144Mi" });
+    // The job's own resources win, as for every type.
+    assert.deepEqual(resources(six, { resources: { cpu: "1" } })!.limits?.cpu, "1");
+  });
+
   test("a job's own resources are its request and its limit", () => {
     const s = settings();
     const both = buildJobManifest(

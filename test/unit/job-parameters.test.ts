@@ -31,7 +31,7 @@ describe("parameter schemas", () => {
         }
       }
     }
-    assert.equal(defaulted, 2 * 26);
+    assert.equal(defaulted, 2 * 27);
   });
 
   test("defaults do not depend on the configuration's bounds", () => {

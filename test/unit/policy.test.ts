@@ -9,6 +9,8 @@ import {
   executionClass,
   isPermanentExit,
   jobDeadline,
+  pipelineProgress,
+  PIPELINE_STEP_WEIGHT,
   podRetries,
   runVerdict,
   timeoutMessage,
@@ -62,6 +64,30 @@ describe("deadline rule", () => {
     assert.deepEqual(typed, { ms: 1_800_000, seconds: 1800, setting: "executor.timeouts.audio_convert" });
     assert.equal(timeoutMessage(typed), "job timed out after 1800 s (executor.timeouts.audio_convert)");
   });
+  test("a pipeline's: its waves in turn, each the longest of its steps' timeouts, at least its own", () => {
+    const pipeline = (steps: Record<string, unknown>, timeout_seconds?: number) =>
+      jobDeadline(
+        { type: "pipeline", parameters: { steps }, ...(timeout_seconds ? { timeout_seconds } : {}) },
+        { ...timeouts, pipeline: 600_000 },
+      );
+    // One wave: the longest of its steps (audio_convert's 30 minutes).
+    assert.deepEqual(pipeline({ a: { type: "image_colors" }, b: { type: "audio_convert" } }), {
+      ms: 1_800_000,
+      seconds: 1800,
+      setting: "executor.timeouts of its steps, the longest of each wave in turn",
+    });
+    // Two waves in turn: 30 minutes, then 2.
+    const chain = { a: { type: "audio_convert" }, b: { type: "media_probe", input: "a" } };
+    assert.equal(pipeline(chain).ms, 1_800_000 + 120_000);
+    // Short steps: executor.timeouts.pipeline; timeout_seconds wins over both.
+    assert.deepEqual(pipeline({ a: { type: "image_colors" } }), {
+      ms: 600_000,
+      seconds: 600,
+      setting: "executor.timeouts.pipeline",
+    });
+    assert.equal(pipeline(chain, 30).setting, "timeout_seconds");
+  });
+
   test("whole seconds round up (a Job's activeDeadlineSeconds), milliseconds stay exact for timers", () => {
     assert.deepEqual(jobDeadline({ type: "image_colors" }, timeouts), {
       ms: 1500,
@@ -166,5 +192,20 @@ describe("execution class", () => {
       executionClass({ type: "image_colors", resources: { cpu: "1", memory: "512Mi" } }, pool).class,
       "pool",
     );
+  });
+});
+
+describe("a pipeline's overall progress", () => {
+  test("each step's percent weighted by its resource class", () => {
+    const classes = { a: "image", b: "image", v: "video" } as const;
+    const of = (step: string) => classes[step as keyof typeof classes];
+    assert.equal(pipelineProgress({ a: 0, b: 0, v: 0 }, of), 0);
+    // Two image steps done of 1 + 1 + 8: a fifth.
+    assert.equal(pipelineProgress({ a: 100, b: 100, v: 0 }, of), 20);
+    assert.equal(pipelineProgress({ a: 100, b: 100, v: 50 }, of), 60);
+    assert.equal(pipelineProgress({ a: 100, b: 100, v: 100 }, of), 100);
+    assert.equal(pipelineProgress({}, of), 0);
+    assert.ok(PIPELINE_STEP_WEIGHT.video > PIPELINE_STEP_WEIGHT.media);
+    assert.ok(PIPELINE_STEP_WEIGHT.media > PIPELINE_STEP_WEIGHT.image);
   });
 });

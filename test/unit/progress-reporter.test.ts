@@ -81,3 +81,21 @@ describe("ProgressReporter", () => {
     assert.deepEqual(sent[2], [100, 0]);
   });
 });
+
+describe("ProgressReporter: a pipeline's steps", () => {
+  test("each write carries the latest per-step percents reported, kept until new ones come", async () => {
+    const sent: Array<[number, Record<string, number> | undefined]> = [];
+    const reporter = new ProgressReporter(
+      async (percent, _message, _eta, steps) => void sent.push([percent, steps]),
+    );
+    reporter.report(10, "", { a: 20, b: 0 });
+    reporter.report(20, "");
+    reporter.report(30, "", { a: 100, b: 20 });
+    await reporter.flush();
+    assert.deepEqual(sent, [
+      [10, { a: 20, b: 0 }],
+      [20, { a: 20, b: 0 }],
+      [30, { a: 100, b: 20 }],
+    ]);
+  });
+});

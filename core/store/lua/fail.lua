@@ -15,6 +15,8 @@
     ARGV[5] "1" when this is a cancellation (job.cancelled rather than job.failed)
     ARGV[6] attempts, when the executor retried the job itself (a Kubernetes Job's pods) and this is
             the last failure: more than 1 makes the error "<message> (gave up after <n> attempts)"
+    ARGV[7] a result to record with the failure, JSON (a pipeline's completed steps, keep_partial);
+            '' or absent for none
 
   Output:
     1 when it failed the job, 0 when it had already failed
@@ -35,5 +37,6 @@ if status == 'failed' then return 0 end
 if status == 'completed' then return illegal(id, status, 'failed') end
 local attempts = tonumber(ARGV[6])
 if attempts and attempts > 1 then message = gave_up(message, attempts) end
+if ARGV[7] ~= nil and ARGV[7] ~= '' then redis.call('HSET', at(K.job, id), 'result', ARGV[7]) end
 if cancelled then cancel_job(id, status, message) else fail_job(id, status, message) end
 return 1

@@ -450,7 +450,8 @@ local function requeue_job(id, reason, max_attempts, handback)
     return 'failed'
   end
   redis.call('ZREM', active, id)
-  redis.call('HDEL', j, 'claimed_by', 'lease_until', 'progress', 'eta_seconds', 'started_at', 'started_ms')
+  redis.call('HDEL', j, 'claimed_by', 'lease_until', 'progress', 'eta_seconds', 'steps_progress', 'started_at',
+    'started_ms')
   enqueue(id, type)
   redis.call('HSET', j, 'updated_at', NOW_ISO)
   if status == 'processing' then

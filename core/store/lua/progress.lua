@@ -2,7 +2,8 @@
   progress: records how far a processing job is, and the runner's estimate of its seconds left, and
   tells its SSE readers. Ignored unless the job is processing (a late report after the end changes
   nothing). The percent and the estimate are written together: a report without an estimate
-  removes the one before.
+  removes the one before. A pipeline's report also gives each step's percent (steps_progress),
+  kept until the next report that gives them.
 
   Input:
     KEYS  job job_channel job_events
@@ -12,6 +13,7 @@
     ARGV[4] percent, clamped to 0-100
     ARGV[5] message
     ARGV[6] estimated seconds left, >= 0; '' for none
+    ARGV[7] each step's percent, a JSON object {step: percent} (a pipeline's); '' or absent for none
 
   Output:
     1 when recorded, 0 when the job is not processing
@@ -21,6 +23,7 @@
   Errors:
     ERR invalid percent (not a number): nothing is written
     ERR invalid eta (not a number, or below 0): nothing is written
+    ERR invalid steps (not a JSON object): nothing is written
 ]]
 local id, message = ARGV[3], ARGV[5]
 local percent, bad = number_arg(ARGV[4], 'percent')
@@ -31,11 +34,18 @@ if ARGV[6] ~= nil and ARGV[6] ~= '' then
   if bad then return bad end
   eta = math.floor(eta + 0.5)
 end
+local steps = nil
+if ARGV[7] ~= nil and ARGV[7] ~= '' then
+  local ok, decoded = pcall(cjson.decode, ARGV[7])
+  if not ok or type(decoded) ~= 'table' then return redis.error_reply('ERR invalid steps') end
+  steps = decoded
+end
 local j = at(K.job, id)
 if redis.call('HGET', j, 'status') ~= 'processing' then return 0 end
 if percent < 0 then percent = 0 elseif percent > 100 then percent = 100 end
 redis.call('HSET', j, 'progress', percent, 'updated_at', NOW_ISO)
 if eta then redis.call('HSET', j, 'eta_seconds', eta) else redis.call('HDEL', j, 'eta_seconds') end
-publish(id, 'progress', { percent = percent, message = message, eta_seconds = eta })
+if steps then redis.call('HSET', j, 'steps_progress', ARGV[7]) end
+publish(id, 'progress', { percent = percent, message = message, eta_seconds = eta, steps = steps })
 timeline(id, 'progress', { percent = percent, message = message ~= '' and message or nil })
 return 1

@@ -193,7 +193,10 @@ export function JobPage(props: { id: string }) {
             {actionError && <Notice kind="error">{actionError}</Notice>}
           </section>
           {job.status === "failed" && <FailureView job={job} />}
-          {job.status === "completed" && <ResultView job={job} />}
+          {/* A failed job with a result: a pipeline's completed steps, kept with keep_partial. */}
+          {(job.status === "completed" || (job.status === "failed" && job.result)) && (
+            <ResultView job={job} />
+          )}
           <section aria-labelledby="timeline-heading">
             <h2 id="timeline-heading">Timeline</h2>
             {eventsError && <Notice kind="error">Could not read the job's events: {eventsError}</Notice>}

@@ -140,7 +140,7 @@ export function templateBodySchema(
 
 const PLACEHOLDER = /\{([^{}]*)\}/g;
 /** What a template's check takes for a destination the submission gives. */
-const STAND_IN = { bucket: "submitted-bucket", prefix: "{prefix}" };
+const STAND_IN = { bucket: "dest-bucket", prefix: "{prefix}" };
 export const TEMPLATE_PLACEHOLDERS = ["prefix", "name", "job_id"] as const;
 type Placeholder = (typeof TEMPLATE_PLACEHOLDERS)[number];
 

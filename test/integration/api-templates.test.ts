@@ -432,4 +432,50 @@ describe("templates: used by submits", () => {
     assert.equal(unknown.status, 404);
     assert.deepEqual(unknown.body, { error: "jobs[0]: template batch-thumb not found" });
   });
+
+  test("a pipeline's template: {steps} shorthand, checked step by step at PUT, its step dest_keys' patterns filled at submit", async () => {
+    const stored = await put(ALICE, "gallery", {
+      steps: {
+        thumb: {
+          type: "image_resize",
+          parameters: { width: 50, height: 50 },
+          dest_key: "{prefix}/{name}-thumb-{job_id}.jpg",
+        },
+        colors: { type: "image_colors" },
+      },
+      keep_partial: true,
+      dest_bucket: "media-out",
+    });
+    assert.equal(stored.status, 201, stored.text);
+    assert.equal(stored.body.type, "pipeline");
+    assert.equal((stored.body.parameters as Body).keep_partial, true);
+
+    const bad = await put(ALICE, "gallery-bad", {
+      steps: { thumb: { type: "image_resize", parameters: { width: 99999, height: 5 } } },
+    });
+    assert.equal(bad.status, 400, bad.text);
+    assert.match(String(bad.body.error), /steps\.thumb\.parameters\.width/);
+
+    const res = await call(ALICE, "/api/v1/jobs/pipeline", {
+      method: "POST",
+      json: { ...SOURCE, template: "gallery", dest_prefix: "sites/b" },
+    });
+    assert.equal(res.status, 202, res.text);
+    const id = res.body.job_id as string;
+    const record = await job(ALICE, id);
+    assert.deepEqual(record.template, { name: "gallery", version: 1 });
+    const steps = (record.parameters as { steps: Record<string, Body> }).steps;
+    assert.equal(steps.thumb!.dest_key, `sites/b/cat.photo-thumb-${id}.jpg`);
+    assert.equal((steps.thumb!.parameters as Body).width, 50);
+
+    const other = await call(ALICE, "/api/v1/jobs/image/resize", {
+      method: "POST",
+      json: { ...SOURCE, template: "gallery", dest_prefix: "x" },
+    });
+    assert.equal(other.status, 400);
+    assert.match(
+      String(other.body.error),
+      /template gallery is a pipeline template, not image_resize: submit it to POST \/api\/v1\/jobs\/pipeline/,
+    );
+  });
 });

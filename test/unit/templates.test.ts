@@ -13,7 +13,6 @@ import {
   PIPELINE_TYPE,
   type Template,
 } from "../../core/jobs/templates.js";
-import { JOB_TYPES } from "../../core/jobs/types.js";
 
 const load = (templates: unknown) => loadConfig({ env: {}, file: "/dev/null", overrides: { templates } });
 
@@ -163,24 +162,24 @@ describe("a submission with a template", () => {
   });
 });
 
-test("a body with steps and no type is a pipeline's once the pipeline type is registered", () => {
+test("a body with steps and no type is a pipeline's", () => {
   const expanded = expandShorthand({
     steps: { a: { type: "image_colors" } },
     keep_partial: true,
     overridable: [],
   });
-  if ((JOB_TYPES as readonly string[]).includes(PIPELINE_TYPE)) {
-    assert.deepEqual(expanded, {
-      type: "pipeline",
-      parameters: { steps: { a: { type: "image_colors" } }, keep_partial: true },
-      overridable: [],
-    });
-    assert.ok("body" in validateTemplateBody({ steps: { a: { type: "image_colors" } } }, DEFAULT_BOUNDS));
-  } else {
-    // Before the pipeline type exists the body is left as it is: its missing type is what validation says.
-    assert.equal((expanded as { type?: string }).type, undefined);
-    assert.deepEqual(validateTemplateBody({ steps: {} }, DEFAULT_BOUNDS), {
-      problem: `type must be one of ${JOB_TYPES.join(", ")} (got undefined)`,
-    });
-  }
+  assert.deepEqual(expanded, {
+    type: PIPELINE_TYPE,
+    parameters: { steps: { a: { type: "image_colors" } }, keep_partial: true },
+    overridable: [],
+  });
+  const checked = validateTemplateBody({ steps: { a: { type: "image_colors" } } }, DEFAULT_BOUNDS);
+  assert.ok("body" in checked, JSON.stringify(checked));
+  assert.deepEqual(checked.body.parameters, { steps: { a: { type: "image_colors" } }, keep_partial: false });
+  // Where its steps write is the pipeline's check's too: two steps on one key are refused at PUT.
+  const step = { type: "image_resize", parameters: { width: 9, height: 9 }, dest_key: "{prefix}/same.jpg" };
+  assert.deepEqual(validateTemplateBody({ steps: { a: step, b: step } }, DEFAULT_BOUNDS), {
+    problem:
+      "parameters: steps.b: its output would overwrite step a's (s3://dest-bucket/{prefix}/same.jpg): give it another dest_key",
+  });
 });

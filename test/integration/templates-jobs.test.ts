@@ -49,6 +49,19 @@ async function submitMany(count: number): Promise<string[]> {
   return ids;
 }
 
+/** The local executor on the stack, started once the jobs a test runs are queued. */
+async function startExecutor(): Promise<LocalExecutor> {
+  const executor = new LocalExecutor({
+    config: stack.config,
+    store: stack.services.store,
+    subscriber: stack.services.subscriber,
+    redis: stack.services.redis,
+    logger: stack.api.app.log as never,
+  });
+  await executor.start();
+  return executor;
+}
+
 const template = (width: number) => ({
   type: "image_resize",
   parameters: { width, height: width, fit: "fill", format: "png" },
@@ -98,14 +111,7 @@ test("100 jobs of version 1 keep it and its parameters after version 2; their ou
   const run = [...old.slice(0, 3), ...later];
   const cancelled = await call("/api/v1/jobs/bulk/cancel", "POST", { ids: old.slice(3) });
   assert.equal(cancelled.body.changed, 97);
-  const executor = new LocalExecutor({
-    config: stack.config,
-    store: stack.services.store,
-    subscriber: stack.services.subscriber,
-    redis: stack.services.redis,
-    logger: stack.api.app.log as never,
-  });
-  await executor.start();
+  const executor = await startExecutor();
   try {
     for (const id of run) {
       const job = await finished(stack, id, 120_000);
@@ -116,6 +122,39 @@ test("100 jobs of version 1 keep it and its parameters after version 2; their ou
         `${id} (version ${job.template?.version})`,
       );
     }
+  } finally {
+    await executor.stop(0);
+  }
+});
+
+test("a pipeline's template runs with real sharp: its steps write where their patterns say, at its version's sizes", async () => {
+  const steps = (width: number) => ({
+    steps: {
+      small: {
+        type: "image_resize",
+        parameters: { width, height: width, fit: "fill", format: "png" },
+        dest_key: "{prefix}/{name}-small.png",
+      },
+      colors: { type: "image_colors", input: "small" },
+    },
+    dest_bucket: stack.bucket,
+  });
+  assert.equal((await call("/api/v1/templates/set", "PUT", steps(24))).status, 201);
+  const submitted = await call("/api/v1/jobs/pipeline", "POST", {
+    source_bucket: stack.bucket,
+    source_key: "in/tile.png",
+    template: "set",
+    dest_prefix: "sets/one/",
+  });
+  assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
+  assert.equal((await call("/api/v1/templates/set", "PUT", steps(12))).body.version, 2);
+  const executor = await startExecutor();
+  try {
+    const job = await finished(stack, submitted.body.job_id as string, 120_000);
+    assert.equal(job.status, "completed", job.error);
+    assert.deepEqual(job.template, { name: "set", version: 1 });
+    const small = { ...job, dest_bucket: stack.bucket, dest_key: "sets/one/tile-small.png" };
+    assert.equal(await outputWidth(small), 24, "version 1's width, though version 2 came before the job ran");
   } finally {
     await executor.stop(0);
   }

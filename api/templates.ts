@@ -17,10 +17,7 @@ import { addLogContext } from "./access-log.js";
 
 declare module "fastify" {
   interface FastifyRequest {
-    /**
-     * The template a submission used: its name and version, the id its job gets ({job_id}), and the
-     * body as it was sent, before the template filled it in (what its Idempotency-Key fingerprints).
-     */
+    /** The templates a submission used (TemplateUse); null for one that names none. */
     templateUse: TemplateUse | null;
   }
 }
@@ -79,6 +76,23 @@ export function withTemplate(spec: JobSpec, use: TemplateUse["jobs"][number]): J
   return use ? { ...spec, id: use.jobId, template: use.template } : spec;
 }
 
+/** Finds a template for the request's client (findTemplate). */
+type Find = (name: string, version: number | undefined) => Promise<Template | undefined>;
+
+/** findTemplate for a request's client, each name and version read once however many entries name it. */
+function finder(ctx: ApiContext, request: FastifyRequest): Find {
+  const found = new Map<string, Promise<Template | undefined>>();
+  return (name, version) => {
+    const key = `${name}@${version ?? ""}`;
+    let template = found.get(key);
+    if (!template) {
+      template = findTemplate(ctx, templateOwner(request), name, version);
+      found.set(key, template);
+    }
+    return template;
+  };
+}
+
 /** A submission the template cannot make: its status and its answer. */
 type Refusal = { status: 400 | 404; error: string };
 
@@ -89,8 +103,7 @@ type Refusal = { status: 400 | 404; error: string };
  * (or names it in a shape its schema will refuse).
  */
 async function resolveOne(
-  ctx: ApiContext,
-  owner: string | undefined,
+  find: Find,
   body: Record<string, unknown>,
   route: TemplateRoute & { type: string },
 ): Promise<
@@ -105,7 +118,7 @@ async function resolveOne(
   if (!isTemplateName(body.template)) return undefined;
   if (version !== undefined && !(Number.isSafeInteger(version) && (version as number) >= 1)) return undefined;
   const name = body.template;
-  const template = await findTemplate(ctx, owner, name, version as number | undefined);
+  const template = await find(name, version as number | undefined);
   if (!template) return { status: 404, ...templateNotFound(name, version as number | undefined) };
   if (template.type !== route.type) {
     const path = SUBMIT_ROUTES.find((r) => r.type === template.type)?.path;
@@ -135,7 +148,7 @@ export function templateHook(ctx: ApiContext, route: TemplateRoute & { type: str
   return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
     const sent = request.body;
     if (!isObject(sent)) return undefined;
-    const resolved = await resolveOne(ctx, request.apiClient?.name, sent, route);
+    const resolved = await resolveOne(finder(ctx, request), sent, route);
     if (resolved === undefined) return undefined;
     if ("status" in resolved) return reply.code(resolved.status).send({ error: resolved.error });
     request.body = resolved.body;
@@ -164,6 +177,7 @@ export function batchTemplateHook(ctx: ApiContext, routeOf: EntryRoutes) {
     if (!entries.some((e) => isObject(e) && (e.template !== undefined || e.template_version !== undefined))) {
       return undefined;
     }
+    const find = finder(ctx, request);
     const jobs: TemplateUse["jobs"] = [];
     const resolvedEntries: unknown[] = [];
     for (const [i, entry] of entries.entries()) {
@@ -172,9 +186,16 @@ export function batchTemplateHook(ctx: ApiContext, routeOf: EntryRoutes) {
         resolvedEntries.push(entry);
         continue;
       }
-      const found = isTemplateName(entry.template)
-        ? await findTemplate(ctx, request.apiClient?.name, entry.template, undefined)
+      // An entry without a type is of its template's (that version's).
+      const version = Number.isSafeInteger(entry.template_version)
+        ? (entry.template_version as number)
         : undefined;
+      const found = isTemplateName(entry.template) ? await find(entry.template, version) : undefined;
+      if (entry.type === undefined && found === undefined && isTemplateName(entry.template)) {
+        return reply
+          .code(404)
+          .send({ error: `jobs[${i}]: ${templateNotFound(entry.template, version).error}` });
+      }
       const type = (entry.type ?? found?.type) as JobType | undefined;
       if (type === undefined || !JOB_TYPES.includes(type) || !isObject(entry.parameters ?? {})) {
         jobs.push(undefined);
@@ -184,7 +205,7 @@ export function batchTemplateHook(ctx: ApiContext, routeOf: EntryRoutes) {
       const { parameters, type: _type, ...fields } = entry;
       const flat = { ...fields, ...(parameters as Record<string, unknown> | undefined) };
       const route = { ...routeOf(type), type };
-      const resolved = await resolveOne(ctx, request.apiClient?.name, flat, route);
+      const resolved = await resolveOne(find, flat, route);
       if (resolved !== undefined && "status" in resolved) {
         return reply.code(resolved.status).send({ error: `jobs[${i}]: ${resolved.error}` });
       }

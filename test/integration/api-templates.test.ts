@@ -431,6 +431,12 @@ describe("templates: used by submits", () => {
     });
     assert.equal(unknown.status, 404);
     assert.deepEqual(unknown.body, { error: "jobs[0]: template batch-thumb not found" });
+    const untyped = await call(BOB, "/api/v1/jobs/batch", {
+      method: "POST",
+      json: { jobs: [{ ...SOURCE, template: "batch-thumb" }] },
+    });
+    assert.equal(untyped.status, 404, "an entry without a type, of a template the client does not have");
+    assert.deepEqual(untyped.body, { error: "jobs[0]: template batch-thumb not found" });
   });
 
   test("a pipeline's template: {steps} shorthand, checked step by step at PUT, its step dest_keys' patterns filled at submit", async () => {

@@ -56,6 +56,10 @@ export async function registerDocs(app: App, docsPath: string, version: string):
       tags: [
         { name: "jobs", description: "Submit and follow jobs" },
         { name: "batches", description: "Batches of up to 100 jobs" },
+        {
+          name: "templates",
+          description: "Named recipes of jobs a submit reuses: a type and its parameters",
+        },
         { name: "operations", description: "Health, queue statistics, metrics" },
       ],
     },

@@ -45,7 +45,7 @@ import {
   type JobStatus,
   type JobType,
 } from "../core/jobs/types.js";
-import { TemplateSchema, TemplateUseFields } from "../core/jobs/templates.js";
+import { TemplateSchema, TemplateUseFields, withTemplateVersionRule } from "../core/jobs/templates.js";
 import { REPLAYED_HEADER } from "./idempotency.js";
 import { CURSOR_PATTERN } from "./listing.js";
 import { CLIENT_NAME_PATTERN } from "../core/config/schema.js";
@@ -193,11 +193,13 @@ export function submitBodySchema(type: JobType, bounds: SchemaBounds): TObject {
     ...(DESTINATIONS_IN_PARAMETERS[type] ? [] : Object.keys(destinationFields(type))),
     ...(parameters.required ?? []),
   ];
-  return optionalDefaults({
-    ...objectRules(parameters),
-    ...Type.Object(properties, { additionalProperties: false }),
-    required,
-  });
+  return optionalDefaults(
+    withTemplateVersionRule({
+      ...objectRules(parameters),
+      ...Type.Object(properties, { additionalProperties: false }),
+      required,
+    }),
+  );
 }
 
 /**
@@ -264,16 +266,18 @@ function batchEntrySchema(type: JobType, bounds: SchemaBounds): TObject {
           dest_bucket: Type.Optional(DestinationFields.dest_bucket),
           dest_key: Type.Optional(DestinationFields.dest_key),
         };
-  return Type.Object(
-    {
-      type: Type.Literal(type),
-      ...SourceFields,
-      ...dest,
-      parameters: needsParameters ? parameters : withDefaults,
-      ...submissionOptionFields(bounds),
-      ...TemplateUseFields,
-    },
-    { additionalProperties: false, title: type },
+  return withTemplateVersionRule(
+    Type.Object(
+      {
+        type: Type.Literal(type),
+        ...SourceFields,
+        ...dest,
+        parameters: needsParameters ? parameters : withDefaults,
+        ...submissionOptionFields(bounds),
+        ...TemplateUseFields,
+      },
+      { additionalProperties: false, title: type },
+    ),
   );
 }
 

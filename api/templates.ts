@@ -109,11 +109,8 @@ async function resolveOne(
 ): Promise<
   { body: Record<string, unknown>; use: { template: TemplateRef; jobId: string } } | Refusal | undefined
 > {
-  if (body.template === undefined) {
-    return body.template_version === undefined
-      ? undefined
-      : { status: 400, error: "template_version goes with template: name the template" };
-  }
+  // A template_version without a template is left to the route's schema, which refuses it.
+  if (body.template === undefined) return undefined;
   const version = body.template_version;
   if (!isTemplateName(body.template)) return undefined;
   if (version !== undefined && !(Number.isSafeInteger(version) && (version as number) >= 1)) return undefined;

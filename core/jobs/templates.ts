@@ -365,3 +365,19 @@ export const TemplateUseFields = {
     }),
   ),
 };
+
+/**
+ * A submission's body (or batch entry) with the rule that `template_version` goes with `template`,
+ * in words OpenAPI 3.0 has (`not`), so that the document states it and a drawn body keeps it.
+ */
+export function withTemplateVersionRule<T extends TObject>(schema: T): T {
+  const messages = (schema as Record<string, unknown>)[ERROR_MESSAGE];
+  return {
+    ...schema,
+    not: { required: ["template_version"], not: { required: ["template"] } },
+    [ERROR_MESSAGE]: {
+      ...(messages !== null && typeof messages === "object" ? messages : {}),
+      not: "template_version goes with template: name the template",
+    },
+  };
+}

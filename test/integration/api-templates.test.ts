@@ -435,6 +435,12 @@ describe("templates: used by submits", () => {
       method: "POST",
       json: { jobs: [{ ...SOURCE, template: "batch-thumb" }] },
     });
+    const versionAlone = await call(ALICE, "/api/v1/jobs/batch", {
+      method: "POST",
+      json: { jobs: [{ ...SOURCE, type: "image_colors", template_version: 1 }] },
+    });
+    assert.equal(versionAlone.status, 400);
+    assert.equal(versionAlone.body.error, "jobs[0]: template_version goes with template: name the template");
     assert.equal(untyped.status, 404, "an entry without a type, of a template the client does not have");
     assert.deepEqual(untyped.body, { error: "jobs[0]: template batch-thumb not found" });
   });

@@ -301,6 +301,7 @@ describe("the dashboard in a browser", () => {
     await page.getByRole("link", { name: "Templates" }).click();
     const row = page.getByTestId("templates-table").locator("tr", { hasText: "ui-thumb" });
     await waitForText(row, /ui-thumb\s*image resize\s*1\s*API\s*quality/i);
+    await screenshot(page, "templates");
     await page.goto(at(`/jobs/${id}`));
     await waitForText(page.getByTestId("job-parameters"), /Template\s*ui-thumb, version 1/);
     assertClean(watched);

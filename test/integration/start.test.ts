@@ -36,16 +36,43 @@ interface Started {
 
 const shellQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
+/**
+ * `media-service start` (or `options.command`) as a person runs it, on ports freePort() found free.
+ * Between finding a port free and start's binding it, another process of a busy machine may take
+ * it (an outgoing connection's ephemeral port): a start that stops on EADDRINUSE for one of its own
+ * ports before it runs is started again on others, up to three times, as onFreePorts does for the
+ * test stacks. Only for `start` itself, which says when it runs; the other commands are returned
+ * as spawned.
+ */
 async function start(
   env: Record<string, string> = {},
   options: { tty?: boolean; command?: string } = {},
+): Promise<Started> {
+  for (let attempt = 1; ; attempt++) {
+    const started = await startOnce(env, options, await freePort(), await freePort());
+    if ((options.command ?? "start") !== "start" || attempt === 3) return started;
+    const ran = await Promise.race([
+      started.waitFor(/"msg":"media-service is running"/).then(
+        () => true,
+        () => false,
+      ),
+      started.exited.then(() => false),
+    ]);
+    const ours = new RegExp(`EADDRINUSE[^"]*:(${started.port}|${started.s3Port})\\b`);
+    if (ran || !ours.test(started.output())) return started;
+  }
+}
+
+async function startOnce(
+  env: Record<string, string>,
+  options: { tty?: boolean; command?: string },
+  port: number,
+  s3Port: number,
 ): Promise<Started> {
   const dataDir = await mkdtemp(join(tmpdir(), "media-service-start-"));
   dirs.push(dataDir);
   const configFile = join(dataDir, "config.yaml");
   await writeFile(configFile, "{}\n");
-  const port = await freePort();
-  const s3Port = await freePort();
   const entry = runnerEntry();
   const argv = [process.execPath, ...entry.execArgv, entry.path, options.command ?? "start"];
   // Only what a person's shell would have: none of the test process's own settings leak in.

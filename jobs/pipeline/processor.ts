@@ -21,6 +21,11 @@ import { definitionOf, type JobType } from "../../core/jobs/types.js";
 import { pipelineProgress } from "../../core/policy.js";
 import { availableCpus } from "../../runner/cpus.js";
 import { describeError, FailedWithResultError, isPermanent, PermanentError } from "../../runner/errors.js";
+import {
+  CONTENT_TYPES,
+  EXTENSIONS as IMAGE_EXTENSIONS,
+  type OutputFormat,
+} from "../../runner/image/encode.js";
 import { sharedDecodes } from "../../runner/image/shared.js";
 import type { ObjectWriter, OutputData, ProcessContext, Processor } from "../../runner/processor.js";
 import { loadProcessor } from "../../runner/registry.js";
@@ -29,11 +34,14 @@ import { planPipeline, trimPrefix, type PipelineParameters, type PipelineStep } 
 /** What a step's output is to the steps that read it. */
 type StepSource = { path: string; contentType: string } | { buffer: Buffer; contentType: string };
 
+/** A content type's extension: the image encoder's own formats, and what other steps write. */
 const EXTENSIONS: Record<string, string> = {
-  "image/jpeg": "jpg",
-  "image/png": "png",
-  "image/webp": "webp",
-  "image/avif": "avif",
+  ...Object.fromEntries(
+    (Object.keys(CONTENT_TYPES) as OutputFormat[]).map((f) => [
+      CONTENT_TYPES[f],
+      IMAGE_EXTENSIONS[f].slice(1),
+    ]),
+  ),
   "image/gif": "gif",
   "image/tiff": "tiff",
   "video/quicktime": "mov",

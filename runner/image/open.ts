@@ -20,10 +20,17 @@
 // that met one of these (LOST_DATA) fails as if decoding had failed.
 //
 // Errors: a header sharp cannot read, an unknown format, a declared size over the limit →
-// PermanentError. Corrupt pixel data only shows while decoding, in the middle of a pipeline; run()
-// then decodes the image once more on its own, and only when that fails too (or warns of lost
-// data) is the input to blame (PermanentError "… is truncated or corrupt: …"). Anything else (disk
-// full, out of memory) stays transient.
+// PermanentError. Corrupt pixel data only shows while decoding, in the middle of a pipeline; when
+// the error itself does not say data was lost, run() decodes the image once more on its own, and
+// only when that fails too (or warns of lost data) is the input to blame (PermanentError "… is
+// truncated or corrupt: …"). Anything else (disk full, out of memory) stays transient.
+//
+// libvips keeps one error buffer for the whole process, and sharp clears it after every operation:
+// when decodes fail at the same time in one process (a pipeline's steps on one corrupt source, two
+// jobs of a runner), an error can reach sharp with its message cleared by another thread. sharp's
+// stats() then reports success for an image that did not decode; its output operations report
+// "Unknown error". So the check decode is an output operation (the bottom row of pixels, which a
+// sequential read reaches only by decoding every row above it), and the checks run one at a time.
 import { stat } from "node:fs/promises";
 import type { Metadata, Sharp, SharpOptions } from "sharp";
 import { describeError, PermanentError } from "../errors.js";
@@ -117,7 +124,10 @@ export class SourceImage {
       result = await work();
     } catch (err) {
       if (err instanceof PermanentError || this.signal?.aborted) throw err;
-      const reason = lostData(this.warnings) ?? (await this.decodeFailure());
+      const reason =
+        lostData(this.warnings) ??
+        lostData(errorLines(err)) ??
+        (await oneAtATime(() => this.decodeFailure()));
       if (reason !== undefined) throw this.corrupt(reason);
       throw err;
     }
@@ -129,11 +139,18 @@ export class SourceImage {
   /** Decodes every pixel once, keeping nothing; the reason it fails or loses data, or undefined. */
   private async decodeFailure(): Promise<string | undefined> {
     this.warnings = [];
+    const { width, height } = this.metadata; // as stored: pipeline() does not orient
     try {
-      await this.pipeline().stats();
+      await this.pipeline()
+        .extract({ left: 0, top: height - 1, width, height: 1 })
+        .raw()
+        .toBuffer();
       return lostData(this.warnings);
     } catch (err) {
-      const reason = decodeReason(err, this.input);
+      // "Unknown error": the message was cleared by another thread (see the error buffer, above).
+      const reason = /^unknown error$/i.test(describeError(err))
+        ? "its pixel data does not decode"
+        : decodeReason(err, this.input);
       // libpng's "read error" says nothing; the warning before it says what was wrong.
       const detail = this.warnings.find((w) => !SUMMARY.some((re) => re.test(w)));
       return lostData(this.warnings) ?? (detail ? `${reason} (${shortReason(detail)})` : reason);
@@ -233,6 +250,19 @@ async function checkJpegSize(input: string | Buffer, size: number, imageLabel: s
 function sourceFormat(metadata: Metadata): SourceFormat {
   if (metadata.format === "heif") return metadata.compression === "av1" ? "avif" : "heic";
   return metadata.format as SourceFormat;
+}
+
+let checking: Promise<unknown> = Promise.resolve();
+
+/** Runs `check` after the checks before it have ended (see the error buffer, above). */
+function oneAtATime<T>(check: () => Promise<T>): Promise<T> {
+  const result = checking.then(check, check);
+  checking = result.catch(() => undefined);
+  return result;
+}
+
+function errorLines(err: unknown): string[] {
+  return (err instanceof Error ? err.message : String(err)).split("\n");
 }
 
 /** The first warning that says pixels were lost, without libvips' loader prefix. */

@@ -89,7 +89,6 @@ export const pipelineJob = (steps: Steps, sourceKey?: string): StackJob => ({
 interface Round {
   seconds: number;
   runnerCpu: number;
-  runnerOwnCpu: number;
   stackCpu: number;
   outputBytes: number;
 }
@@ -122,7 +121,6 @@ async function localPart(rounds: number): Promise<PipelineFigures> {
       return {
         seconds: r.seconds,
         runnerCpu: r.runnerCpu ?? Number.NaN,
-        runnerOwnCpu: r.runnerOwnCpu ?? Number.NaN,
         stackCpu: r.stackCpu ?? Number.NaN,
         outputBytes: r.outputBytes ?? 0,
       };
@@ -147,7 +145,6 @@ async function localPart(rounds: number): Promise<PipelineFigures> {
   const of = (name: string, figure: keyof Round) => t[name]!.map((r) => r[figure]);
   const row = (name: string) => ({
     "runners' CPU s": formatSummary(summarize(of(name, "runnerCpu")), 2),
-    "of which the runners' Node": formatSummary(summarize(of(name, "runnerOwnCpu")), 2),
     "rest of the stack's CPU s": formatSummary(summarize(of(name, "stackCpu")), 2),
     "wall s": formatSummary(summarize(of(name, "seconds")), 2),
     "output MB": fmt(summarize(of(name, "outputBytes")).median / 1e6, 2),

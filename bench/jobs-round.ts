@@ -145,9 +145,14 @@ export async function runJobs(jobs: StackJob[], target: JobsTarget): Promise<Arr
     });
   };
   await Promise.all(jobs.flatMap((job, i) => (job.input === undefined ? [post(job, i)] : [])));
-  const read = () => Promise.all(ids.map(async (id) => (id ? target.getJob(id) : undefined)));
-  let records = await read();
   const ended = (j: Job | undefined) => j?.status === "completed" || j?.status === "failed";
+  let records: Array<Job | undefined> = [];
+  // Each poll reads the jobs not yet ended (a batch of hundreds polled whole would load the machine).
+  const read = () =>
+    Promise.all(
+      ids.map(async (id, i) => (ended(records[i]) ? records[i] : id ? target.getJob(id) : undefined)),
+    );
+  records = await read();
   while (ids.some((id) => id === undefined) || records.some((j) => !ended(j))) {
     const ready = jobs.flatMap((job, i) => {
       if (ids[i] !== undefined || job.input === undefined) return [];

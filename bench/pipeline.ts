@@ -125,14 +125,14 @@ async function localPart(rounds: number): Promise<PipelineFigures> {
         outputBytes: r.outputBytes ?? 0,
       };
     };
-    // Untimed: the executor starts its runners as jobs come, and each loads its processors when its
-    // first job of a type runs; a service that has run jobs has them started and loaded.
-    await server.send({
-      cmd: "jobs",
-      ...request,
-      jobs: [one, ...singleJobs(steps, undefined, 1)],
-      idle: false,
-    });
+    // Untimed: the executor starts its runners as jobs come, and each loads its processors (and a
+    // pipeline's checks of its steps) when its first job of a type runs; a service that has run jobs
+    // has them started and loaded. A pipeline and the single jobs for each runner.
+    const warmUp = Array.from({ length: cpus }, (_, c) => [
+      one,
+      ...singleJobs(steps, undefined, c * (ten.length + 1) + 1),
+    ]).flat();
+    await server.send({ cmd: "jobs", ...request, jobs: warmUp, idle: false });
     t = await alternate(
       "pipeline local",
       rounds,

@@ -45,6 +45,9 @@ async function batch(
     watch = await watchPods(kubeConfigFrom(cluster.cp.kubeconfigPath), cs.namespace, (_event, pod) =>
       pods.add(pod),
     );
+  }).catch(async (err: unknown) => {
+    await watch?.stop();
+    throw err;
   });
   try {
     step(`pipeline k8s ${name}: uploading ${sources.count} sources`);

@@ -163,6 +163,9 @@ async function localPart(rounds: number): Promise<PipelineFigures> {
   const singleOverPipelineWall = ratio(of("single", "seconds"), of("pipeline", "seconds"));
   const stack = ratio(of("single", "stackCpu"), of("pipeline", "stackCpu"));
   console.log(`runners' CPU single/pipeline: ${formatRatio(singleOverPipelineCpu, { atLeast: 2.5 })}`);
+  const saved = summarize(of("single", "runnerCpu").map((cpu, i) => cpu - of("pipeline", "runnerCpu")[i]!));
+  // The encodes are the same work in both: what a pipeline can save is the rest (downloads, decodes).
+  console.log(`runners' CPU s the pipeline saves per source: ${formatSummary(saved, 2)}`);
   console.log(`wall time single/pipeline:    ${formatRatio(singleOverPipelineWall)}`);
   console.log(`rest of the stack's CPU single/pipeline: ${formatRatio(stack)}`);
   return { singleOverPipelineCpu, singleOverPipelineWall };

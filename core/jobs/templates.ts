@@ -74,7 +74,8 @@ export function expandShorthand(body: unknown): unknown {
     }
     out.parameters = parameters;
   }
-  out.parameters ??= {};
+  // Absent: the type's defaults. A null is not an absent object: the schema refuses it.
+  if (out.parameters === undefined) out.parameters = {};
   return out;
 }
 
@@ -121,7 +122,8 @@ export function templateBodySchema(
   return Type.Object(
     {
       type: Type.Literal(type),
-      parameters: shape(parameterSchemas(bounds)[type]),
+      // Optional: absent, the template holds the type's defaults (expandShorthand gives it {}).
+      parameters: Type.Optional(shape(parameterSchemas(bounds)[type])),
       overridable: Type.Optional(
         Type.Array(names.length > 0 ? Enum(names) : Type.Never(), {
           uniqueItems: true,

@@ -3,6 +3,7 @@
 // another client's never seen; and used by the submit routes: the job records the template and
 // the parameters it resolved to, with the overrides the template allows, the destination patterns
 // filled in.
+import { withDefaults } from "../../core/jobs/parameters.js";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startTestStack, type TestStack } from "../support/api.js";
@@ -118,6 +119,8 @@ describe("templates: stored per client", () => {
       ],
       [{ type: "image_smash", parameters: {} }, /type must be one of/],
       [{ parameters: { width: 10 } }, /type is required/],
+      // Parameters left out are the type's defaults; null is not an object of them.
+      [{ type: "image_colors", parameters: null }, /parameters/],
       // A rule across parameters (the type's check) at PUT, not when a job first uses it.
       [
         {
@@ -138,6 +141,9 @@ describe("templates: stored per client", () => {
       assert.match(String(res.body.error), expected, JSON.stringify(body));
     }
     assert.equal((await call(ALICE, "/api/v1/templates/bad")).status, 404, "nothing was stored");
+    const defaults = await put(ALICE, "defaults", { type: "image_colors" });
+    assert.equal(defaults.status, 201, `parameters left out are the type's defaults: ${defaults.text}`);
+    assert.deepEqual(defaults.body.parameters, withDefaults("image_colors", {}));
     const badName = await put(ALICE, "Bad_Name", { type: "image_colors", parameters: {} });
     assert.equal(badName.status, 400);
     assert.match(String(badName.body.error), /must be a template name/);

@@ -18,6 +18,7 @@ import { ensureImage, watchPods } from "./k8s-cluster.js";
 import { errorText, knob, load, log, ratio, step } from "./k8s-common.js";
 import { startKube } from "./k8s-targets.js";
 import { pipelineJob, singleJobs, sourceSize, tenOutputs } from "./pipeline.js";
+import { printTable } from "./stats.js";
 
 interface BatchFigures {
   jobs: number;
@@ -158,7 +159,7 @@ export async function pipelineK8sPart(): Promise<void> {
   console.log(
     `\nPipeline on Kubernetes: ${count} ${size.width}×${size.height} JPEGs, ten outputs each, on one real node (max_running_jobs ${cap}); one batch of each (${((Date.now() - started) / 1000).toFixed(0)} s with the cluster's start)\n`,
   );
-  console.table({ "one pipeline job per source": row(pipeline), "ten single jobs per source": row(single) });
+  printTable({ "one pipeline job per source": row(pipeline), "ten single jobs per source": row(single) });
   const podsRatio = single.pods / pipeline.pods;
   const wallRatio = single.seconds / pipeline.seconds;
   console.log(

@@ -25,6 +25,10 @@
 //   encoders   AVIF and WebP settings (effort, chroma subsampling, quality): encode time, size and
 //              SSIM, the Pareto-efficient ones; JPEG and PNG as the runner encodes them (encoders.ts,
 //              runnable alone: npx tsx bench/encoders.ts [avif] [webp] [jpeg] [png])
+//   pipeline   ten outputs of a 24 MP JPEG (4 widths × AVIF and WebP, a watermark, the colours) as one
+//              pipeline job vs ten single jobs through the local stack: the runners' CPU (target: 2.5 ×
+//              lower) and wall time; BENCH_PIPELINE_PARTS=local,k8s adds 20 sources on the real node of
+//              the k8s benchmark: runner pods and wall time (pipeline.ts, pipeline-k8s.ts)
 //   k8s        the Kubernetes executor on the real node of `npm run test:k8s` beside the local
 //              executor: pod start, tiny-job submit → completed, throughput under a cap of 10
 //              (k8s.ts, docs/performance.md; root, Node 24, `npm run build` first)
@@ -159,6 +163,7 @@ const BENCHMARKS: Record<string, () => Promise<unknown>> = {
   s3: async () => (await import("./s3.js")).s3Benchmark(),
   get: async () => (await import("./get.js")).getBenchmark(),
   encoders: async () => void (await (await import("./encoders.js")).encodersBenchmark()),
+  pipeline: async () => (await import("./pipeline.js")).pipelineBenchmark(),
   // Loaded only when run: @kubernetes/client-node needs Node 24.
   k8s: async () => (await import("./k8s.js")).k8sBenchmark(),
   // Not part of "all": it runs resize, avif and rss again to print the README's table.

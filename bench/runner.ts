@@ -152,3 +152,29 @@ export const RESIZE_BOX = { width: 800, height: 600 };
 export async function fileSize(path: string): Promise<number> {
   return (await stat(path)).size;
 }
+
+/**
+ * Runs each target once per round, the order turned round by round (round 1 a, b; round 2 b, a;
+ * …), so neither always runs on the machine the other left; `name` and `show` word the log line
+ * of each round.
+ */
+export async function alternate<T>(
+  name: string,
+  rounds: number,
+  targets: Record<string, () => Promise<T>>,
+  show: (value: T) => string,
+): Promise<Record<string, T[]>> {
+  const values: Record<string, T[]> = {};
+  for (let round = 1; round <= rounds; round++) {
+    const order = Object.entries(targets);
+    if (round % 2 === 0) order.reverse();
+    for (const [target, measure] of order) (values[target] ??= []).push(await measure());
+    log(
+      `${name} round ${round}/${rounds}: ` +
+        Object.keys(targets)
+          .map((t) => `${t} ${show(values[t]!.at(-1)!)}`)
+          .join(", "),
+    );
+  }
+  return values;
+}

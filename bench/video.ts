@@ -41,7 +41,7 @@ import { cameraVideo, hdVideo } from "./fixtures.js";
 import { imageFfmpeg } from "./image-ffmpeg.js";
 import type { StackJob } from "./jobs-round.js";
 import { peak } from "./rss.js";
-import { fileSize, fmt, log, num, ResizeServer, run } from "./runner.js";
+import { alternate, fileSize, fmt, log, num, ResizeServer, run } from "./runner.js";
 import { formatRatio, formatSummary, printTable, ratio, summarize, type Summary } from "./stats.js";
 
 const FPS = 30;
@@ -118,31 +118,6 @@ async function timed(work: () => Promise<unknown>): Promise<Timing> {
 }
 
 /**
- * Runs each target once per round, the order turned round by round (round 1 a, b; round 2 b, a;
- * …), so neither always runs on the machine the other left.
- */
-async function alternate<T>(
-  name: string,
-  rounds: number,
-  targets: Record<string, () => Promise<T>>,
-  show: (value: T) => string,
-): Promise<Record<string, T[]>> {
-  const values: Record<string, T[]> = {};
-  for (let round = 1; round <= rounds; round++) {
-    const order = Object.entries(targets);
-    if (round % 2 === 0) order.reverse();
-    for (const [target, measure] of order) (values[target] ??= []).push(await measure());
-    log(
-      `video ${name} round ${round}/${rounds}: ` +
-        Object.keys(targets)
-          .map((t) => `${t} ${show(values[t]!.at(-1)!)}`)
-          .join(", "),
-    );
-  }
-  return values;
-}
-
-/**
  * The plain ffmpeg command of a video_transcode: what the processor passes to ffmpeg for these
  * parameters and this source (its -threads, map, scale, encoders, container), without its progress
  * pipe and pixel-limit check.
@@ -202,7 +177,7 @@ async function transcodePart(
   // The first call in a process loads fluent-ffmpeg and pays its capability checks: not counted.
   const cold = await timed(processor);
   const t = await alternate(
-    "transcode",
+    "video transcode",
     rounds,
     { processor: () => timed(processor), ffmpeg: () => timed(ffmpeg) },
     (m) => `${(frames / (m.ms / 1000)).toFixed(1)} frames/s`,
@@ -295,7 +270,7 @@ async function ladderPart({ path: source, info, description }: Source, rounds: n
     separateBytes = bytes;
   };
   const t = await alternate(
-    "ladder",
+    "video ladder",
     rounds,
     { ladder: () => timed(ladder), separate: () => timed(transcodes) },
     (m) => `${fmt(m.ms / 1000)} s (CPU ${fmt(m.cpu)} s)`,
@@ -362,7 +337,7 @@ async function jobsPart({ path: source, info, description }: Source, rounds: num
       idle: false,
     });
     t = await alternate(
-      "jobs",
+      "video jobs",
       rounds,
       { ladder: () => submit([ladder], "ladder"), separate: () => submit(transcodes, "separate") },
       (r) => `${fmt(r.seconds)} s (runners' CPU ${fmt(r.runnerCpu)} s)`,
@@ -412,7 +387,7 @@ async function rssPart({ path: source, info, description }: Source, rounds: numb
     // The stack (redis-server, the embedded store, the API); setup's source is the resize one's.
     await server.send({ cmd: "setup", source, concurrency: 1 });
     peaks = await alternate(
-      "rss",
+      "video rss",
       rounds,
       {
         runner: async () => {

@@ -237,9 +237,12 @@ type Resources = { cpu: string; memory: string };
 
 /**
  * What a pipeline's runner gets on Kubernetes, before its own `resources` (which win, as for every
- * type): per resource, the most any of its waves asks for, a wave asking for the sum of its steps'
- * (each step its type's kubernetes.resources.<type>): the heaviest step's, plus what the steps
- * beside it at once add; at least kubernetes.resources.pipeline, at most kubernetes.max_resources.
+ * type): per resource, the most any of its waves asks for, at least kubernetes.resources.pipeline, at
+ * most kubernetes.max_resources. A wave's limits are the sum of its steps' (each step its type's
+ * kubernetes.resources.<type>). Its requests are the sum of those of the steps that can run at once:
+ * the runner runs as many of a wave's steps at once as it has CPUs (runner/cpus.ts: its CPU limit,
+ * whole CPUs, at least 1), so the heaviest that many. A request for every step of a wide wave would
+ * ask a node for more than the runner uses: ten image steps, 2.5 CPUs, more than a 2-CPU node has.
  */
 export function pipelineResources(
   parameters: Record<string, unknown>,
@@ -248,15 +251,16 @@ export function pipelineResources(
   max: Resources,
 ): { requests: Resources; limits: Resources } {
   const waves = stepTypeWaves((parameters.steps ?? {}) as Record<string, PipelineStep>);
-  const side = (which: "requests" | "limits"): Resources => {
+  const side = (which: "requests" | "limits", atOnce: number): Resources => {
     // The quantity as configured where it is the answer (the floor, the maximum), else reckoned.
     const pick = (resource: "cpu" | "memory", format: (value: number) => string) => {
       let most = { value: parseQuantity(floor[which][resource]), text: floor[which][resource] };
       for (const wave of waves) {
-        const sum = wave.reduce(
-          (total, type) => total + parseQuantity(perType[type]?.[which][resource] ?? "0"),
-          0,
-        );
+        const sum = wave
+          .map((type) => parseQuantity(perType[type]?.[which][resource] ?? "0"))
+          .sort((a, b) => b - a)
+          .slice(0, atOnce)
+          .reduce((total, value) => total + value, 0);
         const one = wave.length === 1 ? perType[wave[0]!]?.[which][resource] : undefined;
         if (sum > most.value) most = { value: sum, text: one ?? format(sum) };
       }
@@ -267,5 +271,7 @@ export function pipelineResources(
       memory: pick("memory", (bytes) => `${Math.ceil(bytes / 2 ** 20)}Mi`),
     };
   };
-  return { requests: side("requests"), limits: side("limits") };
+  const limits = side("limits", Number.POSITIVE_INFINITY);
+  const cpus = Math.max(1, Math.floor(parseQuantity(limits.cpu)));
+  return { requests: side("requests", cpus), limits };
 }

@@ -9,8 +9,6 @@ import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createServer, request as httpRequest, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { promisify } from "node:util";
 import { GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import { after, before, describe, test } from "node:test";
@@ -21,41 +19,15 @@ import { makeVideo, removeMediaDirs } from "../support/av.js";
 import { clientEnv, collect, spawnCli } from "../support/cli.js";
 import { exists as objectExists, finished, submit } from "../support/jobs.js";
 import { openStream } from "../support/sse.js";
-import { makeImage, readPixels, truncated } from "../support/media.js";
+import { countingProxy, getsOf as countingGets, type CountingProxy } from "../support/counting-proxy.js";
+import { makeImage, meanDifference, readPixels, truncated } from "../support/media.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
 
 const run = promisify(execFile);
 
-/** A proxy in front of the object store that notes every request (method and path) it forwards. */
-async function countingProxy(): Promise<{
-  url: string;
-  requests: string[];
-  to(url: string): void;
-  server: Server;
-}> {
-  const requests: string[] = [];
-  let target: URL | undefined;
-  const server = createServer((req, res) => {
-    requests.push(`${req.method} ${req.url}`);
-    // Forwarded as it came, Host included: the request's signature covers it.
-    const upstream = httpRequest(
-      { host: target!.hostname, port: target!.port, method: req.method, path: req.url, headers: req.headers },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    upstream.on("error", () => res.destroy());
-    req.pipe(upstream);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}`, requests, to: (url) => (target = new URL(url)), server };
-}
-
 const KEY = "pipeline-test-key";
 let stack: TestStack;
-let proxy: Awaited<ReturnType<typeof countingProxy>>;
+let proxy: CountingProxy;
 let hooks: WebhookReceiver;
 
 before(async () => {
@@ -95,8 +67,7 @@ async function get(key: string): Promise<Buffer> {
 const exists = (key: string) => objectExists(stack, key);
 
 /** GETs of one object through the proxy (the runner's downloads; the test reads the store directly). */
-const getsOf = (key: string) =>
-  proxy.requests.filter((r) => r.split("?")[0] === `GET /${stack.bucket}/${key}`).length;
+const getsOf = (key: string) => countingGets(proxy, stack.bucket, key);
 
 const location = (source = "in/photo.jpg", prefix = "out/fan") => ({
   source_bucket: stack.bucket,
@@ -107,23 +78,6 @@ const location = (source = "in/photo.jpg", prefix = "out/fan") => ({
 
 type Steps = Record<string, Record<string, unknown>>;
 const stepsOf = (job: Job) => (job.result as { steps: Steps }).steps;
-
-/** Mean absolute difference of two same-sized images' pixels over a region (x, y, w, h). */
-async function meanDifference(a: Buffer, b: Buffer, region: [number, number, number, number]) {
-  const [pa, pb] = await Promise.all([readPixels(a), readPixels(b)]);
-  assert.deepEqual([pa.width, pa.height], [pb.width, pb.height]);
-  const [x0, y0, w, h] = region;
-  let sum = 0;
-  for (let y = y0; y < y0 + h; y++) {
-    for (let x = x0; x < x0 + w; x++) {
-      for (let c = 0; c < 3; c++) {
-        const at = (y * pa.width + x) * pa.channels + c;
-        sum += Math.abs(pa.data[at]! - pb.data[at]!);
-      }
-    }
-  }
-  return sum / (w * h * 3);
-}
 
 describe("pipeline: one JPEG, many outputs", () => {
   test("widths × avif/webp, a watermark on a resize, and colours, from one GET of the source", async () => {

@@ -221,3 +221,26 @@ function rgbOf(color: string): { r: number; g: number; b: number } {
   const n = Number.parseInt(full, 16);
   return { r: (n >> 16) & 255, g: (n >> 8) & 255, b: n & 255 };
 }
+
+/** Mean absolute difference of two same-sized images' RGB over a region (x, y, w, h), 0–255. */
+export async function meanDifference(
+  a: Buffer,
+  b: Buffer,
+  region: [number, number, number, number],
+): Promise<number> {
+  const [pa, pb] = await Promise.all([readPixels(a), readPixels(b)]);
+  if (pa.width !== pb.width || pa.height !== pb.height) {
+    throw new Error(`images of different sizes: ${pa.width}×${pa.height} and ${pb.width}×${pb.height}`);
+  }
+  const [x0, y0, w, h] = region;
+  let sum = 0;
+  for (let y = y0; y < y0 + h; y++) {
+    for (let x = x0; x < x0 + w; x++) {
+      for (let c = 0; c < 3; c++) {
+        const at = (y * pa.width + x) * pa.channels + c;
+        sum += Math.abs(pa.data[at]! - pb.data[at]!);
+      }
+    }
+  }
+  return sum / (w * h * 3);
+}

@@ -200,7 +200,7 @@ describe("buildJobManifest", () => {
     assert.deepEqual(config().kubernetes.maxResources, { cpu: "4", memory: "8Gi" });
   });
 
-  test("a pipeline's runner: the most any wave asks for (its steps' sum), within the floor and the maximum", () => {
+  test("a pipeline's runner: the most any wave asks for (its steps' sum; requests: of the steps that run at once), within the floor and the maximum", () => {
     const s = settings();
     const resources = (steps: Record<string, unknown>, extra: Partial<Job> = {}) =>
       container(buildJobManifest(job({ type: "pipeline", parameters: { steps }, ...extra }), s, 60))
@@ -224,6 +224,24 @@ describe("buildJobManifest", () => {
     // Six at once: limits capped at kubernetes.max_resources (4, 8Gi).
     const six = Object.fromEntries(["a", "b", "c", "d", "e", "f"].map((n) => [n, resize]));
     assert.deepEqual(resources(six)!.limits, { cpu: "4", memory: "6144Mi" });
+    // Requests: what the steps that run at once ask for. With 4 CPUs the runner runs 4 steps of a
+    // wave at once, so ten image steps request four's (a photo's widths × AVIF and WebP, a watermark
+    // on one, its colours), not ten's 2.5 CPUs that no 2-CPU node has.
+    const ten = {
+      ...Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`r${i}`, resize])),
+      marked: { type: "image_watermark", input: "r7" },
+      colours: { type: "image_colors" },
+    };
+    assert.deepEqual(resources(ten), {
+      requests: { cpu: "1000m", memory: "1024Mi" },
+      limits: { cpu: "4", memory: "8Gi" },
+    });
+    assert.deepEqual(resources(six)!.requests, { cpu: "1000m", memory: "1024Mi" });
+    // The heaviest of a wave count first: a video step beside five image steps under a 4-CPU limit.
+    assert.deepEqual(resources({ ...six, v: { type: "video_transcode" } })!.requests, {
+      cpu: "2750m",
+      memory: "2816Mi",
+    });
     // The job's own resources win, as for every type.
     assert.deepEqual(resources(six, { resources: { cpu: "1" } })!.limits?.cpu, "1");
   });

@@ -464,11 +464,11 @@ export async function videoBenchmark(): Promise<VideoFigures> {
     if (!(kind in SOURCES))
       throw new Error(`BENCH_VIDEO_LADDER_SOURCES: no source "${kind}" (${Object.keys(SOURCES).join(", ")})`);
   }
-  const synthetic = await loadSource("synthetic", seconds);
   const which = process.env.BENCH_VIDEO_FFMPEG ?? "system";
   if (which === "image") {
-    // Set before any processor or runner starts: fluent-ffmpeg, the probes and the runner processes
-    // (which inherit this process's environment) all read it.
+    // Set before anything here probes or runs ffmpeg: fluent-ffmpeg looks its programs up once, at
+    // their first use, and keeps them (a probe of the source before this would leave every later
+    // probe on the machine's ffprobe); the runner processes inherit this process's environment.
     const image = await imageFfmpeg();
     process.env.FFMPEG_PATH = image.ffmpeg;
     process.env.FFPROBE_PATH = image.ffprobe;
@@ -478,6 +478,7 @@ export async function videoBenchmark(): Promise<VideoFigures> {
   } else {
     log(`ffmpeg and ffprobe of this machine: ${ffmpegPath()}`);
   }
+  const synthetic = await loadSource("synthetic", seconds);
   log(
     `video source ${synthetic.path}: ${fmt((await fileSize(synthetic.path)) / 1e6, 1)} MB, ${availableCpus()} CPUs`,
   );

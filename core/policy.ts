@@ -275,3 +275,10 @@ export function pipelineResources(
   const cpus = Math.max(1, Math.floor(parseQuantity(limits.cpu)));
   return { requests: side("requests", cpus), limits };
 }
+
+/**
+ * What Retry-After says to a submission its client's max_pending refuses (429), in seconds: its
+ * jobs leave the queue as runners take them, at a pace the API cannot know; a few seconds is a
+ * short enough wait to be fair and long enough not to be a busy loop.
+ */
+export const CLIENT_LIMIT_RETRY_AFTER_SECONDS = 10;

@@ -16,11 +16,13 @@
         timeline            job_events
         note_ended          history (and job, client_stats when given a job id)
         note_depth          pending, history (and job, client_stats when given a job id)
-        pending_queue       pending, queue_seq, job
+        fair_add, fair_remove  job, fair_queue, fair_clients, client_load
+        hold, release       job, client_load
+        pending_queue       pending, queue_seq, job, fair_turn and fair_add's
         enqueue             pending_queue's, note_depth's
         fail_job            pending, active, expiry, batch_jobs, jobs_by_state, client_jobs_by_state
                             and those of publish, record, count, move_status_index, finalize_batch,
-                            timeline, note_ended, note_depth
+                            timeline, note_ended, note_depth, fair_remove, release
         cancel_job          fail_job's
         requeue_job         fail_job's and enqueue's (a job past its retry budget fails)
         search_index        jobs_by_id, jobs_by_source, jobs_by_dest, jobs_by_request and their
@@ -302,8 +304,49 @@ local function queue_score(priority, seq)
   return -(tonumber(priority) or 0) * PRIORITY_STEP + (tonumber(seq) or 0)
 end
 
+-- Fair share between clients (core/jobs/fair-share.ts). Beside its type's queue, a waiting job is in
+-- its client's queue of that type (fair_queue, the same score), the type's clients with waiting jobs
+-- are a set (fair_clients), and each client's jobs are counted (client_load): "<client>|pending"
+-- while they wait in a queue, "<client>|running" while held (claimed, in the pool's queue or
+-- processing; the job's field `held`). A job without a client counts as the client '-'.
+local function fair_client(id)
+  return redis.call('HGET', at(K.job, id), 'client') or '-'
+end
+
+local function fair_add(id, type, score)
+  local client = fair_client(id)
+  if redis.call('ZADD', at(K.fair_queue, type, client), score, id) == 1 then
+    redis.call('SADD', at(K.fair_clients, type), client)
+    redis.call('HINCRBY', K.client_load, client .. '|pending', 1)
+  end
+end
+
+-- `client`: whose queue (when the caller knows it; a job pruned meanwhile has no client field).
+local function fair_remove(id, type, client)
+  client = client or fair_client(id)
+  local queue = at(K.fair_queue, type, client)
+  if redis.call('ZREM', queue, id) == 1 then
+    redis.call('HINCRBY', K.client_load, client .. '|pending', -1)
+    if redis.call('ZCARD', queue) == 0 then redis.call('SREM', at(K.fair_clients, type), client) end
+  end
+end
+
+-- A claimed job counts among its client's running until it ends or goes back to its queue.
+local function hold(id)
+  if redis.call('HSETNX', at(K.job, id), 'held', '1') == 1 then
+    redis.call('HINCRBY', K.client_load, fair_client(id) .. '|running', 1)
+  end
+end
+
+local function release(id)
+  if redis.call('HDEL', at(K.job, id), 'held') == 1 then
+    redis.call('HINCRBY', K.client_load, fair_client(id) .. '|running', -1)
+  end
+end
+
 -- The key of a type's pending queue. A queue an earlier version left as a list (first in, first out)
--- becomes a sorted set here, its jobs in their order at priority 0.
+-- becomes a sorted set here, its jobs in their order at priority 0; and the jobs a version without
+-- fair share queued are put in their clients' queues, once per type (fair_turn's `indexed`).
 local function pending_queue(type)
   local key = at(K.pending, type)
   if redis.call('TYPE', key).ok == 'list' then
@@ -315,6 +358,10 @@ local function pending_queue(type)
       redis.call('ZADD', key, queue_score(0, seq), id)
     end
   end
+  if redis.call('HSETNX', at(K.fair_turn, type), 'indexed', '1') == 1 then
+    local entries = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+    for i = 1, #entries, 2 do fair_add(entries[i], type, entries[i + 1]) end
+  end
   return key
 end
 
@@ -322,7 +369,9 @@ end
 -- the place it was submitted to (ahead of the later submissions of its priority).
 local function enqueue(id, type)
   local h = redis.call('HMGET', at(K.job, id), 'priority', 'queue_seq')
-  if redis.call('ZADD', pending_queue(type), queue_score(h[1], h[2]), id) == 1 then note_depth(type, 1, id) end
+  local score = queue_score(h[1], h[2])
+  if redis.call('ZADD', pending_queue(type), score, id) == 1 then note_depth(type, 1, id) end
+  fair_add(id, type, score)
 end
 
 -- Ends a pending or processing job as cancelled (job.cancelled); the caller has checked the status.
@@ -380,8 +429,10 @@ local function end_job(id, from, message, cancelled)
     if redis.call('TYPE', queue).ok == 'list' then removed = redis.call('LREM', queue, 0, id)
     else removed = redis.call('ZREM', queue, id) end
     if removed > 0 then note_depth(type, -removed, id) end
+    fair_remove(id, type)
   end
   redis.call('ZREM', at(K.active, type), id)
+  release(id)
   count(type, from, 'failed', 'failed_total', id)
   move_status_index(id, from, 'failed', created_ms)
   redis.call('ZADD', K.expiry, NOW + RETENTION_MS, expiry_member('job', id))
@@ -450,6 +501,7 @@ local function requeue_job(id, reason, max_attempts, handback)
     return 'failed'
   end
   redis.call('ZREM', active, id)
+  release(id)
   redis.call('HDEL', j, 'claimed_by', 'lease_until', 'progress', 'eta_seconds', 'steps_progress', 'started_at',
     'started_ms')
   enqueue(id, type)

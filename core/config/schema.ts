@@ -113,6 +113,13 @@ const ApiClientConfig = Type.Object(
         description: "The highest `priority` its jobs may ask for; a higher one is refused (403). Unset: any.",
       }),
     ),
+    max_source_bytes: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        description:
+          "The largest source its jobs may read, in bytes, below `limits.max_source_bytes`; a job with a larger one fails, naming it. Unset: `limits.max_source_bytes`.",
+      }),
+    ),
   },
   { additionalProperties: false },
 );

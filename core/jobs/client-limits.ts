@@ -13,6 +13,7 @@ export interface ClientLimits {
   maxPending?: number;
   jobTypes?: readonly JobType[];
   maxPriority?: number;
+  maxSourceBytes?: number;
 }
 
 /** Which limit refused a request: its name in server.clients. */

@@ -253,6 +253,12 @@ export const Job = Type.Object(
       Type.Object({ cpu: Type.Optional(Type.String()), memory: Type.Optional(Type.String()) }),
     ),
     timeout_seconds: Type.Optional(Type.Integer()),
+    max_source_bytes: Type.Optional(
+      Type.Integer({
+        description:
+          "The largest source the job may read, in bytes, when its client has a `max_source_bytes` of its own (server.clients)",
+      }),
+    ),
     execution_class: Type.Optional(Enum(EXECUTION_CLASSES, { description: "The class the job asked for" })),
     priority: Type.Optional(
       Type.Integer({

@@ -86,16 +86,18 @@ export abstract class Transitions extends StoreBase {
     idempotency: IdempotentSubmit | undefined,
     retry?: { of: string; force: boolean },
   ): Promise<Submitted | { retriedAs: string }> {
+    const limits = by ? this.options.clients?.get(by.name) : undefined;
+    if (by) await this.checkLimits(by.name, limits, specs);
+    // The client's largest source goes with each job: the runner holds the download to it.
+    const sourceLimit = limits?.maxSourceBytes !== undefined ? { max_source_bytes: String(limits.maxSourceBytes) } : {};
     const jobs = specs.map((spec) => ({
       id: spec.id ?? randomUUID(),
       type: spec.type,
-      fields: encodeSpec(spec),
+      fields: { ...encodeSpec(spec), ...sourceLimit },
     }));
     const batchId = batch ? (batch.id ?? randomUUID()) : undefined;
     // An id the client chose is one of its own (keys.ts storedBatchId); a generated one is unique.
     const storedId = batch?.id !== undefined ? storedBatchId(batch.id, batchScope(by)) : batchId;
-    const limits = by ? this.options.clients?.get(by.name) : undefined;
-    if (by) await this.checkLimits(by.name, limits, specs);
     const payload = {
       ...(by ? { client: by.name, ...(by.admin ? { admin: true } : {}) } : {}),
       ...(limits?.maxPending !== undefined ? { max_pending: limits.maxPending } : {}),

@@ -14,6 +14,7 @@ import { fieldsOf } from "../../core/store/events.js";
 const A = "client-a-key-0123456789";
 const B = "client-b-key-0123456789";
 const C = "client-c-key-0123456789";
+const D = "client-d-key-0123456789";
 const ADMIN = "admin-key-0123456789";
 const NO_RATE_LIMIT = 1_000_000;
 
@@ -36,6 +37,7 @@ before(async () => {
             job_types: ["image_colors"],
             max_priority: 0,
           },
+          { name: "d", keys: [D], max_source_bytes: 1000 },
           { name: "ops", keys: [ADMIN], admin: true },
         ],
       },
@@ -46,6 +48,14 @@ before(async () => {
       Bucket: stack.bucket,
       Key: "in/tiny.png",
       Body: await makeImage({ width: 8, height: 8, format: "png", color: "#3366cc" }),
+      ContentType: "image/png",
+    }),
+  );
+  await stack.services.s3.send(
+    new PutObjectCommand({
+      Bucket: stack.bucket,
+      Key: "in/photo.png",
+      Body: await makeImage({ width: 64, height: 64, format: "png", color: "#000000", photo: true }),
       ContentType: "image/png",
     }),
   );
@@ -180,5 +190,33 @@ describe("fair share through the local stack", () => {
     assert.deepEqual(await high.json(), {
       error: 'client "c" may not submit priority 1: its server.clients max_priority is 0',
     });
+  });
+
+  test("a source over its client's max_source_bytes fails the job, naming the setting", async () => {
+    const submit = async (key: string) => {
+      const res = await stack.request("/api/v1/jobs/image/colors", {
+        method: "POST",
+        key,
+        json: { source_bucket: stack.bucket, source_key: "in/photo.png" },
+      });
+      const body = (await res.json()) as { job_id: string; error?: string };
+      assert.equal(res.status, 202, body.error);
+      return body.job_id;
+    };
+    const [limited, other] = [await submit(D), await submit(A)];
+    const done = async (id: string) => {
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const job = await stack.services.store.getJob(id);
+        if (job && (job.status === "completed" || job.status === "failed")) return job;
+        if (Date.now() > deadline) assert.fail(`job ${id} did not end`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    const failed = await done(limited);
+    assert.equal(failed.status, "failed");
+    assert.equal(failed.max_source_bytes, 1000);
+    assert.match(failed.error!, /is \d+ bytes, more than its client's server\.clients max_source_bytes \(1000\)/);
+    assert.equal((await done(other)).status, "completed", "another client's job reads the same source");
   });
 });

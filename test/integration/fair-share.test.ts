@@ -47,7 +47,7 @@ before(async () => {
     new PutObjectCommand({
       Bucket: stack.bucket,
       Key: "in/tiny.png",
-      Body: await makeImage({ width: 8, height: 8, format: "png", color: "#3366cc" }),
+      Body: await makeImage({ width: 8, height: 8, format: "png", background: "#3366cc" }),
       ContentType: "image/png",
     }),
   );
@@ -55,7 +55,7 @@ before(async () => {
     new PutObjectCommand({
       Bucket: stack.bucket,
       Key: "in/photo.png",
-      Body: await makeImage({ width: 64, height: 64, format: "png", color: "#000000", photo: true }),
+      Body: await makeImage({ width: 64, height: 64, format: "png", photo: true }),
       ContentType: "image/png",
     }),
   );

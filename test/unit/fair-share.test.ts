@@ -84,7 +84,7 @@ test("weights: turns of `weight` jobs in name order (acme 3, beta 1, zed 2)", ()
   const order: string[] = [];
   let turn: Turn | null = null;
   for (let i = 0; i < 12; i++) {
-    const picked = pickClient(contenders, turn)!;
+    const picked: { client: string; turn: Turn } = pickClient(contenders, turn)!;
     order.push(picked.client);
     turn = picked.turn;
   }

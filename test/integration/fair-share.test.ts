@@ -95,6 +95,12 @@ describe("fair share through the local stack", () => {
       aBatches.push(batchId);
       for (const id of jobIds) aIds.add(id);
     }
+    // The runners warm (their first job loads sharp): B's wait is measured against a flowing queue.
+    const warm = Date.now() + 30_000;
+    while ((await startedSince("0")).length < 10) {
+      if (Date.now() > warm) assert.fail("A's jobs did not start");
+      await new Promise((r) => setTimeout(r, 50));
+    }
     const last = await stack.services.redis.xrevrange(stack.services.store.keys.events(), "+", "-", "COUNT", 1);
     const since = last[0]![0];
     const submittedAt = Date.now();
@@ -175,7 +181,14 @@ describe("fair share through the local stack", () => {
     const res = await stack.request("/api/v1/jobs/image/resize", {
       method: "POST",
       key: C,
-      json: { source_bucket: stack.bucket, source_key: "in/tiny.png", width: 4 },
+      json: {
+        source_bucket: stack.bucket,
+        source_key: "in/tiny.png",
+        dest_bucket: stack.bucket,
+        dest_key: "out/tiny.png",
+        width: 4,
+        height: 4,
+      },
     });
     assert.equal(res.status, 403);
     assert.deepEqual(await res.json(), {

@@ -314,7 +314,8 @@ export async function stats(api: ApiClient, out: Output): Promise<number> {
   out.print(table(out.out, ["QUEUE", "PENDING", "PROCESSING", "COMPLETED", "FAILED", "CANCELLED"], rows));
   // With named clients: each client's jobs against its limits (every client for an admin).
   if (s.clients && s.clients.length > 0) {
-    const ofLimit = (n: number, limit: number | undefined) => (limit === undefined ? `${n}` : `${n}/${limit}`);
+    const ofLimit = (n: number, limit: number | undefined) =>
+      limit === undefined ? `${n}` : `${n}/${limit}`;
     out.print("");
     out.print(
       table(

@@ -108,9 +108,7 @@ async function getObject(
       bytes += chunk.length;
       if (bytes > options.maxBytes) {
         body.destroy(
-          new PermanentError(
-            `${role} ${where(bucket, key)} is larger than ${limit} (${options.maxBytes})`,
-          ),
+          new PermanentError(`${role} ${where(bucket, key)} is larger than ${limit} (${options.maxBytes})`),
         );
       }
     });

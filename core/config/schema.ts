@@ -110,7 +110,8 @@ const ApiClientConfig = Type.Object(
     ),
     max_priority: Type.Optional(
       Type.Integer({
-        description: "The highest `priority` its jobs may ask for; a higher one is refused (403). Unset: any.",
+        description:
+          "The highest `priority` its jobs may ask for; a higher one is refused (403). Unset: any.",
       }),
     ),
     max_source_bytes: Type.Optional(

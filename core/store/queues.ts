@@ -34,8 +34,7 @@ export abstract class Queues extends StoreBase {
     if (types.length === 0) return null;
     const settings = claimSettings(this.options.clients ?? new Map());
     const claimed = (await this.script("claim", types.join(","), leaseMs, owner, settings)) as
-      | [string, JobType]
-      | null;
+      [string, JobType] | null;
     return claimed ? { id: claimed[0], type: claimed[1] } : null;
   }
 

@@ -70,11 +70,16 @@ export abstract class Transitions extends StoreBase {
   }
 
   /** A client's job_types and max_priority (client-limits.ts): a refusal is counted, then thrown. */
-  private async checkLimits(client: string, limits: ClientLimits | undefined, specs: JobSpec[]): Promise<void> {
+  private async checkLimits(
+    client: string,
+    limits: ClientLimits | undefined,
+    specs: JobSpec[],
+  ): Promise<void> {
     try {
       checkSubmission(client, limits, specs);
     } catch (err) {
-      if (err instanceof ClientLimitError) await this.redis.hincrby(this.keys.clientRefused(), `${client}|${err.limit}`, 1);
+      if (err instanceof ClientLimitError)
+        await this.redis.hincrby(this.keys.clientRefused(), `${client}|${err.limit}`, 1);
       throw err;
     }
   }
@@ -89,7 +94,8 @@ export abstract class Transitions extends StoreBase {
     const limits = by ? this.options.clients?.get(by.name) : undefined;
     if (by) await this.checkLimits(by.name, limits, specs);
     // The client's largest source goes with each job: the runner holds the download to it.
-    const sourceLimit = limits?.maxSourceBytes !== undefined ? { max_source_bytes: String(limits.maxSourceBytes) } : {};
+    const sourceLimit =
+      limits?.maxSourceBytes !== undefined ? { max_source_bytes: String(limits.maxSourceBytes) } : {};
     const jobs = specs.map((spec) => ({
       id: spec.id ?? randomUUID(),
       type: spec.type,

@@ -126,7 +126,9 @@ server:
       },
     });
     assert.equal(config.server.port, 7001);
-    assert.deepEqual(config.server.clients, [{ name: "default", keys: ["k1", "k2"], admin: true, weight: 1 }]);
+    assert.deepEqual(config.server.clients, [
+      { name: "default", keys: ["k1", "k2"], admin: true, weight: 1 },
+    ]);
     assert.equal(config.redis.url, "redis://r:6379");
     assert.equal(config.storage.endpoint, "http://s3:9000");
     assert.equal(config.storage.region, "eu-west-1");

@@ -97,7 +97,8 @@ describe("fair share: the store and the pure function agree", () => {
   test("one client, or none named: the queue's own order, priorities first", async () => {
     const s = createStore(suite.url);
     const ids: string[] = [];
-    for (const priority of [0, 10, 0, -5, 10]) ids.push((await s.submit([makeSpec(T, { priority })])).jobIds[0]!);
+    for (const priority of [0, 10, 0, -5, 10])
+      ids.push((await s.submit([makeSpec(T, { priority })])).jobIds[0]!);
     const order: string[] = [];
     for (let id = await s.claim(T, LEASE, "w"); id; id = await s.claim(T, LEASE, "w")) order.push(id);
     assert.deepEqual(order, [ids[1], ids[4], ids[0], ids[2], ids[3]]);
@@ -193,23 +194,25 @@ describe("clients' limits", () => {
     })();
     const outcomes = await Promise.allSettled(
       Array.from({ length: 200 }, (_, i) =>
-        submitters[i % 20]!.submit(
-          [makeSpec(T), makeSpec(T)],
-          undefined,
-          by("acme"),
-        ).then(() => submitters[(i + 7) % 20]!.claim(T, LEASE, `w${i}`)),
+        submitters[i % 20]!.submit([makeSpec(T), makeSpec(T)], undefined, by("acme")).then(() =>
+          submitters[(i + 7) % 20]!.claim(T, LEASE, `w${i}`),
+        ),
       ),
     );
     sampling = false;
     await sampler;
     const refused = outcomes.filter((o) => o.status === "rejected");
-    for (const o of refused) assert.ok((o as PromiseRejectedResult).reason instanceof ClientLimitError);
+    for (const o of refused) assert.ok((o).reason instanceof ClientLimitError);
     const final = await load(store, "acme");
     assert.ok(most.pending <= 50 && final.pending <= 50, `pending never above 50 (${most.pending})`);
     assert.ok(most.running <= 4 && final.running <= 4, `running never above 4 (${most.running})`);
     assert.equal(final.running, 4);
     const stats = await rawStats(store, T);
-    assert.equal(stats.pending, final.pending + final.running, "the queue's counters agree with the client's");
+    assert.equal(
+      stats.pending,
+      final.pending + final.running,
+      "the queue's counters agree with the client's",
+    );
     assert.ok(refused.length > 0, "some submissions were refused");
   });
 
@@ -217,7 +220,8 @@ describe("clients' limits", () => {
     await assert.rejects(store.submit([makeSpec("video_thumbnail")], undefined, by("acme")), {
       name: "ClientLimitError",
       status: 403,
-      message: 'client "acme" may not submit video_thumbnail jobs: its server.clients job_types are image_resize, image_colors',
+      message:
+        'client "acme" may not submit video_thumbnail jobs: its server.clients job_types are image_resize, image_colors',
     });
     await assert.rejects(store.submit([makeSpec(T, { priority: 6 })], undefined, by("beta")), {
       status: 403,

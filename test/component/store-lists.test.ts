@@ -203,7 +203,11 @@ describe("order and positions", () => {
     const ids: string[] = [];
     let first: string | undefined;
     for (let i = 0; i < 7; i++) {
-      const submitted = await store.submit([makeSpec("analyze")], { id: `batch-${i}`, failFast: false }, BY_ALICE);
+      const submitted = await store.submit(
+        [makeSpec("analyze")],
+        { id: `batch-${i}`, failFast: false },
+        BY_ALICE,
+      );
       ids.push(submitted.batchId!);
       first ??= submitted.jobIds[0];
       await sleep(2);

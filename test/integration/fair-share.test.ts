@@ -101,7 +101,13 @@ describe("fair share through the local stack", () => {
       if (Date.now() > warm) assert.fail("A's jobs did not start");
       await new Promise((r) => setTimeout(r, 50));
     }
-    const last = await stack.services.redis.xrevrange(stack.services.store.keys.events(), "+", "-", "COUNT", 1);
+    const last = await stack.services.redis.xrevrange(
+      stack.services.store.keys.events(),
+      "+",
+      "-",
+      "COUNT",
+      1,
+    );
     const since = last[0]![0];
     const submittedAt = Date.now();
     const bIds = (await batch(B, 20)).jobIds;
@@ -110,7 +116,8 @@ describe("fair share through the local stack", () => {
     for (;;) {
       order = await startedSince(since);
       if (bIds.every((id) => order.includes(id))) break;
-      if (Date.now() > deadline) assert.fail(`B's jobs did not all start: ${bIds.filter((id) => order.includes(id)).length} of 20`);
+      if (Date.now() > deadline)
+        assert.fail(`B's jobs did not all start: ${bIds.filter((id) => order.includes(id)).length} of 20`);
       await new Promise((r) => setTimeout(r, 50));
     }
     const lastB = Math.max(...bIds.map((id) => order.indexOf(id)));
@@ -121,7 +128,9 @@ describe("fair share through the local stack", () => {
       waits.push(Date.parse(job!.started_at!) - Date.parse(job!.created_at));
     }
     waits.sort((x, y) => x - y);
-    const aPending = Number(await stack.services.redis.hget(stack.services.store.keys.clientLoad(), "a|pending"));
+    const aPending = Number(
+      await stack.services.redis.hget(stack.services.store.keys.clientLoad(), "a|pending"),
+    );
     console.log(
       `B's 20 jobs waited ${waits[0]} ms (first), ${waits[9]} ms (median), ${waits[19]} ms (last), ` +
         `${Date.now() - submittedAt} ms in all; A's jobs started meanwhile: ${aBefore}; A's still waiting: ${aPending}`,
@@ -138,8 +147,14 @@ describe("fair share through the local stack", () => {
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
-        const [pending, running] = await stack.services.redis.hmget(store.keys.clientLoad(), "c|pending", "c|running");
-        const processing = await stack.services.redis.zcard(store.keys.clientIndex("c", "jobs", "processing"));
+        const [pending, running] = await stack.services.redis.hmget(
+          store.keys.clientLoad(),
+          "c|pending",
+          "c|running",
+        );
+        const processing = await stack.services.redis.zcard(
+          store.keys.clientIndex("c", "jobs", "processing"),
+        );
         most = {
           pending: Math.max(most.pending, Number(pending ?? 0)),
           running: Math.max(most.running, Number(running ?? 0)),
@@ -155,7 +170,11 @@ describe("fair share through the local stack", () => {
           key: C,
           json: { source_bucket: stack.bucket, source_key: "in/tiny.png" },
         });
-        return { status: res.status, retryAfter: res.headers.get("retry-after"), body: (await res.json()) as { error?: string } };
+        return {
+          status: res.status,
+          retryAfter: res.headers.get("retry-after"),
+          body: (await res.json()) as { error?: string },
+        };
       }),
     );
     // Until every accepted job has run.
@@ -168,13 +187,25 @@ describe("fair share through the local stack", () => {
     await sampler;
     const accepted = answers.filter((a) => a.status === 202).length;
     const refused = answers.filter((a) => a.status === 429);
-    console.log(`client c: ${accepted} of 200 accepted, ${refused.length} refused; at most ${most.pending} pending, ${most.running} running`);
-    assert.equal(accepted + refused.length, 200, JSON.stringify(answers.find((a) => a.status !== 202 && a.status !== 429)));
+    console.log(
+      `client c: ${accepted} of 200 accepted, ${refused.length} refused; at most ${most.pending} pending, ${most.running} running`,
+    );
+    assert.equal(
+      accepted + refused.length,
+      200,
+      JSON.stringify(answers.find((a) => a.status !== 202 && a.status !== 429)),
+    );
     assert.ok(refused.length > 0 && accepted >= 30);
     assert.ok(most.pending <= 30, `pending never above max_pending 30 (${most.pending})`);
-    assert.ok(most.running <= 1 && most.processing <= 1, `running never above max_running 1 (${most.running}, ${most.processing})`);
+    assert.ok(
+      most.running <= 1 && most.processing <= 1,
+      `running never above max_running 1 (${most.running}, ${most.processing})`,
+    );
     assert.equal(refused[0]!.retryAfter, String(CLIENT_LIMIT_RETRY_AFTER_SECONDS));
-    assert.match(refused[0]!.body.error!, /^client "c" has \d+ jobs pending and submits 1, over its server\.clients max_pending of 30$/);
+    assert.match(
+      refused[0]!.body.error!,
+      /^client "c" has \d+ jobs pending and submits 1, over its server\.clients max_pending of 30$/,
+    );
   });
 
   test("a job type or a priority a client may not use: 403 naming the limit", async () => {
@@ -229,7 +260,10 @@ describe("fair share through the local stack", () => {
     const failed = await done(limited);
     assert.equal(failed.status, "failed");
     assert.equal(failed.max_source_bytes, 1000);
-    assert.match(failed.error!, /is \d+ bytes, more than its client's server\.clients max_source_bytes \(1000\)/);
+    assert.match(
+      failed.error!,
+      /is \d+ bytes, more than its client's server\.clients max_source_bytes \(1000\)/,
+    );
     assert.equal((await done(other)).status, "completed", "another client's job reads the same source");
   });
 });

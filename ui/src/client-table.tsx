@@ -39,9 +39,7 @@ export function ClientTable(props: { clients: readonly Client[] }) {
               <td data-col="running">{ofLimit(c.running, c.max_running)}</td>
               <td data-col="pending">{ofLimit(c.pending, c.max_pending)}</td>
               <td data-col="weight">{formatCount(c.weight)}</td>
-              <td data-col="job_types">
-                {c.job_types ? c.job_types.map(typeLabel).join(", ") : "all"}
-              </td>
+              <td data-col="job_types">{c.job_types ? c.job_types.map(typeLabel).join(", ") : "all"}</td>
               <td data-col="max_priority">{c.max_priority ?? "any"}</td>
               <td data-col="refused">{refusedText(c.refused)}</td>
             </tr>

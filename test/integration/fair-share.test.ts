@@ -266,4 +266,45 @@ describe("fair share through the local stack", () => {
     );
     assert.equal((await done(other)).status, "completed", "another client's job reads the same source");
   });
+
+  test("GET /queue/stats: every client's jobs and limits for an admin, its own for a client; metrics per client", async () => {
+    type Stats = { clients?: Array<Record<string, unknown>> };
+    const read = async (key: string) => {
+      const res = await stack.request("/api/v1/queue/stats", { key });
+      assert.equal(res.status, 200);
+      return (await res.json()) as Stats;
+    };
+    const admin = await read(ADMIN);
+    assert.deepEqual(
+      admin.clients?.map((c) => c.name),
+      ["a", "b", "c", "d", "ops"],
+    );
+    const c = admin.clients!.find((x) => x.name === "c")!;
+    assert.deepEqual(
+      { ...c, refused: undefined },
+      {
+        name: "c",
+        pending: 0,
+        running: 0,
+        refused: undefined,
+        weight: 1,
+        max_running: 1,
+        max_pending: 30,
+        job_types: ["image_colors"],
+        max_priority: 0,
+      },
+    );
+    assert.ok((c.refused as Record<string, number>).max_pending! > 0, "c's refusals by max_pending");
+    assert.equal((c.refused as Record<string, number>).job_types, 1);
+    assert.equal((c.refused as Record<string, number>).max_priority, 1);
+    const own = await read(C);
+    assert.deepEqual(
+      own.clients?.map((x) => x.name),
+      ["c"],
+    );
+    const metrics = await (await stack.request("/metrics", { key: null })).text();
+    assert.match(metrics, /^media_client_jobs\{client="a",state="pending"\} \d+$/m);
+    assert.match(metrics, /^media_client_refused_total\{client="c",limit="max_pending"\} [1-9]\d*$/m);
+    assert.match(metrics, /^media_client_refused_total\{client="c",limit="job_types"\} 1$/m);
+  });
 });

@@ -4,6 +4,7 @@ import { clip } from "../../core/text.js";
 import { viewerOf } from "../auth.js";
 import { isStoreUnavailable, loggableError } from "../errors.js";
 import type { ApiContext, App } from "../context.js";
+import { DEFAULT_CLIENT } from "../../core/config/clients.js";
 import { ANONYMOUS_CLIENT } from "../../core/jobs/fair-share.js";
 import { History, type ClientFigures } from "../../core/jobs/records.js";
 import type { Viewer } from "../../core/store/visibility.js";
@@ -43,7 +44,8 @@ function storeFailure(request: FastifyRequest, err: unknown, what: string): void
  */
 async function clientFigures(ctx: ApiContext, viewer: Viewer): Promise<ClientFigures[] | undefined> {
   const configured = ctx.config.server.clients;
-  if (configured.length === 0) return undefined;
+  // Without named clients there is none, or server.api_keys alone: one client that sees everything.
+  if (configured.every((c) => c.name === DEFAULT_CLIENT && c.admin)) return undefined;
   const loads = await ctx.store.clientLoads();
   const shown = "client" in viewer ? configured.filter((c) => c.name === viewer.client) : configured;
   const figures: ClientFigures[] = shown.map((c) => {

@@ -33,15 +33,6 @@ local lease_ms, bad = number_arg(ARGV[4], 'lease', 1)
 if bad then return bad end
 local settings = cjson.decode(ARGV[6] or '{}')
 
--- Names in byte order (Lua's < on strings follows the server's locale); fair-share.ts compareNames.
-local function before(a, b)
-  for i = 1, math.min(#a, #b) do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then return x < y end
-  end
-  return #a < #b
-end
-
 local function setting(client, name)
   local s = settings[client]
   return s and tonumber(s[name]) or nil
@@ -81,7 +72,8 @@ local function fair_pick(type, list)
   for _, c in ipairs(list) do
     if c.priority == top then level[#level + 1] = c.client end
   end
-  table.sort(level, before)
+  -- Names in byte order (lib.lua sorts_before), as fair-share.ts compareNames.
+  table.sort(level, sorts_before)
   local key = at(K.fair_turn, type)
   local t = redis.call('HMGET', key, 'client', 'left')
   local turn, left = t[1], tonumber(t[2]) or 0
@@ -96,7 +88,7 @@ local function fair_pick(type, list)
   local chosen = level[1]
   if turn then
     for _, client in ipairs(level) do
-      if before(turn, client) then
+      if sorts_before(turn, client) then
         chosen = client
         break
       end

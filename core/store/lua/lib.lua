@@ -284,6 +284,16 @@ local function search_index(op, id, client, h)
   if h[5] then put(K.jobs_by_request, K.client_jobs_by_request, h[5] .. '\0' .. id) end
 end
 
+-- Whether `a` sorts before `b` byte by byte, as Redis sorts the members of one score (Lua's own `<`
+-- on strings follows the server's locale): list.lua's ids, claim.lua's client names.
+local function sorts_before(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+
 -- A number argument that is missing, NaN or out of range refuses the call before anything is written
 -- (Redis does not undo a script's writes when it fails half-way).
 local function number_arg(value, name, min)

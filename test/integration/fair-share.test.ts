@@ -279,7 +279,7 @@ describe("fair share through the local stack", () => {
       admin.clients?.map((c) => c.name),
       ["a", "b", "c", "d", "ops"],
     );
-    const c = admin.clients!.find((x) => x.name === "c")!;
+    const c = admin.clients.find((x) => x.name === "c")!;
     assert.deepEqual(
       { ...c, refused: undefined },
       {

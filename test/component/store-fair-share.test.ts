@@ -202,7 +202,7 @@ describe("clients' limits", () => {
     sampling = false;
     await sampler;
     const refused = outcomes.filter((o) => o.status === "rejected");
-    for (const o of refused) assert.ok((o).reason instanceof ClientLimitError);
+    for (const o of refused) assert.ok(o.reason instanceof ClientLimitError);
     const final = await load(store, "acme");
     assert.ok(most.pending <= 50 && final.pending <= 50, `pending never above 50 (${most.pending})`);
     assert.ok(most.running <= 4 && final.running <= 4, `running never above 4 (${most.running})`);

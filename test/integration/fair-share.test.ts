@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { PutObjectCommand } from "@aws-sdk/client-s3";
 import { CLIENT_LIMIT_RETRY_AFTER_SECONDS } from "../../core/policy.js";
 import { startTestStack, type TestStack } from "../support/api.js";
+import { clientEnv, runCli, said } from "../support/cli.js";
 import { makeImage } from "../support/media.js";
 import { fieldsOf } from "../../core/store/events.js";
 
@@ -302,6 +303,12 @@ describe("fair share through the local stack", () => {
       own.clients?.map((x) => x.name),
       ["c"],
     );
+    // The CLI's stats: a client's own row, against its limits.
+    const ran = await runCli(["stats"], clientEnv(stack.baseUrl, C));
+    assert.equal(ran.code, 0, said(ran));
+    const row = ran.stdout.split("\n").find((line) => line.startsWith("c "));
+    assert.match(row ?? "", /^c\s+0\/1\s+0\/30\s+1\s+image_colors\s+0\s+[1-9]\d*\s*$/, ran.stdout);
+    assert.ok(!/^a\s/m.test(ran.stdout), "no other client's row");
     const metrics = await (await stack.request("/metrics", { key: null })).text();
     assert.match(metrics, /^media_client_jobs\{client="a",state="pending"\} \d+$/m);
     assert.match(metrics, /^media_client_refused_total\{client="c",limit="max_pending"\} [1-9]\d*$/m);

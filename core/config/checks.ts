@@ -111,10 +111,11 @@ function checkQuantities(k: ConfigFile["kubernetes"]): void {
  * priority_bands set those); priority bands each of their own priority.
  */
 function checkJobMetadata(k: ConfigFile["kubernetes"]): void {
-  const scopes: Array<[string, { labels?: Record<string, string>; annotations?: Record<string, string> }]> = [
+  type Metadata = { labels?: Record<string, string>; annotations?: Record<string, string> };
+  const scopes: Array<[string, Metadata]> = [
     ["", { labels: k.job_labels, annotations: k.job_annotations }],
-    ...Object.entries(k.per_type).map(([type, m]) => [`per_type.${type}.`, m ?? {}] as [string, object]),
-    ...Object.entries(k.per_client ?? {}).map(([name, m]) => [`per_client.${name}.`, m] as [string, object]),
+    ...Object.entries(k.per_type).map(([type, m]): [string, Metadata] => [`per_type.${type}.`, m ?? {}]),
+    ...Object.entries(k.per_client ?? {}).map(([name, m]): [string, Metadata] => [`per_client.${name}.`, m]),
   ];
   const refuse = (path: string, key: string, why: string) => {
     throw new ConfigError(`invalid configuration: kubernetes.${path}: "${key}" ${why}`);

@@ -169,33 +169,51 @@ export interface SyncInput {
   settings: DecideSettings;
 }
 
-/** What one runner Job, its pods and its job's record call for. */
+/**
+ * What one runner Job, its pods and its job's record call for. A Job waiting for Kueue's admission
+ * has its wait noted once; a Job whose wait was noted and that no longer waits (admitted, finished,
+ * or its job ended) is forgotten.
+ */
 export function decideSync(input: SyncInput): Action[] {
+  const name = input.kjob.metadata?.name ?? "";
+  const id = syncedJobId(input.kjob);
+  if (!id) return [];
+  const observed = observeSynced(input);
+  const noted = input.admissionNoted.has(name);
+  if (observed.state === "admission") {
+    return noted ? [] : [{ kind: "admission", id, name, message: admissionWait(observed.queue) }];
+  }
+  const actions = observed.state === "decided" ? observed.actions : observedActions(input, id, observed);
+  return noted ? [{ kind: "admitted", name }, ...actions] : actions;
+}
+
+/** The Job as observed for an open job, or what a Job whose record is gone or ended calls for. */
+function observeSynced(input: SyncInput): JobObservation | { state: "decided"; actions: Action[] } {
   const { kjob, record, now, settings } = input;
   const name = kjob.metadata?.name ?? "";
-  const id = syncedJobId(kjob);
-  if (!id) return [];
-  if (!record)
-    return [{ kind: "delete", name, why: "its job record no longer exists (pruned or never stored)" }];
+  if (!record) {
+    return {
+      state: "decided",
+      actions: [{ kind: "delete", name, why: "its job record no longer exists (pruned or never stored)" }],
+    };
+  }
   if (record.status === "completed" || record.status === "failed") {
-    if (isJobFinished(kjob)) return [];
     const endedAt = Date.parse(record.completed_at ?? record.updated_at ?? "");
-    if (Number.isFinite(endedAt) && now - endedAt < TERMINAL_GRACE_MS) return [];
-    return [{ kind: "delete", name, why: `the job is ${record.status} but its runner pod still runs` }];
+    const grace = Number.isFinite(endedAt) && now - endedAt < TERMINAL_GRACE_MS;
+    if (isJobFinished(kjob) || grace) return { state: "decided", actions: [] };
+    return {
+      state: "decided",
+      actions: [{ kind: "delete", name, why: `the job is ${record.status} but its runner pod still runs` }],
+    };
   }
   const startedAt = Date.parse(record.started_at ?? "");
-  const observed = observeJob(kjob, input.pods, {
+  return observeJob(kjob, input.pods, {
     deadline: runDeadline(record, settings.timeoutsMs, kjob),
     maxWaitMs: settings.unschedulableTimeoutMs,
     maxAdmissionWaitMs: settings.kubernetes.maxWaitingAdmissionMs,
     now,
     ...(Number.isFinite(startedAt) ? { runnerStartedAt: startedAt } : {}),
   });
-  const noted = input.admissionNoted.has(name);
-  if (observed.state === "admission") {
-    return noted ? [] : [{ kind: "admission", id, name, message: admissionWait(observed.queue) }];
-  }
-  return noted ? [{ kind: "admitted", name }, ...observedActions(input, id, observed)] : observedActions(input, id, observed);
 }
 
 /** What an observation of a Job that does not wait for admission calls for. */

@@ -239,6 +239,9 @@ describe("runner Jobs admitted by Kueue", () => {
         (await workloads()).find((w) => w.metadata.ownerReferences?.some((o) => o.uid === heldUid)),
       );
 
+      const waitingGauge = () => controller.metric("media_controller_jobs_waiting_admission");
+      await eventually("the gauge counting the held Job alone", async () => (await waitingGauge()) === 1 || undefined);
+
       const cancel = await cs.stack.request(`/api/v1/jobs/${held}/cancel`, { method: "POST" });
       assert.equal(cancel.status, 200);
       await eventually("the held Job deleted", async () => ((await cs.kubeJobs(held)).length === 0) || undefined);
@@ -247,6 +250,7 @@ describe("runner Jobs admitted by Kueue", () => {
         async () => !(await workloads()).some((w) => w.metadata.name === heldWorkload.metadata.name) || undefined,
       );
       assert.equal((await cs.stack.services.store.getJob(held))?.state, "cancelled");
+      await eventually("no Job waiting for admission", async () => (await waitingGauge()) === 0 || undefined);
     } finally {
       sampling = false;
       await sampler;

@@ -354,6 +354,7 @@ const KUEUE: SyncCase[] = [
     now: 1800,
     admissionNoted: true,
     expect: [
+      { kind: "admitted", name: NAME },
       fail(
         "admission",
         "job waited 1800 s for Kueue to admit its runner Job from LocalQueue media (kubernetes.max_waiting_admission); the queue's ClusterQueue has no room for it, or the queue does not exist",
@@ -384,6 +385,14 @@ const KUEUE: SyncCase[] = [
     pods: [runnerPod("a", "Pending", undefined, { unscheduled: true, created: 700 })],
     now: 999,
     expect: [],
+  },
+  {
+    name: "its wait noted, admitted, and its job ended before the Job's next sync: forgotten",
+    job: kueueJob({ since: 700, admitted: true, status: { startTime: at(700), ...ended("Complete", undefined, 720) } }),
+    record: record("completed", { completed_at: at(719).toISOString() }),
+    now: 721,
+    admissionNoted: true,
+    expect: [{ kind: "admitted", name: NAME }],
   },
   {
     name: "Kueue took its admission back (preempted) while it ran: waiting for admission again, from then",

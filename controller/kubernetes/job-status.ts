@@ -6,7 +6,9 @@
 // (a pod Pending for a node, or still being started on one, or not created) is bounded by
 // kubernetes.unschedulable_timeout, and the Job's activeDeadlineSeconds is the sum of both (core/
 // policy.ts). So a Job that passed its activeDeadlineSeconds without its runner having had its
-// time waited too long, and says so; only a runner that had its whole time timed out.
+// time waited too long, and says so; only a runner that had its whole time timed out. A suspended
+// Job (Kueue's, until it admits it) waits for admission instead, bounded by
+// kubernetes.max_waiting_admission; the Job controller starts its deadline when it is resumed.
 import type { V1ContainerStatus, V1Job, V1Pod } from "@kubernetes/client-node";
 import { KUEUE_LABELS } from "../../core/kubernetes-labels.js";
 import {

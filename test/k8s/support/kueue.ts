@@ -148,7 +148,8 @@ export async function startKueue(cp: ControlPlane, log: (m: string) => void = ()
   const kill = () => child?.kill("SIGKILL");
   onTestExit(kill);
 
-  const webhookPort = await onFreePorts(2, 3, async ([webhook, health]) => {
+  const webhookPort = await onFreePorts(2, 3, async (ports) => {
+    const [webhook, health] = ports as [number, number];
     const config = join(dir, "config.yaml");
     await writeFile(
       config,

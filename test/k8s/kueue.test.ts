@@ -41,12 +41,10 @@ interface Workload {
   status?: { conditions?: Array<{ type: string; status: string }> };
 }
 
+/** Finished as Kueue counts it (its quota given back): Complete or Failed. */
 const finished = (job: V1Job) =>
-  job.status?.conditions?.some(
-    (c) =>
-      c.status === "True" &&
-      ["Complete", "Failed", "SuccessCriteriaMet", "FailureTarget"].includes(c.type ?? ""),
-  ) ?? false;
+  job.status?.conditions?.some((c) => c.status === "True" && (c.type === "Complete" || c.type === "Failed")) ??
+  false;
 
 describe("runner Jobs admitted by Kueue", () => {
   let cs: ClusterStack;

@@ -47,4 +47,3 @@ export function labelValue(value: string): string {
 export function isDnsLabel(value: string): boolean {
   return DNS_LABEL.test(value);
 }
-

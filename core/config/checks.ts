@@ -2,12 +2,7 @@
 // (a heartbeat shorter than the write timeout, a renew deadline inside the lease), the webhooks'
 // secret and hosts, and the Kubernetes quantities. Each refusal names the settings.
 import { JOB_TYPES } from "../jobs/types.js";
-import {
-  isLabelValue,
-  isReservedAnnotation,
-  isReservedLabel,
-  labelKeyError,
-} from "../kubernetes-labels.js";
+import { isLabelValue, isReservedAnnotation, isReservedLabel, labelKeyError } from "../kubernetes-labels.js";
 import { parseQuantity } from "../quantity.js";
 import { parseAllowedHosts } from "../webhooks/address-policy.js";
 import { decodeSigningSecret } from "../webhooks/signing.js";
@@ -126,10 +121,18 @@ function checkJobMetadata(k: ConfigFile["kubernetes"]): void {
       const bad = labelKeyError(key);
       if (bad) refuse(labels, key, `is not a label key: ${bad}`);
       if (isReservedLabel(key)) {
-        refuse(labels, key, "is set by the controller (its own labels select its Jobs; Kueue's come from kueue.queue_name and priority_bands)");
+        refuse(
+          labels,
+          key,
+          "is set by the controller (its own labels select its Jobs; Kueue's come from kueue.queue_name and priority_bands)",
+        );
       }
       if (!isLabelValue(value)) {
-        refuse(labels, key, `has an invalid value ${JSON.stringify(value)}: at most 63 characters, alphanumerics, '-', '_' or '.', beginning and ending with an alphanumeric`);
+        refuse(
+          labels,
+          key,
+          `has an invalid value ${JSON.stringify(value)}: at most 63 characters, alphanumerics, '-', '_' or '.', beginning and ending with an alphanumeric`,
+        );
       }
     }
     const annotations = at ? `${at}annotations` : "job_annotations";

@@ -1,13 +1,6 @@
 import { CloneType, Type, type Static, type TSchema } from "../typebox.js";
 import { JOB_DEFINITIONS } from "../../jobs/registry.js";
-import {
-  BATCH_STATUSES,
-  EXECUTION_CLASSES,
-  JOB_STATES,
-  JOB_STATUSES,
-  JOB_TYPES,
-  PRIORITY,
-} from "./types.js";
+import { BATCH_STATUSES, EXECUTION_CLASSES, JOB_STATES, JOB_STATUSES, JOB_TYPES, PRIORITY } from "./types.js";
 import { Enum } from "./enum.js";
 import { DEFAULT_BOUNDS, ERROR_MESSAGE, perBounds, quantityPattern, type SchemaBounds } from "./bounds.js";
 import { BUCKET_PATTERN, NO_CONTROL_PATTERN } from "./patterns.js";

@@ -97,13 +97,18 @@ describe("the chart's config.yaml", () => {
     assert.deepEqual(k.jobLabels, { team: "media" });
     assert.deepEqual(k.jobAnnotations, { "example.com/owner": "platform" });
     assert.deepEqual(k.perType.video_transcode, { queueName: "video", labels: { tier: "heavy" } });
-    assert.deepEqual(k.perClient, { acme: { queueName: "acme", annotations: { "example.com/tenant": "acme" } } });
+    assert.deepEqual(k.perClient, {
+      acme: { queueName: "acme", annotations: { "example.com/tenant": "acme" } },
+    });
     assert.deepEqual(k.priorityBands, [
       { minPriority: 10, workloadPriorityClass: "high" },
       { minPriority: -50, priorityClassName: "low" },
     ]);
     // A label the controller owns is refused by the service, naming it.
     const own = await renderedConfig(["--set-json", 'runner.jobLabels={"app.kubernetes.io/instance":"x"}']);
-    assert.throws(() => loadConfig({ env: {}, overrides: own }), /kubernetes\.job_labels: "app\.kubernetes\.io\/instance" is set by the controller/);
+    assert.throws(
+      () => loadConfig({ env: {}, overrides: own }),
+      /kubernetes\.job_labels: "app\.kubernetes\.io\/instance" is set by the controller/,
+    );
   });
 });

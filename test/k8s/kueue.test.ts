@@ -43,8 +43,9 @@ interface Workload {
 
 /** Finished as Kueue counts it (its quota given back): Complete or Failed. */
 const finished = (job: V1Job) =>
-  job.status?.conditions?.some((c) => c.status === "True" && (c.type === "Complete" || c.type === "Failed")) ??
-  false;
+  job.status?.conditions?.some(
+    (c) => c.status === "True" && (c.type === "Complete" || c.type === "Failed"),
+  ) ?? false;
 
 describe("runner Jobs admitted by Kueue", () => {
   let cs: ClusterStack;
@@ -53,7 +54,13 @@ describe("runner Jobs admitted by Kueue", () => {
 
   const create = (plural: string, body: object, namespace?: string) =>
     namespace
-      ? custom.createNamespacedCustomObject({ group: KUEUE_GROUP, version: KUEUE_VERSION, namespace, plural, body })
+      ? custom.createNamespacedCustomObject({
+          group: KUEUE_GROUP,
+          version: KUEUE_VERSION,
+          namespace,
+          plural,
+          body,
+        })
       : custom.createClusterCustomObject({ group: KUEUE_GROUP, version: KUEUE_VERSION, plural, body });
 
   async function workloads(): Promise<Workload[]> {
@@ -185,10 +192,19 @@ describe("runner Jobs admitted by Kueue", () => {
 
       const ended = await Promise.all(ids.map((id) => cs.finished(id, 300_000)));
       for (const job of ended) assert.equal(job.status, "completed", `${job.id}: ${job.error}`);
-      assert.ok(peakAdmitted <= QUOTA_CPUS, `at most ${QUOTA_CPUS} Jobs admitted at once (saw ${peakAdmitted})`);
-      assert.ok(peakRunning <= QUOTA_CPUS, `at most ${QUOTA_CPUS} runner pods ran at a sample (saw ${peakRunning})`);
+      assert.ok(
+        peakAdmitted <= QUOTA_CPUS,
+        `at most ${QUOTA_CPUS} Jobs admitted at once (saw ${peakAdmitted})`,
+      );
+      assert.ok(
+        peakRunning <= QUOTA_CPUS,
+        `at most ${QUOTA_CPUS} runner pods ran at a sample (saw ${peakRunning})`,
+      );
       assert.ok(peakAdmitted >= 2, `Kueue admitted jobs side by side (peak ${peakAdmitted})`);
-      assert.equal(await controller.metric('media_controller_jobs_failed_total{reason="unschedulable"}') ?? 0, 0);
+      assert.equal(
+        (await controller.metric('media_controller_jobs_failed_total{reason="unschedulable"}')) ?? 0,
+        0,
+      );
 
       // Every Job carried the labels and was created suspended; Kueue made a Workload for each and
       // admitted it.
@@ -219,8 +235,13 @@ describe("runner Jobs admitted by Kueue", () => {
           assert.ok(at < events.indexOf("started"), `${id}: ${events.join(",")}`);
         }
       }
-      assert.ok(waited >= JOBS - QUOTA_CPUS, `${waited} of ${JOBS} timelines say the job waited for admission`);
-      process.stderr.write(`kueue: ${waited} of ${JOBS} jobs waited for admission; peak admitted ${peakAdmitted}, running ${peakRunning}\n`);
+      assert.ok(
+        waited >= JOBS - QUOTA_CPUS,
+        `${waited} of ${JOBS} timelines say the job waited for admission`,
+      );
+      process.stderr.write(
+        `kueue: ${waited} of ${JOBS} jobs waited for admission; peak admitted ${peakAdmitted}, running ${peakRunning}\n`,
+      );
 
       // The held job: suspended all along (longer than unschedulable_timeout), still pending.
       const [heldJob] = await cs.kubeJobs(held);
@@ -232,20 +253,27 @@ describe("runner Jobs admitted by Kueue", () => {
       const waiting = timeline.filter((e) => e.event === "waiting");
       assert.equal(waiting.length, 1, "one timeline entry for the wait");
       assert.match(waiting[0]!.message ?? "", /waiting for Kueue to admit it \(LocalQueue held\)/);
-      const heldUid = heldJob.metadata!.uid!;
+      const heldUid = heldJob.metadata.uid!;
       const heldWorkload = await eventually("the held Job's Workload", async () =>
         (await workloads()).find((w) => w.metadata.ownerReferences?.some((o) => o.uid === heldUid)),
       );
 
       const waitingGauge = () => controller.metric("media_controller_jobs_waiting_admission");
-      await eventually("the gauge counting the held Job alone", async () => (await waitingGauge()) === 1 || undefined);
+      await eventually(
+        "the gauge counting the held Job alone",
+        async () => (await waitingGauge()) === 1 || undefined,
+      );
 
       const cancel = await cs.stack.request(`/api/v1/jobs/${held}/cancel`, { method: "POST" });
       assert.equal(cancel.status, 200);
-      await eventually("the held Job deleted", async () => ((await cs.kubeJobs(held)).length === 0) || undefined);
+      await eventually(
+        "the held Job deleted",
+        async () => (await cs.kubeJobs(held)).length === 0 || undefined,
+      );
       await eventually(
         "its Workload garbage-collected",
-        async () => !(await workloads()).some((w) => w.metadata.name === heldWorkload.metadata.name) || undefined,
+        async () =>
+          !(await workloads()).some((w) => w.metadata.name === heldWorkload.metadata.name) || undefined,
       );
       assert.equal((await cs.stack.services.store.getJob(held))?.state, "cancelled");
       await eventually("no Job waiting for admission", async () => (await waitingGauge()) === 0 || undefined);

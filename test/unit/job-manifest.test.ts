@@ -530,7 +530,10 @@ describe("labels, annotations, Kueue and priority bands", () => {
     assert.equal(acme.metadata!.labels!["example.com/cost-center"], "acme");
     assert.equal(acme.metadata!.labels!.tier, "heavy");
     assert.equal(acme.metadata!.labels!["kueue.x-k8s.io/queue-name"], "acme");
-    assert.equal(buildJobManifest(job(), s, 60, "other").metadata!.labels!["kueue.x-k8s.io/queue-name"], "media");
+    assert.equal(
+      buildJobManifest(job(), s, 60, "other").metadata!.labels!["kueue.x-k8s.io/queue-name"],
+      "media",
+    );
 
     const j = job();
     const m = buildJobManifest(j, s, 60, "acme");
@@ -574,17 +577,30 @@ describe("labels, annotations, Kueue and priority bands", () => {
     assert.deepEqual(band(9), ["media-normal", "normal"]);
     assert.deepEqual(band(undefined), ["media-normal", "normal"]);
     assert.deepEqual(band(-1), ["media-normal", "low"]);
-    const none = buildJobManifest(job({ priority: 5 }), settings({ priority_bands: [{ min_priority: 10, priority_class_name: "high" }] }), 60);
+    const none = buildJobManifest(
+      job({ priority: 5 }),
+      settings({ priority_bands: [{ min_priority: 10, priority_class_name: "high" }] }),
+      60,
+    );
     assert.equal(none.spec!.template.spec!.priorityClassName, undefined);
   });
 
   test("labels and annotations Kubernetes would refuse, or that are the controller's or Kueue's, are refused at load naming the key", () => {
     const bad: Array<[Record<string, unknown>, RegExp]> = [
       [{ job_labels: { "bad key": "x" } }, /kubernetes\.job_labels: "bad key" is not a label key/],
-      [{ job_labels: { team: "not valid!" } }, /kubernetes\.job_labels: "team" has an invalid value "not valid!"/],
+      [
+        { job_labels: { team: "not valid!" } },
+        /kubernetes\.job_labels: "team" has an invalid value "not valid!"/,
+      ],
       [{ job_labels: { team: "x".repeat(64) } }, /kubernetes\.job_labels: "team" has an invalid value/],
-      [{ job_labels: { "Example.com/x": "y" } }, /kubernetes\.job_labels: "Example\.com\/x" is not a label key: its prefix/],
-      [{ job_labels: { [LABELS.instance]: "other" } }, /kubernetes\.job_labels: "app\.kubernetes\.io\/instance" is set by the controller/],
+      [
+        { job_labels: { "Example.com/x": "y" } },
+        /kubernetes\.job_labels: "Example\.com\/x" is not a label key: its prefix/,
+      ],
+      [
+        { job_labels: { [LABELS.instance]: "other" } },
+        /kubernetes\.job_labels: "app\.kubernetes\.io\/instance" is set by the controller/,
+      ],
       [
         { per_type: { image_resize: { labels: { "media-service.io/anything": "x" } } } },
         /kubernetes\.per_type\.image_resize\.labels: "media-service\.io\/anything" is set by the controller/,

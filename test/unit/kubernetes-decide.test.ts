@@ -369,7 +369,10 @@ const KUEUE: SyncCase[] = [
     pods: [runnerPod("a", "Running", running(705), { created: 700 })],
     now: 706,
     admissionNoted: true,
-    expect: [{ kind: "admitted", name: NAME }, { kind: "start", id: ID }],
+    expect: [
+      { kind: "admitted", name: NAME },
+      { kind: "start", id: ID },
+    ],
   },
   {
     name: "admitted, before the Job controller set its startTime: its wait for a pod has not begun",
@@ -388,7 +391,11 @@ const KUEUE: SyncCase[] = [
   },
   {
     name: "its wait noted, admitted, and its job ended before the Job's next sync: forgotten",
-    job: kueueJob({ since: 700, admitted: true, status: { startTime: at(700), ...ended("Complete", undefined, 720) } }),
+    job: kueueJob({
+      since: 700,
+      admitted: true,
+      status: { startTime: at(700), ...ended("Complete", undefined, 720) },
+    }),
     record: record("completed", { completed_at: at(719).toISOString() }),
     now: 721,
     admissionNoted: true,

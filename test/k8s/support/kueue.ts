@@ -76,18 +76,27 @@ async function installCrds(ext: ApiextensionsV1Api, dir: string): Promise<void> 
   for (const name of names) {
     await eventually(`CRD ${name} established`, async () => {
       const crd = await ext.readCustomResourceDefinition({ name });
-      return crd.status?.conditions?.some((c) => c.type === "Established" && c.status === "True") || undefined;
+      return (
+        crd.status?.conditions?.some((c) => c.type === "Established" && c.status === "True") || undefined
+      );
     });
   }
 }
 
-type Webhook = { name: string; clientConfig?: { service?: { path?: string }; url?: string; caBundle?: string }; rules?: Array<{ apiGroups?: string[] }> };
+type Webhook = {
+  name: string;
+  clientConfig?: { service?: { path?: string }; url?: string; caBundle?: string };
+  rules?: Array<{ apiGroups?: string[] }>;
+};
 
 /** The module's webhook configurations, for Kueue's objects and Jobs only, pointed at `base` with `caBundle`. */
 async function webhookConfigs(file: string, base: string, caBundle: string) {
   const wanted = (w: Webhook) =>
     (w.rules ?? []).every((r) => (r.apiGroups ?? []).every((g) => g === KUEUE_GROUP || g === "batch"));
-  const configs: { mutating?: V1MutatingWebhookConfiguration; validating?: V1ValidatingWebhookConfiguration } = {};
+  const configs: {
+    mutating?: V1MutatingWebhookConfiguration;
+    validating?: V1ValidatingWebhookConfiguration;
+  } = {};
   for (const doc of parseAllDocuments(await readFile(file, "utf8"))) {
     const body = doc.toJS() as { kind?: string; webhooks?: Webhook[] } | null;
     if (!body?.kind) continue;
@@ -96,9 +105,17 @@ async function webhookConfigs(file: string, base: string, caBundle: string) {
       return { ...w, clientConfig: { url: `${base}${path}`, caBundle } };
     });
     if (body.kind === "MutatingWebhookConfiguration") {
-      configs.mutating = { ...body, metadata: { name: CONFIGS.mutating }, webhooks } as V1MutatingWebhookConfiguration;
+      configs.mutating = {
+        ...body,
+        metadata: { name: CONFIGS.mutating },
+        webhooks,
+      } as V1MutatingWebhookConfiguration;
     } else if (body.kind === "ValidatingWebhookConfiguration") {
-      configs.validating = { ...body, metadata: { name: CONFIGS.validating }, webhooks } as V1ValidatingWebhookConfiguration;
+      configs.validating = {
+        ...body,
+        metadata: { name: CONFIGS.validating },
+        webhooks,
+      } as V1ValidatingWebhookConfiguration;
     }
   }
   if (!configs.mutating || !configs.validating) throw new Error(`${file} lacks a webhook configuration`);
@@ -135,7 +152,9 @@ export async function startKueue(cp: ControlPlane, log: (m: string) => void = ()
 
   const dir = await mkdtemp(join(tmpdir(), "media-service-kueue-"));
   const pki = await Pki.create(join(dir, "pki"));
-  const serving = await pki.issue("webhook", "kueue-webhook", { server: { ips: ["127.0.0.1"], dns: ["localhost"] } });
+  const serving = await pki.issue("webhook", "kueue-webhook", {
+    server: { ips: ["127.0.0.1"], dns: ["localhost"] },
+  });
   const certs = join(dir, "certs");
   const metricsCerts = join(dir, "etc-kueue", "metrics", "certs");
   for (const to of [certs, metricsCerts]) {
@@ -168,14 +187,18 @@ export async function startKueue(cp: ControlPlane, log: (m: string) => void = ()
       ].join("\n"),
     );
     const fd = openSync(logPath, "a");
-    const [command, ...args] = [
+    const argv: string[] = [
       ...deathSignalPrefix(),
       "unshare", "--mount", "--propagation", "private", "--",
       "sh", "-c", 'mkdir -p /etc/kueue && mount --bind "$0" /etc/kueue && exec "$@"', join(dir, "etc-kueue"),
       join(build, "bin", "kueue"), `--config=${config}`, "--feature-gates=VisibilityOnDemand=false",
-    ] as [string, ...string[]]; // prettier-ignore
+    ]; // prettier-ignore
+    const [command, ...args] = argv as [string, ...string[]];
     try {
-      child = spawn(command, args, { stdio: ["ignore", fd, fd], env: { ...process.env, KUBECONFIG: cp.kubeconfigPath } });
+      child = spawn(command, args, {
+        stdio: ["ignore", fd, fd],
+        env: { ...process.env, KUBECONFIG: cp.kubeconfigPath },
+      });
     } finally {
       closeSync(fd);
     }

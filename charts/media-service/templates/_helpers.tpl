@@ -156,9 +156,9 @@ settings, JSON: only those given.
 {{- with $r.jobLabels }}{{ $_ := set $out "job_labels" . }}{{ end -}}
 {{- with $r.jobAnnotations }}{{ $_ := set $out "job_annotations" . }}{{ end -}}
 {{- with $r.kueue.queueName }}{{ $_ := set $out "kueue" (dict "queue_name" .) }}{{ end -}}
-{{- range $scope, $key := dict "perType" "per_type" "perClient" "per_client" -}}
+{{- range $key, $scope := dict "per_type" $r.perType "per_client" $r.perClient -}}
 {{- $entries := dict -}}
-{{- range $name, $m := get $r $scope -}}
+{{- range $name, $m := $scope -}}
 {{- $entry := dict -}}
 {{- with $m.labels }}{{ $_ := set $entry "labels" . }}{{ end -}}
 {{- with $m.annotations }}{{ $_ := set $entry "annotations" . }}{{ end -}}

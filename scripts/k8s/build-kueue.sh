@@ -62,10 +62,8 @@ MOD_DIR=$(mod_json_field Dir <<<"$MOD_JSON")
 [[ -d "$MOD_DIR/config/components/crd/bases" ]] || die "no config/components/crd/bases in $MOD_DIR"
 [[ -f "$MOD_DIR/config/components/webhook/manifests.yaml" ]] ||
   die "no config/components/webhook/manifests.yaml in $MOD_DIR"
-GIT_COMMIT=$(sed -n 's/^[[:space:]]*"Hash": "\([0-9a-f]\{40\}\)",\{0,1\}$/\1/p' <<<"$MOD_JSON" | head -n1)
-if grep -Eq '^[[:space:]]*replace([[:space:]]|\(|$)' "$MOD_GOMOD"; then
-  die "$MODULE@$KUEUE_VERSION's go.mod has replace directives; \`go install\` cannot build it as is"
-fi
+GIT_COMMIT=$(module_commit)
+refuse_replace "$MODULE@$KUEUE_VERSION"
 
 # 2. Build into a staging dir, then swap it in, so an interrupted build never leaves half a cache.
 new_bin_dir

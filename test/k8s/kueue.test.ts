@@ -172,7 +172,8 @@ describe("runner Jobs admitted by Kueue", () => {
         source_key: "in/small.png",
         dest_bucket: cs.stack.bucket,
         dest_key: "out/held.png",
-        parameters: { width: 32 },
+        width: 32,
+        height: 24,
       });
       const res = await cs.stack.request("/api/v1/jobs/batch", {
         method: "POST",

@@ -21,11 +21,11 @@ import {
   AdmissionregistrationV1Api,
   ApiextensionsV1Api,
   CoreV1Api,
+  loadAllYaml,
   type V1CustomResourceDefinition,
   type V1MutatingWebhookConfiguration,
   type V1ValidatingWebhookConfiguration,
 } from "@kubernetes/client-node";
-import { parseAllDocuments } from "yaml";
 import { onFreePorts, PortTakenError } from "../../support/ports.js";
 import { kubeConfigFrom } from "./cluster-stack.js";
 import { Pki, type ControlPlane } from "./control-plane.js";
@@ -66,8 +66,11 @@ async function kueueBuild(): Promise<string> {
 async function installCrds(ext: ApiextensionsV1Api, dir: string): Promise<void> {
   const names: string[] = [];
   for (const file of (await readdir(dir)).filter((f) => f.endsWith(".yaml")).sort()) {
-    for (const doc of parseAllDocuments(await readFile(join(dir, file), "utf8"))) {
-      const body = doc.toJS() as V1CustomResourceDefinition | null;
+    // loadAllYaml builds the typed model, so the client serializes fields such as
+    // x-kubernetes-int-or-string back under their API names.
+    for (const body of loadAllYaml(
+      await readFile(join(dir, file), "utf8"),
+    ) as Array<V1CustomResourceDefinition | null>) {
       if (!body?.metadata?.name) continue;
       await ext.createCustomResourceDefinition({ body });
       names.push(body.metadata.name);
@@ -97,8 +100,10 @@ async function webhookConfigs(file: string, base: string, caBundle: string) {
     mutating?: V1MutatingWebhookConfiguration;
     validating?: V1ValidatingWebhookConfiguration;
   } = {};
-  for (const doc of parseAllDocuments(await readFile(file, "utf8"))) {
-    const body = doc.toJS() as { kind?: string; webhooks?: Webhook[] } | null;
+  for (const body of loadAllYaml(await readFile(file, "utf8")) as Array<{
+    kind?: string;
+    webhooks?: Webhook[];
+  } | null>) {
     if (!body?.kind) continue;
     const webhooks = (body.webhooks ?? []).filter(wanted).map((w) => {
       const path = w.clientConfig?.service?.path ?? "";
@@ -130,6 +135,7 @@ function healthy(port: number): Promise<boolean> {
     });
     req.on("error", () => res(false));
     req.on("timeout", () => req.destroy());
+    req.end();
   });
 }
 

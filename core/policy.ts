@@ -145,6 +145,22 @@ export function waitMessage(seconds: number, what = "a node", detail?: string): 
   return `job waited ${seconds} s for ${what} (${WAIT_SETTING})${detail ? `: ${detail}` : ""}`;
 }
 
+export const ADMISSION_SETTING = "kubernetes.max_waiting_admission";
+
+/** What a job's timeline says while Kueue has not admitted its runner Job. */
+export function admissionWait(queue: string | undefined): string {
+  return `its Kubernetes Job is suspended, waiting for Kueue to admit it${queue ? ` (LocalQueue ${queue})` : ""}`;
+}
+
+/**
+ * The error of a job whose runner Job waited too long for Kueue's admission: "job waited 1800 s for
+ * Kueue to admit its runner Job from LocalQueue media (kubernetes.max_waiting_admission)".
+ */
+export function admissionMessage(seconds: number, queue: string | undefined): string {
+  const from = queue ? ` from LocalQueue ${queue}` : "";
+  return `job waited ${seconds} s for Kueue to admit its runner Job${from} (${ADMISSION_SETTING}); the queue's ClusterQueue has no room for it, or the queue does not exist`;
+}
+
 /** What the dispatcher needs of the pool's settings (executor.pool). */
 export interface PoolPolicy {
   enabled: boolean;

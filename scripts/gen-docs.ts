@@ -115,7 +115,14 @@ function defaultText(s: Schema, required: boolean): string {
 function keyedDefaults(s: Schema): string {
   const groups = new Map<string, string[]>();
   for (const [key, property] of Object.entries(s.properties ?? {})) {
-    const text = property.properties ? inline(defaultsOf(property)) : inline(property.default ?? "unset");
+    const defaults = property.properties ? defaultsOf(property) : property.default;
+    // An object of settings none of which has a default (labels, a queue) is unset, like a value.
+    const unset =
+      defaults === undefined ||
+      (typeof defaults === "object" &&
+        defaults !== null &&
+        Object.values(defaults).every((v) => v === undefined));
+    const text = unset ? "unset" : inline(defaults);
     groups.set(text, [...(groups.get(text) ?? []), key]);
   }
   if ([...groups.keys()].every((text) => text === "unset")) return "unset";

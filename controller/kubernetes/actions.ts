@@ -18,6 +18,8 @@ export interface TermState {
   stuckSince: Map<string, number>;
   /** No claims before this time. */
   pausedUntil: number;
+  /** The Jobs whose wait for Kueue's admission is noted on their job's timeline. */
+  admissionNoted: Set<string>;
 }
 
 export interface ActionRunnerOptions {
@@ -71,6 +73,7 @@ export class ActionRunner {
       }
       case "delete":
         await this.deleteJob(a.name, a.why, log);
+        state.admissionNoted.delete(a.name);
         return;
       case "requeue": {
         const outcome = await store.requeueJob(a.id, a.why, a.handback ? { handback: true } : {});
@@ -92,6 +95,14 @@ export class ActionRunner {
         return;
       case "unstuck":
         state.stuckSince.delete(a.key);
+        return;
+      case "admission":
+        if (await store.noteWaiting(a.id, a.message)) log.info({ why: a.message }, "job waits for admission");
+        state.admissionNoted.add(a.name);
+        return;
+      case "admitted":
+        state.admissionNoted.delete(a.name);
+        log.info("Kubernetes Job admitted (no longer suspended)");
         return;
       case "lookup":
         throw new Error(`a lookup of ${a.name} is the caller's to make`);

@@ -8,7 +8,7 @@ import { ApiException, type V1Job, type V1Pod } from "@kubernetes/client-node";
 import { RUNNER_ENV } from "../../core/config/runner-env.js";
 import type { Job } from "../../core/jobs/records.js";
 import { JOB_TYPES, type JobType } from "../../core/jobs/types.js";
-import { jobDeadline, type Deadline } from "../../core/policy.js";
+import { admissionWait, jobDeadline, type Deadline } from "../../core/policy.js";
 import type { Room } from "../executor.js";
 import {
   ANNOTATIONS,
@@ -18,7 +18,7 @@ import {
   type KubernetesSettings,
 } from "./job-manifest.js";
 import { bodyMessage, describeError } from "./api-errors.js";
-import { isJobFinished, observeJob, type FailureReason } from "./job-status.js";
+import { isJobFinished, observeJob, type FailureReason, type JobObservation } from "./job-status.js";
 import { jobName } from "./names.js";
 
 /** A finished job whose runner pod still runs after this long has its Job deleted. */
@@ -55,7 +55,11 @@ export type Action =
   /** A pod that cannot start, first seen so at `since` (kubernetes.start_failure_timeout counts from it). */
   | { kind: "stuck"; key: string; since: number }
   /** A stuck pod no longer watched. */
-  | { kind: "unstuck"; key: string };
+  | { kind: "unstuck"; key: string }
+  /** Its Job waits suspended for Kueue's admission: noted on the job's timeline, once. */
+  | { kind: "admission"; id: string; name: string; message: string }
+  /** A Job whose wait was noted no longer waits. */
+  | { kind: "admitted"; name: string };
 
 /** What the decisions take of the configuration. */
 export interface DecideSettings {
@@ -95,13 +99,19 @@ export function decideLaunch(
   type: JobType,
   record: Job | null,
   settings: DecideSettings,
+  client?: string,
 ): Action[] {
   if (!record || record.status !== "pending") {
     return [{ kind: "drop", id, why: `the claimed job is no longer pending (${record?.status ?? "gone"})` }];
   }
   const deadline = runDeadline(record, settings.timeoutsMs);
   return [
-    { kind: "create", id, type, manifest: buildJobManifest(record, settings.kubernetes, deadline.seconds) },
+    {
+      kind: "create",
+      id,
+      type,
+      manifest: buildJobManifest(record, settings.kubernetes, deadline.seconds, client),
+    },
   ];
 }
 
@@ -154,35 +164,71 @@ export interface SyncInput {
   now: number;
   /** When each stuck pod (`<pod>/<reason>`) was first seen so. */
   stuckSince: ReadonlyMap<string, number>;
+  /** The Jobs whose wait for Kueue's admission is noted on their job's timeline. */
+  admissionNoted: ReadonlySet<string>;
   settings: DecideSettings;
 }
 
-/** What one runner Job, its pods and its job's record call for. */
+/**
+ * What one runner Job, its pods and its job's record call for. A Job waiting for Kueue's admission
+ * has its wait noted once; a Job whose wait was noted and that no longer waits (admitted, finished,
+ * or its job ended) is forgotten.
+ */
 export function decideSync(input: SyncInput): Action[] {
+  const name = input.kjob.metadata?.name ?? "";
+  const id = syncedJobId(input.kjob);
+  if (!id) return [];
+  const observed = observeSynced(input);
+  const noted = input.admissionNoted.has(name);
+  if (observed.state === "admission") {
+    return noted ? [] : [{ kind: "admission", id, name, message: admissionWait(observed.queue) }];
+  }
+  const actions = observed.state === "decided" ? observed.actions : observedActions(input, id, observed);
+  return noted ? [{ kind: "admitted", name }, ...actions] : actions;
+}
+
+/** The Job as observed for an open job, or what a Job whose record is gone or ended calls for. */
+function observeSynced(input: SyncInput): JobObservation | { state: "decided"; actions: Action[] } {
   const { kjob, record, now, settings } = input;
   const name = kjob.metadata?.name ?? "";
-  const id = syncedJobId(kjob);
-  if (!id) return [];
-  if (!record)
-    return [{ kind: "delete", name, why: "its job record no longer exists (pruned or never stored)" }];
+  if (!record) {
+    return {
+      state: "decided",
+      actions: [{ kind: "delete", name, why: "its job record no longer exists (pruned or never stored)" }],
+    };
+  }
   if (record.status === "completed" || record.status === "failed") {
-    if (isJobFinished(kjob)) return [];
     const endedAt = Date.parse(record.completed_at ?? record.updated_at ?? "");
-    if (Number.isFinite(endedAt) && now - endedAt < TERMINAL_GRACE_MS) return [];
-    return [{ kind: "delete", name, why: `the job is ${record.status} but its runner pod still runs` }];
+    const grace = Number.isFinite(endedAt) && now - endedAt < TERMINAL_GRACE_MS;
+    if (isJobFinished(kjob) || grace) return { state: "decided", actions: [] };
+    return {
+      state: "decided",
+      actions: [{ kind: "delete", name, why: `the job is ${record.status} but its runner pod still runs` }],
+    };
   }
   const startedAt = Date.parse(record.started_at ?? "");
-  const observed = observeJob(kjob, input.pods, {
+  return observeJob(kjob, input.pods, {
     deadline: runDeadline(record, settings.timeoutsMs, kjob),
     maxWaitMs: settings.unschedulableTimeoutMs,
+    maxAdmissionWaitMs: settings.kubernetes.maxWaitingAdmissionMs,
     now,
     ...(Number.isFinite(startedAt) ? { runnerStartedAt: startedAt } : {}),
   });
+}
+
+/** What an observation of a Job that does not wait for admission calls for. */
+function observedActions(
+  input: SyncInput,
+  id: string,
+  observed: Exclude<JobObservation, { state: "admission" }>,
+): Action[] {
+  const { kjob, record, now, settings } = input;
+  const name = kjob.metadata?.name ?? "";
   switch (observed.state) {
     case "waiting":
       return [];
     case "running":
-      return record.status === "pending" ? [{ kind: "start", id }] : [];
+      return record?.status === "pending" ? [{ kind: "start", id }] : [];
     case "succeeded":
       // The runner reports before it exits 0, so an open record here means it never reported.
       return [
@@ -205,7 +251,9 @@ export function decideSync(input: SyncInput): Action[] {
       };
       // Its pod, still waiting, would start a runner for a job that has ended.
       if (!observed.deleteJob) return [fail];
-      return [fail, { kind: "delete", name, why: "its runner waited too long to start" }];
+      const why =
+        reason === "admission" ? "Kueue did not admit it in time" : "its runner waited too long to start";
+      return [fail, { kind: "delete", name, why }];
     }
     case "stuck": {
       const key = `${observed.pod}/${observed.reason}`;

@@ -87,6 +87,7 @@ export class KubernetesExecutor implements Executor {
       this.metrics = registerExecutorMetrics(options.registry, {
         isLeader: () => this.isLeader,
         activeJobs: () => this.activeByType(),
+        waitingAdmission: () => this.term?.admissionNoted.size ?? 0,
       });
     }
     this.actions = new ActionRunner({

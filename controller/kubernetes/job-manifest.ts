@@ -7,6 +7,8 @@ import type { AiProvider, Config } from "../../core/config/load.js";
 import type { Job } from "../../core/jobs/records.js";
 import { RUNNER_ENV, RUNNER_NODE_FLAGS, RUNNER_PROCESS_ENV } from "../../core/config/runner-env.js";
 import { activeDeadlineSeconds, EXIT, pipelineResources, podRetries } from "../../core/policy.js";
+import { ANNOTATIONS, KUEUE_LABELS, LABELS } from "../../core/kubernetes-labels.js";
+import { jobMetadata } from "./job-metadata.js";
 import { jobName, labelValue } from "./names.js";
 
 /** The container's name; the pod failure policy's exit-code rule is bound to it. */
@@ -19,21 +21,7 @@ export const SCRATCH_MOUNT = "/scratch";
 export const RUNNER_UID = 10001;
 export const TERMINATION_MESSAGE_PATH = "/dev/termination-log";
 
-export const LABELS = {
-  name: "app.kubernetes.io/name",
-  component: "app.kubernetes.io/component",
-  managedBy: "app.kubernetes.io/managed-by",
-  instance: "app.kubernetes.io/instance",
-  jobId: "media-service.io/job-id",
-  jobType: "media-service.io/job-type",
-  batchId: "media-service.io/batch-id",
-} as const;
-
-/** Raw (unsanitized) ids, for when a label value had to be cleaned or cut. */
-export const ANNOTATIONS = {
-  jobId: "media-service.io/job-id",
-  batchId: "media-service.io/batch-id",
-} as const;
+export { ANNOTATIONS, LABELS };
 
 /** Non-secret settings the runner pods receive inline. */
 export interface RunnerEnvSettings {
@@ -210,12 +198,24 @@ export function runnerTimeoutSeconds(kjob: V1Job): number | undefined {
  * permanent exit code and ignores disruptions, and a pod with no privileges, no service-account
  * token and credentials only by Secret reference.
  */
-export function buildJobManifest(job: Job, settings: KubernetesSettings, timeoutSeconds: number): V1Job {
+export function buildJobManifest(
+  job: Job,
+  settings: KubernetesSettings,
+  timeoutSeconds: number,
+  client?: string,
+): V1Job {
   if (!Number.isInteger(timeoutSeconds) || timeoutSeconds < 1) {
     throw new RangeError(`timeoutSeconds must be a positive integer (got ${timeoutSeconds})`);
   }
-  const labels = jobLabels(job, settings);
+  const meta = jobMetadata(job, client, settings);
+  // The controller's own labels last (the configuration cannot name them anyway); Kueue's only on
+  // the Job: Kueue admits the Job, its pod is no Workload of its own.
+  const labels = { ...meta.labels, ...jobLabels(job, settings) };
+  const podLabels = Object.fromEntries(
+    Object.entries(labels).filter(([key]) => !(Object.values(KUEUE_LABELS) as string[]).includes(key)),
+  );
   const annotations: Record<string, string> = {
+    ...meta.annotations,
     [ANNOTATIONS.jobId]: job.id,
     ...(job.batch_id ? { [ANNOTATIONS.batchId]: job.batch_id } : {}),
   };
@@ -224,6 +224,9 @@ export function buildJobManifest(job: Job, settings: KubernetesSettings, timeout
     kind: "Job",
     metadata: { name: jobName(job.id), namespace: settings.namespace, labels, annotations },
     spec: {
+      // Kueue unsuspends the Job when it admits it (the Job controller then counts its
+      // activeDeadlineSeconds from there).
+      ...(meta.queueName ? { suspend: true } : {}),
       completions: 1,
       parallelism: 1,
       backoffLimit: settings.backoffLimit,
@@ -250,13 +253,13 @@ export function buildJobManifest(job: Job, settings: KubernetesSettings, timeout
         ],
       },
       template: {
-        metadata: { labels, annotations },
+        metadata: { labels: podLabels, annotations },
         spec: {
           restartPolicy: "Never",
           automountServiceAccountToken: false,
           enableServiceLinks: false,
           ...(settings.serviceAccount ? { serviceAccountName: settings.serviceAccount } : {}),
-          ...(settings.priorityClassName ? { priorityClassName: settings.priorityClassName } : {}),
+          ...(meta.priorityClassName ? { priorityClassName: meta.priorityClassName } : {}),
           ...(settings.nodeSelector && Object.keys(settings.nodeSelector).length > 0
             ? { nodeSelector: { ...settings.nodeSelector } }
             : {}),

@@ -6,9 +6,13 @@
 // (a pod Pending for a node, or still being started on one, or not created) is bounded by
 // kubernetes.unschedulable_timeout, and the Job's activeDeadlineSeconds is the sum of both (core/
 // policy.ts). So a Job that passed its activeDeadlineSeconds without its runner having had its
-// time waited too long, and says so; only a runner that had its whole time timed out.
+// time waited too long, and says so; only a runner that had its whole time timed out. A suspended
+// Job (Kueue's, until it admits it) waits for admission instead, bounded by
+// kubernetes.max_waiting_admission; the Job controller starts its deadline when it is resumed.
 import type { V1ContainerStatus, V1Job, V1Pod } from "@kubernetes/client-node";
+import { KUEUE_LABELS } from "../../core/kubernetes-labels.js";
 import {
+  admissionMessage,
   isPermanentExit,
   permanentError,
   timeoutMessage,
@@ -29,7 +33,8 @@ export type FailureReason =
   | "config"
   | "unschedulable"
   | "job_lost"
-  | "rejected";
+  | "rejected"
+  | "admission";
 
 /**
  * A pod that cannot start (its image, its Secrets); the executor fails the job when it stays so for
@@ -39,6 +44,8 @@ export type StuckReason = "image_pull" | "config";
 
 export type JobObservation =
   | { state: "waiting" }
+  /** Suspended: Kueue has not admitted its Job (yet, or again after taking it back) since `since`. */
+  | { state: "admission"; since: number; queue?: string }
   | { state: "running" }
   | { state: "succeeded" }
   /**
@@ -58,6 +65,8 @@ export interface ObserveContext {
   now: number;
   /** When the job's runner started (its record's started_at), if it has. */
   runnerStartedAt?: number;
+  /** How long a suspended Job may wait for Kueue's admission: kubernetes.max_waiting_admission, in ms. */
+  maxAdmissionWaitMs: number;
 }
 
 const IMAGE_PULL_REASONS = new Set([
@@ -74,6 +83,19 @@ function condition(job: V1Job, type: string) {
 
 export function isJobFinished(job: V1Job): boolean {
   return Boolean(condition(job, "Complete") || condition(job, "Failed"));
+}
+
+/**
+ * Whether a Job waits suspended: `spec.suspend` (Kueue has not admitted it, or took its admission
+ * back), or the Job controller's Suspended condition not yet cleared after Kueue unsuspended it.
+ */
+export function isSuspended(job: V1Job): boolean {
+  return job.spec?.suspend === true || condition(job, "Suspended") !== undefined;
+}
+
+/** Since when a suspended Job waits: its Suspended condition's time, else its creation. */
+function suspendedSince(job: V1Job): number | undefined {
+  return time(condition(job, "Suspended")?.lastTransitionTime) ?? time(job.metadata?.creationTimestamp);
 }
 
 function runnerStatus(pod: V1Pod): V1ContainerStatus | undefined {
@@ -142,6 +164,20 @@ export function observeJob(job: V1Job, pods: V1Pod[], context: ObserveContext): 
   const live = pods.filter((p) => !p.metadata?.deletionTimestamp);
   if (live.some((p) => p.status?.phase === "Running" || runnerStatus(p)?.state?.running)) {
     return { state: "running" };
+  }
+  if (isSuspended(job)) {
+    // No pod runs while suspended, and none waits for a node: the unschedulable wait does not count.
+    const since = suspendedSince(job) ?? context.now;
+    const queue = job.metadata?.labels?.[KUEUE_LABELS.queueName];
+    if (context.now - since >= context.maxAdmissionWaitMs) {
+      return {
+        state: "failed",
+        reason: "admission",
+        error: admissionMessage(Math.round((context.now - since) / 1000), queue),
+        deleteJob: true,
+      };
+    }
+    return { state: "admission", since, ...(queue ? { queue } : {}) };
   }
   for (const pod of live) {
     if (pod.status?.phase !== "Pending") continue;
@@ -229,9 +265,13 @@ function containerStartedAt(pod: V1Pod): number | undefined {
   return time(state?.running?.startedAt) ?? time(state?.terminated?.startedAt);
 }
 
-/** When the Job started: the Job controller's startTime, else its creation. */
+/**
+ * When the Job started: the Job controller's startTime (reset when a suspended Job is resumed), else
+ * its creation; a Job that was ever suspended, without a startTime yet, has not started.
+ */
 function jobStart(job: V1Job): number | undefined {
-  return time(job.status?.startTime) ?? time(job.metadata?.creationTimestamp);
+  const suspended = job.status?.conditions?.some((c) => c.type === "Suspended");
+  return time(job.status?.startTime) ?? (suspended ? undefined : time(job.metadata?.creationTimestamp));
 }
 
 function time(value: Date | string | undefined): number | undefined {

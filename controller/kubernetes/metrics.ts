@@ -13,6 +13,8 @@ export interface ExecutorMetrics {
 export interface ExecutorGauges {
   isLeader(): boolean;
   activeJobs(): Map<JobType, number>;
+  /** Runner Jobs suspended, waiting for Kueue's admission. */
+  waitingAdmission(): number;
 }
 
 export function registerExecutorMetrics(registry: Registry, gauges: ExecutorGauges): ExecutorMetrics {
@@ -42,6 +44,14 @@ export function registerExecutorMetrics(registry: Registry, gauges: ExecutorGaug
     collect() {
       const active = gauges.activeJobs();
       for (const type of JOB_TYPES) this.set({ type }, active.get(type) ?? 0);
+    },
+  });
+  new Gauge({
+    name: "media_controller_jobs_waiting_admission",
+    help: "Kubernetes Jobs of media jobs suspended, waiting for Kueue to admit them (leader only)",
+    registers: [registry],
+    collect() {
+      this.set(gauges.waitingAdmission());
     },
   });
   new Gauge({

@@ -1,12 +1,13 @@
-import { createHash } from "node:crypto";
-
 // Names and label values of the Kubernetes objects the controller creates. Every function here is
 // deterministic: the same job id always gives the same Job name, so a controller that retries a create
 // after a crash meets `AlreadyExists` instead of starting a second Job.
+import { createHash } from "node:crypto";
+import { isLabelValue } from "../../core/kubernetes-labels.js";
+
+export { isLabelValue };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const DNS_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
-const LABEL_VALUE = /^(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?)?$/;
 
 const JOB_NAME_PREFIX = "media-";
 
@@ -34,7 +35,7 @@ export function jobName(jobId: string): string {
 
 /** A valid label value for any string: the string itself when it is one, else a cut, cleaned form plus a hash. */
 export function labelValue(value: string): string {
-  if (LABEL_VALUE.test(value)) return value;
+  if (isLabelValue(value)) return value;
   const hash = digest(value, 10);
   const cleaned = value
     .replace(/[^A-Za-z0-9_.-]+/g, "-")
@@ -45,8 +46,4 @@ export function labelValue(value: string): string {
 
 export function isDnsLabel(value: string): boolean {
   return DNS_LABEL.test(value);
-}
-
-export function isLabelValue(value: string): boolean {
-  return LABEL_VALUE.test(value);
 }

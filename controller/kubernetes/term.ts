@@ -40,6 +40,7 @@ export interface TermOptions {
 export class LeaderTerm implements TermState {
   readonly inflight = new Map<string, decide.InFlight>();
   readonly stuckSince = new Map<string, number>();
+  readonly admissionNoted = new Set<string>();
   pausedUntil = 0;
   /** The caches have listed. */
   synced = false;
@@ -165,7 +166,9 @@ export class LeaderTerm implements TermState {
     this.inflight.set(jobName(id), { id, type });
     try {
       const record = read ?? (await this.store.getJob(id)) ?? null;
-      await this.o.actions.apply(decide.decideLaunch(id, type, record, this.o.settings), this, log);
+      // Its client chooses its Job's labels, annotations and Kueue queue (kubernetes.per_client).
+      const client = this.o.settings.kubernetes.perClient ? await this.store.jobClient(id) : undefined;
+      await this.o.actions.apply(decide.decideLaunch(id, type, record, this.o.settings, client), this, log);
     } catch (err) {
       await this.o.actions.apply(decide.decideCreateFailure(id, err), this, log);
     }
@@ -190,6 +193,7 @@ export class LeaderTerm implements TermState {
       pods: this.cache.podsOf(name),
       now: Date.now(),
       stuckSince: this.stuckSince,
+      admissionNoted: this.admissionNoted,
       settings: this.o.settings,
     });
     await this.o.actions.apply(actions, this, this.log.child({ job_id: id, kubernetes_job: name }));
@@ -206,6 +210,7 @@ export class LeaderTerm implements TermState {
       await this.reapPool();
       const gone = decide.goneStuckPods(this.stuckSince.keys(), this.cache.podNames());
       await this.o.actions.apply(gone, this, this.log);
+      for (const name of this.admissionNoted) if (!this.cache.job(name)) this.admissionNoted.delete(name);
     } catch (err) {
       this.log.warn({ err: describeError(err) }, "reconcile failed; retrying at the next interval");
     } finally {

@@ -2,6 +2,7 @@
 // (a heartbeat shorter than the write timeout, a renew deadline inside the lease), the webhooks'
 // secret and hosts, and the Kubernetes quantities. Each refusal names the settings.
 import { JOB_TYPES } from "../jobs/types.js";
+import { isLabelValue, isReservedAnnotation, isReservedLabel, labelKeyError } from "../kubernetes-labels.js";
 import { parseQuantity } from "../quantity.js";
 import { parseAllowedHosts } from "../webhooks/address-policy.js";
 import { decodeSigningSecret } from "../webhooks/signing.js";
@@ -12,6 +13,7 @@ import type { ConfigFile } from "./schema.js";
 /** Checks the resolved configuration `config` of the validated file `c`; throws a ConfigError. */
 export function checkConfig(c: ConfigFile, config: Config): void {
   checkQuantities(c.kubernetes);
+  checkJobMetadata(c.kubernetes);
   if (config.server.sseHeartbeatMs >= config.server.writeTimeoutMs) {
     throw new ConfigError(
       "invalid configuration: server.sse_heartbeat must be shorter than server.write_timeout, or idle SSE streams are cut",
@@ -96,4 +98,57 @@ function checkQuantities(k: ConfigFile["kubernetes"]): void {
       }
     }
   }
+}
+
+/**
+ * The runner Jobs' labels and annotations as the API server would check them at every create, and
+ * none of the controller's own (it selects its Jobs by them) or Kueue's (kueue.queue_name and
+ * priority_bands set those); priority bands each of their own priority.
+ */
+function checkJobMetadata(k: ConfigFile["kubernetes"]): void {
+  type Metadata = { labels?: Record<string, string>; annotations?: Record<string, string> };
+  const scopes: Array<[string, Metadata]> = [
+    ["", { labels: k.job_labels, annotations: k.job_annotations }],
+    ...Object.entries(k.per_type).map(([type, m]): [string, Metadata] => [`per_type.${type}.`, m ?? {}]),
+    ...Object.entries(k.per_client ?? {}).map(([name, m]): [string, Metadata] => [`per_client.${name}.`, m]),
+  ];
+  const refuse = (path: string, key: string, why: string) => {
+    throw new ConfigError(`invalid configuration: kubernetes.${path}: "${key}" ${why}`);
+  };
+  for (const [at, m] of scopes) {
+    const labels = at ? `${at}labels` : "job_labels";
+    for (const [key, value] of Object.entries(m.labels ?? {})) {
+      const bad = labelKeyError(key);
+      if (bad) refuse(labels, key, `is not a label key: ${bad}`);
+      if (isReservedLabel(key)) {
+        refuse(
+          labels,
+          key,
+          "is set by the controller (its own labels select its Jobs; Kueue's come from kueue.queue_name and priority_bands)",
+        );
+      }
+      if (!isLabelValue(value)) {
+        refuse(
+          labels,
+          key,
+          `has an invalid value ${JSON.stringify(value)}: at most 63 characters, alphanumerics, '-', '_' or '.', beginning and ending with an alphanumeric`,
+        );
+      }
+    }
+    const annotations = at ? `${at}annotations` : "job_annotations";
+    for (const key of Object.keys(m.annotations ?? {})) {
+      const bad = labelKeyError(key);
+      if (bad) refuse(annotations, key, `is not an annotation key: ${bad}`);
+      if (isReservedAnnotation(key)) refuse(annotations, key, "is set by the controller");
+    }
+  }
+  const seen = new Set<number>();
+  k.priority_bands.forEach((band, i) => {
+    if (seen.has(band.min_priority)) {
+      throw new ConfigError(
+        `invalid configuration: kubernetes.priority_bands[${i}].min_priority: ${band.min_priority} begins another band too`,
+      );
+    }
+    seen.add(band.min_priority);
+  });
 }

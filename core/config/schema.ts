@@ -7,7 +7,7 @@ import {
   type TString,
   type TUnion,
 } from "../typebox.js";
-import { EXECUTION_CLASSES, JOB_TYPES, type JobType } from "../jobs/types.js";
+import { EXECUTION_CLASSES, JOB_TYPES, PRIORITY, type JobType } from "../jobs/types.js";
 import { definitionOf } from "../../jobs/registry.js";
 import type { ResourceClass } from "../../jobs/define.js";
 import { RUNNER_ENV } from "./runner-env.js";
@@ -453,6 +453,56 @@ const Toleration = Type.Object(
   { additionalProperties: false },
 );
 
+// Labels, annotations and the Kueue queue of runner Jobs, for all of them and per job type or client
+// (docs/kubernetes.md, Kueue). Keys and values are checked as Kubernetes does at load (checks.ts).
+const JobMetadata = (whose: string) => ({
+  labels: Type.Optional(
+    Type.Record(Type.String(), Type.String(), {
+      description: `Labels of ${whose} runner Jobs and their pods.`,
+    }),
+  ),
+  annotations: Type.Optional(
+    Type.Record(Type.String(), Type.String(), {
+      description: `Annotations of ${whose} runner Jobs and their pods.`,
+    }),
+  ),
+  queue_name: Type.Optional(
+    Type.String({
+      pattern: DNS_LABEL,
+      title: "LocalQueue name",
+      description: `Kueue LocalQueue of ${whose} runner Jobs (the \`kueue.x-k8s.io/queue-name\` label); they are created suspended, for Kueue to admit.`,
+    }),
+  ),
+});
+const JobMetadataOf = (whose: string, description: string) =>
+  Type.Object(JobMetadata(whose), { additionalProperties: false, description });
+
+const PriorityBand = Type.Object(
+  {
+    min_priority: Type.Integer({
+      minimum: PRIORITY.min,
+      maximum: PRIORITY.max,
+      description: "The band holds the jobs of at least this priority (up to the next band's).",
+    }),
+    priority_class_name: Type.Optional(
+      Type.String({
+        pattern: DNS_SUBDOMAIN,
+        title: "PriorityClass name",
+        description: "PriorityClass of the band's runner pods (instead of `priority_class_name`).",
+      }),
+    ),
+    workload_priority_class: Type.Optional(
+      Type.String({
+        pattern: DNS_SUBDOMAIN,
+        title: "WorkloadPriorityClass name",
+        description:
+          "Kueue WorkloadPriorityClass of the band's runner Jobs (the `kueue.x-k8s.io/priority-class` label).",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 export const KubernetesConfig = Section(
   {
     namespace: Type.Optional(
@@ -515,6 +565,40 @@ export const KubernetesConfig = Section(
         title: "PriorityClass name",
         description: "PriorityClass of runner pods.",
       }),
+    ),
+    job_labels: JobMetadata("all").labels,
+    job_annotations: JobMetadata("all").annotations,
+    kueue: Type.Object(
+      { queue_name: JobMetadata("all").queue_name },
+      {
+        additionalProperties: false,
+        default: {},
+        description:
+          "Kueue: the LocalQueue runner Jobs are submitted to (per job type or client: `per_type`, `per_client`).",
+      },
+    ),
+    per_type: PerJobType(
+      (type) => Type.Optional(JobMetadataOf(`\`${type}\``, "")),
+      "Labels, annotations and Kueue queue of one job type's runner Jobs, over the global ones (`job_labels`, `job_annotations`, `kueue.queue_name`); a client's (`per_client`) go over these.",
+    ),
+    per_client: Type.Optional(
+      Type.Record(
+        Type.String({ pattern: CLIENT_NAME_PATTERN }),
+        JobMetadataOf("one client's", "One client's labels, annotations and Kueue queue."),
+        {
+          description:
+            "Labels, annotations and Kueue queue of the runner Jobs of one API client's jobs (by its name in `server.clients`), over those of its job type: global < type < client.",
+        },
+      ),
+    ),
+    priority_bands: Type.Array(PriorityBand, {
+      default: [],
+      description:
+        "PriorityClass or Kueue WorkloadPriorityClass by the job's priority: a job is in the band with the highest `min_priority` at most its priority; a job in no band gets `priority_class_name`.",
+    }),
+    max_waiting_admission: Duration(
+      "30m",
+      "How long a runner Job may wait suspended for Kueue to admit it before its job fails, naming this setting and the queue. While it waits, `unschedulable_timeout` does not count.",
     ),
     ttl_seconds_after_finished: Type.Integer({
       minimum: 0,

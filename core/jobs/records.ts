@@ -1,6 +1,6 @@
 import { CloneType, Type, type Static, type TSchema } from "../typebox.js";
 import { JOB_DEFINITIONS } from "../../jobs/registry.js";
-import { BATCH_STATUSES, EXECUTION_CLASSES, JOB_STATES, JOB_STATUSES, JOB_TYPES } from "./types.js";
+import { BATCH_STATUSES, EXECUTION_CLASSES, JOB_STATES, JOB_STATUSES, JOB_TYPES, PRIORITY } from "./types.js";
 import { Enum } from "./enum.js";
 import { DEFAULT_BOUNDS, ERROR_MESSAGE, perBounds, quantityPattern, type SchemaBounds } from "./bounds.js";
 import { BUCKET_PATTERN, NO_CONTROL_PATTERN } from "./patterns.js";
@@ -74,8 +74,7 @@ export const WEBHOOK_URL_MAX_LENGTH = 2048;
 export const WebhookUrl = (description: string) =>
   Type.String({ maxLength: WEBHOOK_URL_MAX_LENGTH, pattern: WEBHOOK_URL_PATTERN, description });
 
-/** A job's place in its queue: higher runs first; equal priorities keep submission order. */
-export const PRIORITY = { min: -50, max: 50, default: 0 } as const;
+export { PRIORITY };
 export const Priority = (description: string) =>
   Type.Integer({ minimum: PRIORITY.min, maximum: PRIORITY.max, description });
 
@@ -448,6 +447,7 @@ export const TIMELINE_EVENTS = [
   "submitted",
   "claimed",
   "pooled",
+  "waiting",
   "started",
   "progress",
   "requeued",
@@ -464,7 +464,7 @@ export const TimelineEntry = Type.Object(
     message: Type.Optional(
       Type.String({
         description:
-          "claimed: by whom; pooled: why the job went to the warm runner pool; progress: the runner's words; requeued: why; failed, cancelled: the error; retried: the id of the job that retries it; webhook: what the receiver answered",
+          "claimed: by whom; pooled: why the job went to the warm runner pool; waiting: what its run waits for (Kueue's admission of its Kubernetes Job); progress: the runner's words; requeued: why; failed, cancelled: the error; retried: the id of the job that retries it; webhook: what the receiver answered",
       }),
     ),
     percent: Type.Optional(Type.Number({ description: "progress: how far, 0-100" })),

@@ -39,3 +39,6 @@ export const JOB_MEDIA: Readonly<Record<JobType, { source: MediaKind; output: Me
     JobType,
     { source: MediaKind; output: MediaKind | null }
   >;
+
+/** A job's place in its queue: higher runs first; equal priorities keep submission order. */
+export const PRIORITY = { min: -50, max: 50, default: 0 } as const;

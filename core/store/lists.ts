@@ -84,6 +84,11 @@ export abstract class Lists extends StoreBase {
     return job ? { job, seq: Number(hash.seq ?? 0) } : undefined;
   }
 
+  /** The name of the client that submitted a job; undefined when none is recorded (or no such job). */
+  async jobClient(id: string): Promise<string | undefined> {
+    return (await this.redis.hget(this.keys.job(id), "client")) || undefined;
+  }
+
   /** A job's timeline, oldest first; undefined when there is no such job or `viewer` may not see it. */
   async jobTimeline(id: string, viewer: Viewer = EVERYONE): Promise<TimelineEntry[] | undefined> {
     const [owner, entries] = (await replies(

@@ -64,6 +64,14 @@ export abstract class Queues extends StoreBase {
   }
 
   /**
+   * Notes on an open job's timeline what its run waits for (lua/waiting.lua), unless its last entry
+   * says so already; true when noted.
+   */
+  async noteWaiting(id: string, message: string): Promise<boolean> {
+    return (await this.script("waiting", id, message)) === 1;
+  }
+
+  /**
    * Gives back the jobs whose lease ran out (by Redis' clock), as requeueJob does, counted: a job
    * past its retry budget fails (lua/reap.lua). At most 100 per queue per call. `ownerPrefix`: only
    * the jobs of owners whose name begins with it.

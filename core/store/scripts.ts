@@ -17,6 +17,7 @@ export const SCRIPT_NAMES = [
   "cancel",
   "requeue",
   "renew",
+  "waiting",
   "reap",
   "prune",
   "webhook",

@@ -63,10 +63,8 @@ log "building Helm $HELM_VERSION ($MODULE) with $GO_VERSION into $BIN_DIR (first
 # 1. Helm's go.mod: the Go it needs, and no replace directives (`go install ...@version` refuses those).
 download_module "$MODULE@$HELM_VERSION" MEDIA_HELM_MIN_GO
 # The commit the proxy recorded for the tag, when it did (Origin.Hash); `helm version` shows it.
-GIT_COMMIT=$(sed -n 's/^[[:space:]]*"Hash": "\([0-9a-f]\{40\}\)",\{0,1\}$/\1/p' <<<"$MOD_JSON" | head -n1)
-if grep -Eq '^[[:space:]]*replace([[:space:]]|\(|$)' "$MOD_GOMOD"; then
-  die "$MODULE@$HELM_VERSION's go.mod has replace directives; \`go install\` cannot build it as is"
-fi
+GIT_COMMIT=$(module_commit)
+refuse_replace "$MODULE@$HELM_VERSION"
 
 # 2. Build into a staging dir, then swap it in, so an interrupted build never leaves half a cache.
 new_bin_dir

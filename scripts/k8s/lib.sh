@@ -40,6 +40,10 @@
 #                             downloads it through the module proxy (MOD_JSON: the answer, MOD_GOMOD:
 #                             its go.mod) and checks GO_VERSION against its go.mod's `go` line
 #                             (NEEDED_GO), naming MIN_GO_VAR as the setting that picks another Go
+#   module_commit             the commit the proxy recorded for the downloaded module's tag
+#                             (Origin.Hash in MOD_JSON), or nothing
+#   refuse_replace WHAT       dies when the downloaded go.mod (MOD_GOMOD) has replace directives,
+#                             which `go install WHAT/...@version` refuses
 
 # shellcheck source=scripts/k8s/go-toolchain.sh
 source "$(dirname "${BASH_SOURCE[0]}")/go-toolchain.sh"
@@ -154,5 +158,13 @@ download_module() {
   NEEDED_GO=$(awk '$1 == "go" { print $2; exit }' "$MOD_GOMOD")
   if ! version_ge "${GO_VERSION#go}" "$NEEDED_GO"; then
     die "$module needs Go >= $NEEDED_GO, found $GO_VERSION (set $min_go_var=$NEEDED_GO)"
+  fi
+}
+
+module_commit() { sed -n 's/^[[:space:]]*"Hash": "\([0-9a-f]\{40\}\)",\{0,1\}$/\1/p' <<<"$MOD_JSON" | head -n1; }
+
+refuse_replace() {
+  if grep -Eq '^[[:space:]]*replace([[:space:]]|\(|$)' "$MOD_GOMOD"; then
+    die "$1's go.mod has replace directives; \`go install\` cannot build it as is"
   fi
 }

@@ -93,6 +93,27 @@ describe("a job's timeline", () => {
     );
   });
 
+  test("a wait outside the service (Kueue's admission): noted once per wait, only on an open job", async () => {
+    const {
+      jobIds: [id],
+    } = await store.submit([makeSpec(A)], undefined, { name: "alice", admin: false });
+    assert.equal(await store.jobClient(id!), "alice");
+    const waits = "its Kubernetes Job is suspended, waiting for Kueue to admit it (LocalQueue media)";
+    assert.equal(await store.claim(A, 30_000, "test-owner"), id);
+    assert.equal(await store.noteWaiting(id!, waits), true);
+    assert.equal(await store.noteWaiting(id!, waits), false, "the same wait seen again");
+    assert.equal(await store.start(id!, 30_000), true);
+    // Taken back (preempted) after it started: a second wait.
+    assert.equal(await store.noteWaiting(id!, waits), true);
+    assert.deepEqual(await names(id!), ["submitted", "claimed", "waiting", "started", "waiting"]);
+    const entry = (await store.jobTimeline(id!))![2]!;
+    assert.equal(entry.message, waits);
+    assert.equal(await store.complete(id!, { output_url: "s3://b/k" }), true);
+    assert.equal(await store.noteWaiting(id!, waits), false, "an ended job waits for nothing");
+    assert.equal(await store.noteWaiting("no-such-job", waits), false);
+    assert.equal(await store.jobClient("no-such-job"), undefined);
+  });
+
   test("only a viewer who may see the job reads it; it goes with the job", async () => {
     const {
       jobIds: [id],

@@ -80,4 +80,35 @@ describe("the chart's config.yaml", () => {
       'webhooks.timeout: the chart says "1m", the schema\'s default is "10s"',
     ]);
   });
+
+  test("Kueue and the runner Jobs' labels: runner.* values become the kubernetes settings, and load", async () => {
+    const config = await renderedConfig([
+      "--set", "runner.kueue.queueName=media",
+      "--set", "runner.kueue.maxWaitingAdmission=10m",
+      "--set-json", 'runner.jobLabels={"team":"media"}',
+      "--set-json", 'runner.jobAnnotations={"example.com/owner":"platform"}',
+      "--set-json", 'runner.perType={"video_transcode":{"queueName":"video","labels":{"tier":"heavy"}}}',
+      "--set-json", 'runner.perClient={"acme":{"queueName":"acme","annotations":{"example.com/tenant":"acme"}}}',
+      "--set-json", 'runner.priorityBands=[{"minPriority":10,"workloadPriorityClass":"high"},{"minPriority":-50,"priorityClassName":"low"}]',
+    ]); // prettier-ignore
+    const k = loadConfig({ env: {}, overrides: config }).kubernetes;
+    assert.deepEqual(k.kueue, { queueName: "media" });
+    assert.equal(k.maxWaitingAdmissionMs, 600_000);
+    assert.deepEqual(k.jobLabels, { team: "media" });
+    assert.deepEqual(k.jobAnnotations, { "example.com/owner": "platform" });
+    assert.deepEqual(k.perType.video_transcode, { queueName: "video", labels: { tier: "heavy" } });
+    assert.deepEqual(k.perClient, {
+      acme: { queueName: "acme", annotations: { "example.com/tenant": "acme" } },
+    });
+    assert.deepEqual(k.priorityBands, [
+      { minPriority: 10, workloadPriorityClass: "high" },
+      { minPriority: -50, priorityClassName: "low" },
+    ]);
+    // A label the controller owns is refused by the service, naming it.
+    const own = await renderedConfig(["--set-json", 'runner.jobLabels={"app.kubernetes.io/instance":"x"}']);
+    assert.throws(
+      () => loadConfig({ env: {}, overrides: own }),
+      /kubernetes\.job_labels: "app\.kubernetes\.io\/instance" is set by the controller/,
+    );
+  });
 });

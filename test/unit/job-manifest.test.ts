@@ -493,3 +493,143 @@ describe("kubernetes configuration", () => {
     }
   });
 });
+
+describe("labels, annotations, Kueue and priority bands", () => {
+  const metadata = {
+    job_labels: { team: "media", "example.com/cost-center": "global" },
+    job_annotations: { "example.com/owner": "platform" },
+    kueue: { queue_name: "media" },
+    per_type: {
+      video_transcode: {
+        labels: { "example.com/cost-center": "video", tier: "heavy" },
+        annotations: { "example.com/owner": "video-team" },
+        queue_name: "video",
+      },
+    },
+    per_client: {
+      acme: { labels: { "example.com/cost-center": "acme" }, queue_name: "acme" },
+    },
+  };
+
+  test("merged global < job type < client, the controller's own labels kept", () => {
+    const s = settings(metadata);
+    const plain = buildJobManifest(job(), s, 60);
+    assert.equal(plain.metadata!.labels!.team, "media");
+    assert.equal(plain.metadata!.labels!["example.com/cost-center"], "global");
+    assert.equal(plain.metadata!.labels!["kueue.x-k8s.io/queue-name"], "media");
+    assert.equal(plain.metadata!.annotations!["example.com/owner"], "platform");
+
+    const video = buildJobManifest(job({ type: "video_transcode" }), s, 60);
+    assert.equal(video.metadata!.labels!["example.com/cost-center"], "video");
+    assert.equal(video.metadata!.labels!.tier, "heavy");
+    assert.equal(video.metadata!.labels!.team, "media");
+    assert.equal(video.metadata!.labels!["kueue.x-k8s.io/queue-name"], "video");
+    assert.equal(video.metadata!.annotations!["example.com/owner"], "video-team");
+
+    const acme = buildJobManifest(job({ type: "video_transcode" }), s, 60, "acme");
+    assert.equal(acme.metadata!.labels!["example.com/cost-center"], "acme");
+    assert.equal(acme.metadata!.labels!.tier, "heavy");
+    assert.equal(acme.metadata!.labels!["kueue.x-k8s.io/queue-name"], "acme");
+    assert.equal(
+      buildJobManifest(job(), s, 60, "other").metadata!.labels!["kueue.x-k8s.io/queue-name"],
+      "media",
+    );
+
+    const j = job();
+    const m = buildJobManifest(j, s, 60, "acme");
+    assert.equal(m.metadata!.labels![LABELS.jobId], j.id);
+    assert.equal(m.metadata!.labels![LABELS.instance], "prod");
+    assert.equal(m.metadata!.annotations![ANNOTATIONS.jobId], j.id);
+    // The pod has the labels, not Kueue's: Kueue admits the Job, not its pod.
+    const podLabels = m.spec!.template.metadata!.labels!;
+    assert.equal(podLabels["example.com/cost-center"], "acme");
+    assert.equal(podLabels[LABELS.jobId], j.id);
+    assert.equal("kueue.x-k8s.io/queue-name" in podLabels, false);
+    assert.equal(m.spec!.template.metadata!.annotations!["example.com/owner"], "platform");
+  });
+
+  test("a Job Kueue manages is created suspended; without a queue it is not", () => {
+    assert.equal(buildJobManifest(job(), settings(metadata), 60).spec!.suspend, true);
+    const plain = buildJobManifest(job(), settings({ job_labels: { team: "media" } }), 60);
+    assert.equal("suspend" in plain.spec!, false);
+    assert.equal("kueue.x-k8s.io/queue-name" in plain.metadata!.labels!, false);
+    const onlyType = settings({ per_type: { video_transcode: { queue_name: "video" } } });
+    assert.equal(buildJobManifest(job(), onlyType, 60).spec!.suspend, undefined);
+    assert.equal(buildJobManifest(job({ type: "video_transcode" }), onlyType, 60).spec!.suspend, true);
+  });
+
+  test("PriorityClass and Kueue WorkloadPriorityClass by the job's priority band", () => {
+    const s = settings({
+      priority_class_name: "media-normal",
+      kueue: { queue_name: "media" },
+      priority_bands: [
+        { min_priority: 10, priority_class_name: "media-high", workload_priority_class: "high" },
+        { min_priority: -50, workload_priority_class: "low" },
+        { min_priority: 0, workload_priority_class: "normal" },
+      ],
+    });
+    const band = (priority?: number) => {
+      const m = buildJobManifest(job(priority === undefined ? {} : { priority }), s, 60);
+      return [m.spec!.template.spec!.priorityClassName, m.metadata!.labels!["kueue.x-k8s.io/priority-class"]];
+    };
+    assert.deepEqual(band(50), ["media-high", "high"]);
+    assert.deepEqual(band(10), ["media-high", "high"]);
+    assert.deepEqual(band(9), ["media-normal", "normal"]);
+    assert.deepEqual(band(undefined), ["media-normal", "normal"]);
+    assert.deepEqual(band(-1), ["media-normal", "low"]);
+    const none = buildJobManifest(
+      job({ priority: 5 }),
+      settings({ priority_bands: [{ min_priority: 10, priority_class_name: "high" }] }),
+      60,
+    );
+    assert.equal(none.spec!.template.spec!.priorityClassName, undefined);
+  });
+
+  test("labels and annotations Kubernetes would refuse, or that are the controller's or Kueue's, are refused at load naming the key", () => {
+    const bad: Array<[Record<string, unknown>, RegExp]> = [
+      [{ job_labels: { "bad key": "x" } }, /kubernetes\.job_labels: "bad key" is not a label key/],
+      [
+        { job_labels: { team: "not valid!" } },
+        /kubernetes\.job_labels: "team" has an invalid value "not valid!"/,
+      ],
+      [{ job_labels: { team: "x".repeat(64) } }, /kubernetes\.job_labels: "team" has an invalid value/],
+      [
+        { job_labels: { "Example.com/x": "y" } },
+        /kubernetes\.job_labels: "Example\.com\/x" is not a label key: its prefix/,
+      ],
+      [
+        { job_labels: { [LABELS.instance]: "other" } },
+        /kubernetes\.job_labels: "app\.kubernetes\.io\/instance" is set by the controller/,
+      ],
+      [
+        { per_type: { image_resize: { labels: { "media-service.io/anything": "x" } } } },
+        /kubernetes\.per_type\.image_resize\.labels: "media-service\.io\/anything" is set by the controller/,
+      ],
+      [
+        { per_client: { acme: { labels: { "kueue.x-k8s.io/queue-name": "q" } } } },
+        /kubernetes\.per_client\.acme\.labels: "kueue\.x-k8s\.io\/queue-name" is set by the controller/,
+      ],
+      [
+        { job_annotations: { [ANNOTATIONS.jobId]: "x" } },
+        /kubernetes\.job_annotations: "media-service\.io\/job-id" is set by the controller/,
+      ],
+      [{ job_annotations: { "-x": "y" } }, /kubernetes\.job_annotations: "-x" is not an annotation key/],
+      [{ kueue: { queue_name: "Not_A_Queue" } }, /kubernetes\.kueue\.queue_name/],
+      [{ per_type: { no_such_type: {} } }, /kubernetes\.per_type\.no_such_type/],
+      [
+        { priority_bands: [{ min_priority: 1 }, { min_priority: 1 }] },
+        /kubernetes\.priority_bands\[1\]\.min_priority: 1 begins another band too/,
+      ],
+      [{ priority_bands: [{ min_priority: 51 }] }, /kubernetes\.priority_bands\[0\]\.min_priority/],
+    ];
+    for (const [kubernetes, message] of bad) {
+      assert.throws(() => loadConfig({ env: {}, file: "/dev/null", overrides: { kubernetes } }), message);
+    }
+    // Any other label, prefixed or not, and any annotation value are accepted.
+    const ok = settings({
+      job_labels: { "example.com/team": "media", empty: "" },
+      job_annotations: { "example.com/note": "anything at all: spaces, slashes / and more" },
+    });
+    assert.equal(buildJobManifest(job(), ok, 60).metadata!.labels!["example.com/team"], "media");
+  });
+});

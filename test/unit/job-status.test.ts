@@ -11,8 +11,9 @@ import {
 
 const deadline = { seconds: 120, setting: "executor.timeouts.image_resize" };
 const T0 = Date.parse("2026-11-21T10:00:00Z");
-/** kubernetes.unschedulable_timeout's default: 5 minutes. */
-const ctx = { deadline, maxWaitMs: 300_000, now: T0 };
+/** kubernetes.unschedulable_timeout's default: 5 minutes; kubernetes.max_waiting_admission's: 30. */
+const WAITS = { maxWaitMs: 300_000, maxAdmissionWaitMs: 1_800_000 };
+const ctx = { deadline, ...WAITS, now: T0 };
 
 function job(conditions: Array<{ type: string; reason?: string; message?: string }> = [], failed = 0): V1Job {
   return {
@@ -365,7 +366,7 @@ describe("observeJob: a wait to start is bounded by kubernetes.unschedulable_tim
     test(c.name, () => {
       const observed = observeJob(c.job, c.pods, {
         deadline,
-        maxWaitMs: 300_000,
+        ...WAITS,
         now: T0 + c.now * 1000,
         ...(c.runnerStartedAt !== undefined ? { runnerStartedAt: c.runnerStartedAt } : {}),
       });
@@ -375,7 +376,7 @@ describe("observeJob: a wait to start is bounded by kubernetes.unschedulable_tim
 
   test("an image that cannot be pulled stays a start failure (kubernetes.start_failure_timeout), past the bound too", () => {
     const p = runnerPod(0, { node: "node-1", state: { waiting: { reason: "ImagePullBackOff" } } });
-    const o = observeJob(kjob(), [p], { deadline, maxWaitMs: 300_000, now: T0 + 400_000 });
+    const o = observeJob(kjob(), [p], { deadline, ...WAITS, now: T0 + 400_000 });
     assert.equal(o.state === "stuck" && o.reason, "image_pull");
   });
 });

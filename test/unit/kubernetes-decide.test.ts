@@ -5,7 +5,13 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { V1Job, V1Pod } from "@kubernetes/client-node";
 import type { Job } from "../../core/jobs/records.js";
-import { decideSync, goneStuckPods, syncedJobId, type Action } from "../../controller/kubernetes/decide.js";
+import {
+  decideCancel,
+  decideSync,
+  goneStuckPods,
+  syncedJobId,
+  type Action,
+} from "../../controller/kubernetes/decide.js";
 import {
   del,
   ended,
@@ -32,6 +38,8 @@ interface SyncCase {
   /** Seconds after the Job's creation. */
   now: number;
   stuckSince?: Array<[string, number]>;
+  /** The Job's wait for Kueue's admission is noted already. */
+  admissionNoted?: true;
   expect: Action[];
 }
 
@@ -290,6 +298,119 @@ const SYNC: SyncCase[] = [
   },
 ];
 
+/**
+ * A runner Job Kueue manages (LocalQueue media), suspended since `since` s (created so at 0 s), with
+ * `status` put on it; `admitted`: Kueue unsuspended it.
+ */
+function kueueJob(o: { since?: number; admitted?: true; status?: NonNullable<V1Job["status"]> } = {}): V1Job {
+  const j = runnerJob();
+  const suspended = {
+    type: "Suspended",
+    status: o.admitted ? "False" : "True",
+    reason: o.admitted ? "JobResumed" : "JobSuspended",
+    lastTransitionTime: at(o.since ?? 0),
+  };
+  return {
+    ...j,
+    metadata: { ...j.metadata, labels: { ...j.metadata!.labels, "kueue.x-k8s.io/queue-name": "media" } },
+    spec: { ...j.spec!, suspend: !o.admitted },
+    status: { conditions: [suspended], ...o.status },
+  };
+}
+const WAITS_FOR_ADMISSION: Action = {
+  kind: "admission",
+  id: ID,
+  name: NAME,
+  message: "its Kubernetes Job is suspended, waiting for Kueue to admit it (LocalQueue media)",
+};
+
+const KUEUE: SyncCase[] = [
+  {
+    name: "suspended, waiting for Kueue past unschedulable_timeout: not unschedulable, its wait noted",
+    job: kueueJob(),
+    record: record("pending"),
+    now: 600,
+    expect: [WAITS_FOR_ADMISSION],
+  },
+  {
+    name: "suspended, its wait noted already: nothing",
+    job: kueueJob(),
+    record: record("pending"),
+    now: 900,
+    admissionNoted: true,
+    expect: [],
+  },
+  {
+    name: "suspended before the Job controller said so (no condition yet): waiting for admission",
+    job: { ...kueueJob(), status: {} },
+    record: record("pending"),
+    now: 1,
+    expect: [WAITS_FOR_ADMISSION],
+  },
+  {
+    name: "suspended for max_waiting_admission: fails naming the setting and the queue, its Job deleted",
+    job: kueueJob(),
+    record: record("pending"),
+    now: 1800,
+    admissionNoted: true,
+    expect: [
+      { kind: "admitted", name: NAME },
+      fail(
+        "admission",
+        "job waited 1800 s for Kueue to admit its runner Job from LocalQueue media (kubernetes.max_waiting_admission); the queue's ClusterQueue has no room for it, or the queue does not exist",
+      ),
+      del("Kueue did not admit it in time"),
+    ],
+  },
+  {
+    name: "admitted at 700 s and its runner runs: no longer waiting, the job starts",
+    job: kueueJob({ since: 700, admitted: true, status: { startTime: at(700), active: 1 } }),
+    record: record("pending"),
+    pods: [runnerPod("a", "Running", running(705), { created: 700 })],
+    now: 706,
+    admissionNoted: true,
+    expect: [
+      { kind: "admitted", name: NAME },
+      { kind: "start", id: ID },
+    ],
+  },
+  {
+    name: "admitted, before the Job controller set its startTime: its wait for a pod has not begun",
+    job: kueueJob({ since: 700, admitted: true }),
+    record: record("pending"),
+    now: 1000,
+    expect: [],
+  },
+  {
+    name: "admitted at 700 s, its pod waits for a node: unschedulable_timeout counts from the pod",
+    job: kueueJob({ since: 700, admitted: true, status: { startTime: at(700), active: 1 } }),
+    record: record("pending"),
+    pods: [runnerPod("a", "Pending", undefined, { unscheduled: true, created: 700 })],
+    now: 999,
+    expect: [],
+  },
+  {
+    name: "its wait noted, admitted, and its job ended before the Job's next sync: forgotten",
+    job: kueueJob({
+      since: 700,
+      admitted: true,
+      status: { startTime: at(700), ...ended("Complete", undefined, 720) },
+    }),
+    record: record("completed", { completed_at: at(719).toISOString() }),
+    now: 721,
+    admissionNoted: true,
+    expect: [{ kind: "admitted", name: NAME }],
+  },
+  {
+    name: "Kueue took its admission back (preempted) while it ran: waiting for admission again, from then",
+    job: kueueJob({ since: 900, status: { startTime: at(700) } }),
+    record: record("processing", { started_at: at(705).toISOString() }),
+    pods: [runnerPod("a", "Running", running(705), { created: 700, deleting: true })],
+    now: 2600,
+    expect: [WAITS_FOR_ADMISSION],
+  },
+];
+
 function sync(c: SyncCase, pods = c.pods ?? []): Action[] {
   return decideSync({
     kjob: c.job,
@@ -297,6 +418,7 @@ function sync(c: SyncCase, pods = c.pods ?? []): Action[] {
     pods,
     now: T0 + c.now * 1000,
     stuckSince: new Map(c.stuckSince ?? []),
+    admissionNoted: new Set(c.admissionNoted ? [NAME] : []),
     settings,
   });
 }
@@ -315,12 +437,31 @@ describe("decideSync: a runner Job, its pods and its job's record", () => {
     }
   });
 
+  for (const c of KUEUE) {
+    test(`Kueue: ${c.name}`, () => {
+      assert.deepEqual(sync(c), c.expect);
+      assert.deepEqual(sync(c), sync(c), "the same answer twice");
+    });
+  }
+
+  test("Kueue: cancelling a job whose Job waits suspended deletes its Job", () => {
+    assert.deepEqual(decideCancel(kueueJob()), [del("its job was cancelled")]);
+  });
+
   test("a Job without the job-id annotation is not the executor's to sync", () => {
     const job = runnerJob();
     delete job.metadata!.annotations;
     assert.equal(syncedJobId(job), undefined);
     assert.deepEqual(
-      decideSync({ kjob: job, record: null, pods: [], now: T0, stuckSince: new Map(), settings }),
+      decideSync({
+        kjob: job,
+        record: null,
+        pods: [],
+        now: T0,
+        stuckSince: new Map(),
+        admissionNoted: new Set(),
+        settings,
+      }),
       [],
     );
     assert.equal(syncedJobId(runnerJob()), ID);

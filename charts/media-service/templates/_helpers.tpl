@@ -146,6 +146,39 @@ from secret/key.
 {{- end -}}
 
 {{/*
+The Kueue settings and the runner Jobs' labels, annotations and priority bands (runner.jobLabels,
+runner.kueue, runner.perType, runner.perClient, runner.priorityBands) as config.yaml's kubernetes
+settings, JSON: only those given.
+*/}}
+{{- define "media-service.runnerJobMetadata" -}}
+{{- $r := .Values.runner -}}
+{{- $out := dict "max_waiting_admission" $r.kueue.maxWaitingAdmission -}}
+{{- with $r.jobLabels }}{{ $_ := set $out "job_labels" . }}{{ end -}}
+{{- with $r.jobAnnotations }}{{ $_ := set $out "job_annotations" . }}{{ end -}}
+{{- with $r.kueue.queueName }}{{ $_ := set $out "kueue" (dict "queue_name" .) }}{{ end -}}
+{{- range $key, $scope := dict "per_type" $r.perType "per_client" $r.perClient -}}
+{{- $entries := dict -}}
+{{- range $name, $m := $scope -}}
+{{- $entry := dict -}}
+{{- with $m.labels }}{{ $_ := set $entry "labels" . }}{{ end -}}
+{{- with $m.annotations }}{{ $_ := set $entry "annotations" . }}{{ end -}}
+{{- with $m.queueName }}{{ $_ := set $entry "queue_name" . }}{{ end -}}
+{{- $_ := set $entries $name $entry -}}
+{{- end -}}
+{{- if $entries }}{{ $_ := set $out $key $entries }}{{ end -}}
+{{- end -}}
+{{- $bands := list -}}
+{{- range $r.priorityBands -}}
+{{- $band := dict "min_priority" .minPriority -}}
+{{- with .priorityClassName }}{{ $_ := set $band "priority_class_name" . }}{{ end -}}
+{{- with .workloadPriorityClass }}{{ $_ := set $band "workload_priority_class" . }}{{ end -}}
+{{- $bands = append $bands $band -}}
+{{- end -}}
+{{- if $bands }}{{ $_ := set $out "priority_bands" $bands }}{{ end -}}
+{{- toJson $out -}}
+{{- end -}}
+
+{{/*
 A value generated once and kept: the existing Secret's, else a new random one.
 (dict "root" $ "secret" name "key" key "length" n)
 */}}

@@ -251,7 +251,7 @@ keyUsage = critical,keyCertSign,cRLSign,digitalSignature
 subjectKeyIdentifier = hash
 `;
 
-class Pki {
+export class Pki {
   private constructor(
     readonly dir: string,
     readonly caCert: string,

@@ -329,6 +329,7 @@ const EVENT_WORDS: Record<JobEvents["events"][number]["event"], string> = {
   submitted: "Submitted",
   claimed: "Claimed by an executor",
   pooled: "Handed to the warm runner pool",
+  waiting: "Waiting",
   started: "Started",
   progress: "Progress",
   requeued: "Handed back to its queue",

@@ -9,15 +9,15 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { CustomObjectsApi, Watch, type V1Job } from "@kubernetes/client-node";
 import { makeImage } from "../support/media.js";
-import { startTestCluster, type TestCluster } from "./support/cluster.js";
+import { startTestCluster, type TestCluster } from "../k8s/support/cluster.js";
 import {
   eventually,
   kubeConfigFrom,
   startClusterStack,
   type ClusterStack,
   type ControllerProcess,
-} from "./support/cluster-stack.js";
-import { KUEUE_GROUP, KUEUE_VERSION, startKueue, type Kueue } from "./support/kueue.js";
+} from "../k8s/support/cluster-stack.js";
+import { KUEUE_GROUP, KUEUE_VERSION, startKueue, type Kueue } from "../k8s/support/kueue.js";
 
 const QUEUE_LABEL = "kueue.x-k8s.io/queue-name";
 const JOBS = 10;

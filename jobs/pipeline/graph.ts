@@ -12,6 +12,7 @@ import { shown } from "../../core/text.js";
 import type { MediaKind } from "../define.js";
 import { JOB_DEFINITIONS } from "../registry.js";
 import { PIPELINE_LIMITS, STEP_NAME_PATTERN } from "./definition.js";
+import { ordered } from "./waves.js";
 
 const PIPELINE_TYPE = "pipeline";
 
@@ -218,27 +219,6 @@ function collide(a: { key?: string; under?: string }, b: { key?: string; under?:
  */
 export function stepTypeWaves(steps: Record<string, PipelineStep>): string[][] {
   return ordered(Object.keys(steps), steps).waves.map((wave) => wave.map((name) => steps[name]!.type));
-}
-
-/** Kahn's order in waves, and the steps left over when inputs go round in a circle. */
-function ordered(
-  names: string[],
-  steps: Record<string, PipelineStep>,
-): { waves: string[][]; left: string[] } {
-  const waves: string[][] = [];
-  const done = new Set<string>();
-  let left = names;
-  while (left.length > 0) {
-    const wave = left.filter((name) => {
-      const input = steps[name]!.input;
-      return input === undefined || done.has(input);
-    });
-    if (wave.length === 0) break;
-    waves.push(wave);
-    for (const name of wave) done.add(name);
-    left = left.filter((name) => !done.has(name));
-  }
-  return { waves, left };
 }
 
 /** The sentence naming a circle of inputs, found from the steps Kahn's order left over. */

@@ -30,6 +30,7 @@ import { sharedDecodes } from "../../runner/image/shared.js";
 import type { ObjectWriter, OutputData, ProcessContext, Processor } from "../../runner/processor.js";
 import { loadProcessor } from "../../runner/registry.js";
 import { planPipeline, trimPrefix, type PipelineParameters, type PipelineStep } from "./graph.js";
+import { NOT_RUN } from "./step-states.js";
 
 /** What a step's output is to the steps that read it. */
 type StepSource = { path: string; contentType: string } | { buffer: Buffer; contentType: string };
@@ -219,7 +220,7 @@ export const pipeline: Processor = async (ctx) => {
     const runnable = wave.filter((name) => {
       const input = steps[name]!.input;
       if (input === undefined || outputs.has(input)) return true;
-      results[name] = { error: `not run: its input step ${input} failed` };
+      results[name] = { error: `${NOT_RUN}its input step ${input} failed` };
       return false;
     });
     // Image steps reading one input share its decode (when it decodes).
@@ -239,7 +240,7 @@ export const pipeline: Processor = async (ctx) => {
     });
     await inParallel(runnable, cpus, async (name) => {
       if (signal.aborted) {
-        results[name] = { error: "not run: the pipeline was stopped" };
+        results[name] = { error: `${NOT_RUN}the pipeline was stopped` };
         return;
       }
       try {
@@ -257,7 +258,7 @@ export const pipeline: Processor = async (ctx) => {
     if (failure && !keepPartial) break;
   }
   const ordered = Object.fromEntries(
-    Object.keys(steps).map((name) => [name, results[name] ?? { error: "not run: an earlier step failed" }]),
+    Object.keys(steps).map((name) => [name, results[name] ?? { error: `${NOT_RUN}an earlier step failed` }]),
   );
   if (!failure) return { result: { steps: ordered } };
 

@@ -5,25 +5,24 @@
 import type { ComponentType } from "preact";
 import type { ResultViewProps } from "./results.js";
 
-const VIEWS = import.meta.glob<ComponentType<ResultViewProps>>("../../jobs/*/view.tsx", {
-  eager: true,
-  import: "default",
-});
+/** What a view.tsx exports: its view, and whether the view is shown at every state of a job. */
+interface ViewModule {
+  default: ComponentType<ResultViewProps>;
+  live?: boolean;
+}
 
-const LIVE = import.meta.glob<boolean | undefined>("../../jobs/*/view.tsx", { eager: true, import: "live" });
+const MODULES = import.meta.glob<ViewModule>("../../jobs/*/view.tsx", { eager: true });
 
-const byType = <T>(exports: Record<string, T>) =>
-  new Map(Object.entries(exports).map(([path, value]) => [path.split("/").at(-2)!, value] as const));
-
-const BY_TYPE = byType(VIEWS);
-const LIVE_BY_TYPE = byType(LIVE);
+const BY_TYPE = new Map(
+  Object.entries(MODULES).map(([path, module]) => [path.split("/").at(-2)!, module] as const),
+);
 
 /** The view of a type's result; none for a type this build does not know. */
 export function resultView(type: string): ComponentType<ResultViewProps> | undefined {
-  return BY_TYPE.get(type);
+  return BY_TYPE.get(type)?.default;
 }
 
 /** Whether a type's view is shown at every state of a job (its `live` export), not only with a result. */
 export function isLive(type: string): boolean {
-  return LIVE_BY_TYPE.get(type) === true;
+  return BY_TYPE.get(type)?.live === true;
 }

@@ -14,11 +14,10 @@ import {
   accessibilityViolations,
   assertClean,
   launchBrowser,
-  openPage,
   SCREENSHOTS,
   screenshot,
+  signedInAt,
   waitForText,
-  type WatchedPage,
 } from "../support/browser.js";
 import { finished, submit } from "../support/jobs.js";
 import { makeImage } from "../support/media.js";
@@ -70,18 +69,8 @@ after(async () => {
 });
 
 /** A page signed in with the key, at `path`. */
-async function signedIn(
-  path: string,
-  options: { colorScheme?: "light" | "dark"; bypassCsp?: boolean } = {},
-): Promise<WatchedPage> {
-  const watched = await openPage(browser, options);
-  const { page } = watched;
-  await page.goto(at(path));
-  await page.getByLabel("API key").fill(KEY);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("navigation", { name: "Main" }).waitFor();
-  return watched;
-}
+const signedIn = (path: string, options: { colorScheme?: "light" | "dark"; bypassCsp?: boolean } = {}) =>
+  signedInAt(browser, at(path), KEY, options);
 
 const nodeOf = (graph: Locator, step: string) =>
   graph.locator(`[data-testid="pipeline-node"][data-step="${step}"]`);
@@ -216,31 +205,17 @@ describe("a pipeline's page: its steps as a graph", () => {
     await page.locator('[data-live="live"]').waitFor();
 
     const { store } = stack.services;
+    const report = async (percent: number, steps: Record<string, number>) =>
+      assert.equal(await store.progress(id, percent, "", undefined, steps), true);
     assert.equal(await store.claim("pipeline", 60_000, "pipeline-graph-test"), id);
     assert.equal(await store.start(id, 60_000), true);
-    assert.equal(
-      await store.progress(id, 10, "step small: image_resize", undefined, {
-        small: 40,
-        tiny: 0,
-        optimized: 0,
-        colours: 100,
-      }),
-      true,
-    );
+    await report(10, { small: 40, tiny: 0, optimized: 0, colours: 100 });
     const small = await stateIs(graph, "small", "running", /running/);
     await waitForText(small, /40 %/);
     await stateIs(graph, "colours", "completed", /completed/);
     await stateIs(graph, "tiny", "waiting", /waiting/);
 
-    assert.equal(
-      await store.progress(id, 60, "step tiny: image_resize", undefined, {
-        small: 100,
-        tiny: 50,
-        optimized: 0,
-        colours: 100,
-      }),
-      true,
-    );
+    await report(60, { small: 100, tiny: 50, optimized: 0, colours: 100 });
     await stateIs(graph, "small", "completed", /completed/);
     await waitForText(await stateIs(graph, "tiny", "running", /running/), /50 %/);
     await stateIs(graph, "optimized", "running", /running/);

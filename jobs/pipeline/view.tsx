@@ -73,6 +73,35 @@ function useEdges(
   return drawn;
 }
 
+/** A file's name in its URL (its last segment, decoded). */
+function lastSegment(url: string): string {
+  const name = url.split("/").pop() ?? url;
+  try {
+    return decodeURIComponent(name);
+  } catch {
+    return name;
+  }
+}
+
+/**
+ * A step's output_url: a link where a browser can follow it (the store's or a CDN's http(s) URL),
+ * else (`s3://bucket/key`, no endpoint configured) the address as text.
+ */
+function OutputLink(props: { url: string }) {
+  if (!/^https?:\/\//i.test(props.url)) {
+    return (
+      <span class="mono" data-testid="pipeline-node-output">
+        {props.url}
+      </span>
+    );
+  }
+  return (
+    <a href={props.url} rel="noreferrer" data-testid="pipeline-node-output">
+      {lastSegment(props.url)}
+    </a>
+  );
+}
+
 function StepNode(props: { job: Job; name: string; step: Step; state: StepState }) {
   const { job, name, step, state } = props;
   const words = WORDS[state.state];
@@ -119,9 +148,7 @@ function StepNode(props: { job: Job; name: string; step: Step; state: StepState 
       )}
       {result?.output_url && (
         <p class="pipeline-node-output">
-          <a href={result.output_url} rel="noreferrer" data-testid="pipeline-node-output">
-            {result.output_url.split("/").pop()}
-          </a>
+          <OutputLink url={result.output_url} />
           {describeImage(result) && <span class="subtle"> · {describeImage(result)}</span>}
         </p>
       )}

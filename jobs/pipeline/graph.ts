@@ -165,6 +165,24 @@ export function planPipeline(
   return { waves: order.waves };
 }
 
+/**
+ * The object a step writes its one file to: the step's dest_key, else `{dest_prefix}/{name}.{extension}`
+ * (its output's extension, processor.ts's extensionOf), in the step's dest_bucket or the
+ * pipeline's. Undefined for no such step, or one with nowhere to write (planPipeline refuses those).
+ */
+export function stepOutput(
+  parameters: PipelineParameters,
+  name: string,
+  extension: string,
+): { bucket: string; key: string } | undefined {
+  const step = parameters.steps[name];
+  const bucket = step?.dest_bucket ?? parameters.dest_bucket;
+  if (!step || bucket === undefined) return undefined;
+  if (step.dest_key !== undefined) return { bucket, key: step.dest_key };
+  if (parameters.dest_prefix === undefined) return undefined;
+  return { bucket, key: `${trimPrefix(parameters.dest_prefix)}/${name}.${extension}` };
+}
+
 /** Where each writing step writes; a sentence when one has nowhere to write or two collide. */
 function destinations(
   parameters: Record<string, unknown>,

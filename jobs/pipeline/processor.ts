@@ -29,7 +29,7 @@ import {
 import { sharedDecodes } from "../../runner/image/shared.js";
 import type { ObjectWriter, OutputData, ProcessContext, Processor } from "../../runner/processor.js";
 import { loadProcessor } from "../../runner/registry.js";
-import { planPipeline, trimPrefix, type PipelineParameters, type PipelineStep } from "./graph.js";
+import { planPipeline, stepOutput, trimPrefix, type PipelineParameters, type PipelineStep } from "./graph.js";
 import { NOT_RUN } from "./step-states.js";
 
 /** What a step's output is to the steps that read it. */
@@ -180,10 +180,10 @@ export const pipeline: Processor = async (ctx) => {
     signal.throwIfAborted();
     let result: Record<string, unknown> = { ...out.result };
     if (out.output) {
-      if (bucket === undefined) throw new PermanentError(`${type} needs a dest_bucket`);
-      const key = step.dest_key ?? `${prefix}/${name}.${extensionOf(out.output)}`;
-      const where = await upload(bucket, key, out.output, signal);
-      written.add(bucket, key);
+      const to = stepOutput(parameters, name, extensionOf(out.output));
+      if (!to) throw new PermanentError(`${type} needs a dest_bucket and a dest_key or dest_prefix`);
+      const where = await upload(to.bucket, to.key, out.output, signal);
+      written.add(to.bucket, to.key);
       result = { ...where, ...result };
       if (readBy.has(name)) outputs.set(name, out.output);
     }

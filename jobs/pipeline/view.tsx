@@ -7,7 +7,8 @@
 import { useLayoutEffect, useRef, useState } from "preact/hooks";
 import { ProgressBar } from "../../ui/src/components.js";
 import { typeLabel } from "../../ui/src/format.js";
-import { describeImage, type ResultViewProps } from "../../ui/src/results.js";
+import { downloadObject, IMAGE_OUTPUT, usePreview } from "../../ui/src/preview.js";
+import { describeImage, PreviewImage, type ResultViewProps } from "../../ui/src/results.js";
 import type { Job } from "../../ui/src/types.js";
 import { stepState, type Step, type StepState } from "./step-states.js";
 import { ordered } from "./waves.js";
@@ -102,10 +103,42 @@ function OutputLink(props: { url: string }) {
   );
 }
 
+/** Saves a step's output, read through the API with the key (the object store need not be reachable). */
+function StepDownload(props: { job: Job; name: string; url: string }) {
+  const [state, setState] = useState<{ busy: boolean; error?: string }>({ busy: false });
+  const save = async () => {
+    setState({ busy: true });
+    try {
+      await downloadObject(props.job.id, "output", lastSegment(props.url), props.name);
+      setState({ busy: false });
+    } catch (err) {
+      setState({ busy: false, error: `Could not download: ${(err as Error).message}` });
+    }
+  };
+  return (
+    <>
+      <button
+        type="button"
+        class="pipeline-node-download"
+        disabled={state.busy}
+        onClick={() => void save()}
+        data-testid="pipeline-node-download"
+      >
+        {state.busy ? "Downloading…" : "Download"}
+        <span class="visually-hidden"> the output of step {props.name}</span>
+      </button>
+      {state.error && <p class="error-message">{state.error}</p>}
+    </>
+  );
+}
+
 function StepNode(props: { job: Job; name: string; step: Step; state: StepState }) {
   const { job, name, step, state } = props;
   const words = WORDS[state.state];
   const result = state.state === "completed" ? state.result : undefined;
+  // An image a step wrote: its preview through the API, as a job's output has.
+  const showsImage = result?.output_url !== undefined && IMAGE_OUTPUT.has(step.type ?? "");
+  const preview = usePreview(job.id, "output", showsImage, name);
   return (
     <li
       class={`pipeline-node pipeline-node-${state.state}`}
@@ -146,10 +179,19 @@ function StepNode(props: { job: Job; name: string; step: Step; state: StepState 
           {state.reason}
         </p>
       )}
+      {showsImage && (
+        <PreviewImage
+          preview={preview}
+          alt={`The output of step ${name}`}
+          testId="pipeline-node-preview"
+          what="Preview"
+        />
+      )}
       {result?.output_url && (
         <p class="pipeline-node-output">
           <OutputLink url={result.output_url} />
-          {describeImage(result) && <span class="subtle"> · {describeImage(result)}</span>}
+          {describeImage(result) && <span class="subtle"> · {describeImage(result)}</span>}{" "}
+          <StepDownload job={job} name={name} url={result.output_url} />
         </p>
       )}
     </li>

@@ -1,19 +1,22 @@
 // A pipeline's page in the dashboard shows its steps as a graph, in a real browser (Debian's
 // headless Chromium through playwright-core) against the API serving the built dashboard, Redis, the
-// embedded S3 store and real runners: a chain and a fan-out that complete (every node's state and
-// output link, in both themes, no accessibility violation), a keep_partial failure (the failed
+// embedded S3 store and real runners: a chain and a fan-out that complete (every node's state,
+// output link, image preview and download through the API, in both themes, no accessibility
+// violation), a keep_partial failure (the failed
 // step's error, the step that did not run and why), and the graph following a run live from the
 // job's stream. Every wait is bounded; nothing asserts how long anything took. Screenshots go to
 // .artifacts/screenshots/ (docs/images/pipeline-graph.png is a copy of one).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { PutObjectCommand } from "@aws-sdk/client-s3";
+import { readFile } from "node:fs/promises";
+import { GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import type { Browser, Locator } from "playwright-core";
 import { startTestStack, type TestStack } from "../support/api.js";
 import {
   accessibilityViolations,
   assertClean,
   launchBrowser,
+  loadedImageWidth,
   SCREENSHOTS,
   screenshot,
   signedInAt,
@@ -47,6 +50,11 @@ const pipeline = (prefix: string, extra: Record<string, unknown> = {}) => ({
   steps: STEPS,
   ...extra,
 });
+
+async function object(key: string): Promise<Buffer> {
+  const answer = await stack.services.s3.send(new GetObjectCommand({ Bucket: stack.bucket, Key: key }));
+  return Buffer.from(await answer.Body!.transformToByteArray());
+}
 
 before(async () => {
   stack = await startTestStack({ executor: true, apiKeys: [KEY] });
@@ -130,6 +138,24 @@ describe("a pipeline's page: its steps as a graph", () => {
       assert.equal(await nodeOf(graph, "colours").getByTestId("pipeline-node-output").count(), 0, "no file");
       assert.match(await nodeOf(graph, "tiny").innerText(), /reads\s+small/);
       assert.match(await nodeOf(graph, "colours").innerText(), /reads the source/);
+
+      // Each image step's preview, and its file saved, through the API.
+      for (const [step, width] of [
+        ["small", 160],
+        ["tiny", 40],
+        ["optimized", 160],
+      ] as const) {
+        const preview = nodeOf(graph, step).getByTestId("pipeline-node-preview");
+        assert.equal(await loadedImageWidth(preview), width, `${step}'s preview`);
+      }
+      assert.equal(await nodeOf(graph, "colours").getByTestId("pipeline-node-preview").count(), 0);
+      if (colorScheme === "light") {
+        const download = page.waitForEvent("download");
+        await nodeOf(graph, "tiny").getByRole("button", { name: "Download the output of step tiny" }).click();
+        const saved = await download;
+        assert.equal(saved.suggestedFilename(), "tiny.jpg");
+        assert.deepEqual(await readFile(await saved.path()), await object("out/graph/tiny.jpg"));
+      }
 
       // An edge into each step, from the step it reads (or the source).
       const edges = graph.locator(".pipeline-edge");

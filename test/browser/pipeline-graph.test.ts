@@ -9,7 +9,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { readFile } from "node:fs/promises";
-import { GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import type { Browser, Locator } from "playwright-core";
 import { startTestStack, type TestStack } from "../support/api.js";
 import {
@@ -22,7 +21,7 @@ import {
   signedInAt,
   waitForText,
 } from "../support/browser.js";
-import { finished, submit } from "../support/jobs.js";
+import { finished, objectBytes, putObject, submit } from "../support/jobs.js";
 import { makeImage } from "../support/media.js";
 
 declare const document: { querySelectorAll(selector: string): { length: number } };
@@ -51,22 +50,10 @@ const pipeline = (prefix: string, extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-async function object(key: string): Promise<Buffer> {
-  const answer = await stack.services.s3.send(new GetObjectCommand({ Bucket: stack.bucket, Key: key }));
-  return Buffer.from(await answer.Body!.transformToByteArray());
-}
-
 before(async () => {
   stack = await startTestStack({ executor: true, apiKeys: [KEY] });
   const photo = await makeImage({ width: 320, height: 240, format: "jpeg", photo: true });
-  await stack.services.s3.send(
-    new PutObjectCommand({
-      Bucket: stack.bucket,
-      Key: "in/photo.jpg",
-      Body: photo,
-      ContentType: "image/jpeg",
-    }),
-  );
+  await putObject(stack, "in/photo.jpg", photo, "image/jpeg");
   browser = await launchBrowser();
 });
 
@@ -154,7 +141,7 @@ describe("a pipeline's page: its steps as a graph", () => {
         await nodeOf(graph, "tiny").getByRole("button", { name: "Download the output of step tiny" }).click();
         const saved = await download;
         assert.equal(saved.suggestedFilename(), "tiny.jpg");
-        assert.deepEqual(await readFile(await saved.path()), await object("out/graph/tiny.jpg"));
+        assert.deepEqual(await readFile(await saved.path()), await objectBytes(stack, "out/graph/tiny.jpg"));
       }
 
       // An edge into each step, from the step it reads (or the source).

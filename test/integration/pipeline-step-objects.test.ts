@@ -5,21 +5,15 @@
 // a step that writes no file, a step that failed).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import sharp from "sharp";
 import { startTestStack, type TestStack } from "../support/api.js";
-import { finished, submit } from "../support/jobs.js";
+import { finished, objectBytes, putObject, submit } from "../support/jobs.js";
 import { makeImage } from "../support/media.js";
 
 let stack: TestStack;
 let completed: string;
 let partial: string;
 let single: string;
-
-async function object(key: string): Promise<Buffer> {
-  const answer = await stack.services.s3.send(new GetObjectCommand({ Bucket: stack.bucket, Key: key }));
-  return Buffer.from(await answer.Body!.transformToByteArray());
-}
 
 async function get(
   path: string,
@@ -42,14 +36,7 @@ async function refusal(path: string): Promise<[number, string]> {
 before(async () => {
   stack = await startTestStack({ executor: true });
   const photo = await makeImage({ width: 320, height: 240, format: "jpeg", photo: true });
-  await stack.services.s3.send(
-    new PutObjectCommand({
-      Bucket: stack.bucket,
-      Key: "in/photo.jpg",
-      Body: photo,
-      ContentType: "image/jpeg",
-    }),
-  );
+  await putObject(stack, "in/photo.jpg", photo, "image/jpeg");
   const where = { source_bucket: stack.bucket, source_key: "in/photo.jpg", dest_bucket: stack.bucket };
   completed = await submit(stack, "pipeline", {
     ...where,
@@ -93,11 +80,11 @@ describe("a pipeline's step's file through the API", () => {
   test("download: the bytes the step wrote, at its prefix's key or its own dest_key, named after it", async () => {
     const small = await get(`${completed}/download?step=small`);
     assert.equal(small.status, 200);
-    assert.deepEqual(small.body, await object("out/steps/small.jpg"));
+    assert.deepEqual(small.body, await objectBytes(stack, "out/steps/small.jpg"));
     assert.match(small.headers.get("content-disposition") ?? "", /filename="small\.jpg"/);
     const tiny = await get(`${completed}/download?of=output&step=tiny`);
     assert.equal(tiny.status, 200);
-    assert.deepEqual(tiny.body, await object("out/own key/tiny.webp"));
+    assert.deepEqual(tiny.body, await objectBytes(stack, "out/own key/tiny.webp"));
   });
 
   test("preview: a WebP of the step's image, cached apart from the job's other previews", async () => {
@@ -119,7 +106,7 @@ describe("a pipeline's step's file through the API", () => {
   test("a pipeline failed with keep_partial: its completed step's file; the failed step's error", async () => {
     const small = await get(`${partial}/download?step=small`);
     assert.equal(small.status, 200);
-    assert.deepEqual(small.body, await object("out/partial/small.jpg"));
+    assert.deepEqual(small.body, await objectBytes(stack, "out/partial/small.jpg"));
     const [status, error] = await refusal(`${partial}/preview?step=marked`);
     assert.equal(status, 409);
     assert.match(

@@ -15,8 +15,9 @@
 //   k8s    on the real node the k8s benchmark builds (bench/k8s.ts, `npm run build` first, root,
 //          Node 24): a batch of BENCH_PIPELINE_K8S_SOURCES sources (20) as that many pipeline jobs vs
 //          ten times as many single jobs, one run each: runner pods created (a watch on the
-//          namespace's pods) and the wall time from the first POST to the last completion. Targets:
-//          >= 5 × fewer pods, >= 3 × less wall time (bench/pipeline-k8s.ts).
+//          namespace's pods), the wall time from the first POST to the last completion and the
+//          whole machine's CPU seconds meanwhile (the node's and control plane's work for each pod
+//          too). Targets: >= 5 × fewer pods, >= 3 × less wall time (bench/pipeline-k8s.ts).
 //
 // Knobs: BENCH_PIPELINE_PARTS (local; local,k8s adds the cluster), BENCH_PIPELINE_ROUNDS (5, local),
 // BENCH_PIPELINE_SOURCE (6000x4000: the photo's size, both parts), BENCH_PIPELINE_K8S_SOURCES (20),

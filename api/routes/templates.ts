@@ -58,7 +58,7 @@ export function templateRoutes(app: App, ctx: ApiContext): void {
       schema: {
         summary: "Store a template",
         description:
-          "Stores the next version of the client's template (201 for its first, 200 after), validated as a submit of its type is (its parameters with the configuration's bounds, the type's rules): a bad template is refused now, naming the field. Earlier versions stay readable (`?version=`). A name of the configuration's templates is refused (409).",
+          "Stores the next version of the client's template (201 for its first, 200 after), validated as a submit of its type is (its parameters with the configuration's bounds, the type's rules): a bad template is refused now, naming the field. Earlier versions stay readable (`?version=`), the newest `limits.template_versions` of them. A name of the configuration's templates is refused (409), and so is a new name when the client has `limits.templates_per_client` templates.",
         tags: ["templates"],
         security: API_KEY_SECURITY,
         params: TemplateParams,
@@ -76,7 +76,21 @@ export function templateRoutes(app: App, ctx: ApiContext): void {
       const body = request.body as TemplateBody;
       const problem = templateRuleProblem(body, schemaBounds(ctx.config));
       if (problem) return reply.code(400).send({ error: problem });
-      const stored = await ctx.store.putTemplate(templateOwner(request), name, body);
+      const { templatesPerClient, templateVersions } = ctx.config.limits;
+      const stored = await ctx.store.putTemplate(templateOwner(request), name, body, {
+        perClient: templatesPerClient,
+        versions: templateVersions,
+      });
+      if ("refused" in stored) {
+        const owner = templateOwner(request);
+        request.log.warn(
+          { template: name, templates: stored.refused },
+          "template refused: too many templates",
+        );
+        return reply.code(409).send({
+          error: `${owner === undefined ? "this service" : `client ${owner}`} has ${stored.refused} templates, the most limits.templates_per_client allows: delete one, or store this as a version of one`,
+        });
+      }
       addLogContext(request, { template: name, template_version: stored.version });
       // Read back for its created_at; a DELETE in between leaves what was stored to answer.
       const template = (await ctx.store.storedTemplate(templateOwner(request), name, stored.version)) ?? {

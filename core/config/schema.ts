@@ -836,6 +836,18 @@ export const LimitsConfig = Section(
       [ENV]: RUNNER_ENV.maxOutputDimension,
       description: "Largest output image side (resize, thumbnail width).",
     }),
+    templates_per_client: Type.Integer({
+      minimum: 1,
+      default: 1000,
+      description:
+        "Templates a client may store (PUT /api/v1/templates); a new name beyond them is refused (409) until one is deleted.",
+    }),
+    template_versions: Type.Integer({
+      minimum: 1,
+      default: 100,
+      description:
+        "Versions kept of each stored template: storing one more drops the oldest (jobs keep the parameters they ran with).",
+    }),
   },
   "Limits and retention.",
 );

@@ -8,20 +8,38 @@ export interface TemplateStored {
   created: boolean;
 }
 
+/** How many templates a client may have, and how many versions of each are kept. */
+export interface TemplateLimits {
+  perClient: number;
+  versions: number;
+}
+
 /**
- * Clients' templates (lua/template.lua writes them): each client's own, by name, every version kept
- * until the template is deleted. `owner` is the client's name, undefined without authentication.
+ * Clients' templates (lua/template.lua writes them): each client's own, by name, its newest versions
+ * kept until the template is deleted. `owner` is the client's name, undefined without authentication.
  */
 export abstract class Templates extends StoreBase {
-  /** Stores `body` as the template's next version. */
-  async putTemplate(owner: string | undefined, name: string, body: TemplateBody): Promise<TemplateStored> {
+  /**
+   * Stores `body` as the template's next version, dropping the oldest beyond `limits.versions`; or,
+   * for a name the client does not have when it has `limits.perClient` templates already, stores
+   * nothing and answers how many it has.
+   */
+  async putTemplate(
+    owner: string | undefined,
+    name: string,
+    body: TemplateBody,
+    limits: TemplateLimits,
+  ): Promise<TemplateStored | { refused: number }> {
     const [version, created] = (await this.script(
       "template",
       "put",
       idempotencyClient(owner),
       name,
       JSON.stringify(body),
+      String(limits.perClient),
+      String(limits.versions),
     )) as [number, number];
+    if (Number(version) === 0) return { refused: Number(created) };
     return { version: Number(version), created: Number(created) === 1 };
   }
 

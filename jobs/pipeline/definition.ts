@@ -67,7 +67,7 @@ export const definition = defineJobType({
             additionalProperties: Step(),
             minProperties: PIPELINE_LIMITS.minSteps,
             maxProperties: PIPELINE_LIMITS.maxSteps,
-            description: `The steps, ${PIPELINE_LIMITS.minSteps} to ${PIPELINE_LIMITS.maxSteps}, keyed by name (a lowercase letter, then up to 31 lowercase letters, digits, _ or -). A step reads the source or another step's output (\`input\`); steps run in waves, those of a wave at once`,
+            description: `The steps, ${PIPELINE_LIMITS.minSteps} to ${PIPELINE_LIMITS.maxSteps}, keyed by name (a lowercase letter, then up to 31 lowercase letters, digits, _ or -). A step reads the source or another step's output (\`input\`); a step starts as soon as its input is ready, several at once within the job's CPUs`,
           },
         ),
         keep_partial: Type.Boolean({

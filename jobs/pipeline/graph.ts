@@ -2,8 +2,9 @@
 // its type's schema and check, inputs that exist and write a file, no cycle, media kinds that fit,
 // a destination for every output, no two outputs on one key) and the order its runner follows, in
 // waves: every step of a wave reads the source or a step of an earlier wave, so a wave's steps may
-// run at once. The pipeline's `check` (definition.ts) calls planPipeline, so every way of submitting
-// a job validates a pipeline the same way; its processor follows the waves.
+// run at once (the resources and the deadline are reckoned by waves, core/policy.ts; the processor
+// starts a step as soon as its own input is ready). The pipeline's `check` (definition.ts) calls
+// planPipeline, so every way of submitting a job validates a pipeline the same way.
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
 import type { SchemaBounds } from "../../core/jobs/bounds.js";

@@ -1,5 +1,6 @@
-// pipeline: many steps on one source in one job. The runner has downloaded the source once; the
-// steps run wave by wave (planPipeline's order), the steps of a wave at once up to the job's CPUs.
+// pipeline: many steps on one source in one job. The runner has downloaded the source once; a step
+// starts as soon as its input is ready (the source at once, another step's output when that step has
+// written it), as many steps at once as the job has CPUs, in the order planPipeline gives.
 // Each step is its type's own processor on a child context: the step as a job of its type, the
 // source or its input step's output, a scratch directory of its own, the job's abort signal, its own
 // progress. Each step's output is uploaded as the runner uploads a job's one output
@@ -58,13 +59,25 @@ export function extensionOf(output: OutputData): string {
   return EXTENSIONS[type] ?? type.split("/")[1]?.replace(/^x-/, "") ?? "bin";
 }
 
-/** Runs `work` on each item, at most `limit` at once. */
-async function inParallel<T>(items: T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) await work(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+/** At most `limit` holders at once; the others wait their turn, first come first served. */
+class Slots {
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(private free: number) {}
+
+  async take(): Promise<void> {
+    if (this.free > 0) {
+      this.free--;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+
+  give(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.free++;
+  }
 }
 
 /** The objects a pipeline has written, by bucket: what a failure removes. */
@@ -215,48 +228,66 @@ export const pipeline: Processor = async (ctx) => {
     return { sourcePath: path, sourceContentType: input.contentType };
   };
 
-  const cpus = availableCpus();
-  for (const wave of plan.waves) {
-    const runnable = wave.filter((name) => {
-      const input = steps[name]!.input;
-      if (input === undefined || outputs.has(input)) return true;
-      results[name] = { error: `${NOT_RUN}its input step ${input} failed` };
-      return false;
-    });
+  const slots = new Slots(availableCpus());
+  const order = new Map(names.map((name, i) => [name, i]));
+  const readersOf = (input: string | undefined) =>
+    names.filter((name) => steps[name]!.input === input).sort((a, b) => order.get(a)! - order.get(b)!);
+
+  /** Runs the steps reading `input` (undefined: the source), which is ready, and theirs after them. */
+  const runReaders = async (input: string | undefined): Promise<void> => {
+    const group = readersOf(input);
+    if (group.length === 0) return;
     // Image steps reading one input share its decode (when it decodes).
-    const shared = await sharedDecodes(
-      runnable.map((name) => ({
-        input: steps[name]!.input,
-        type: typeOf(name),
-        parameters: steps[name]!.parameters,
-      })),
-      (input) =>
-        input === undefined ? (ctx.sourceBuffer ?? ctx.sourcePath) : bytesOrPath(outputs.get(input)!),
-      ctx,
-    ).catch((err: unknown) => {
-      // An input that cannot be decoded: each step opens it on its own, and fails with its name.
-      ctx.logger.debug({ error: describeError(err) }, "pipeline: no shared decode");
-      return new Map<string | undefined, Buffer>();
-    });
-    await inParallel(runnable, cpus, async (name) => {
-      if (signal.aborted) {
-        results[name] = { error: `${NOT_RUN}the pipeline was stopped` };
-        return;
-      }
-      try {
-        results[name] = await runStep(name, shared);
-      } catch (err) {
-        results[name] = { error: describeError(err) };
-        failure ??= { name, err };
-        ctx.logger.info(
-          { step: name, step_type: typeOf(name), error: describeError(err) },
-          "pipeline step failed",
-        );
-        if (!keepPartial) stop.abort(new Error(`step ${name} failed`));
-      }
-    });
-    if (failure && !keepPartial) break;
-  }
+    const shared = signal.aborted
+      ? new Map<string | undefined, Buffer>()
+      : await sharedDecodes(
+          group.map((name) => ({ input, type: typeOf(name), parameters: steps[name]!.parameters })),
+          () =>
+            input === undefined ? (ctx.sourceBuffer ?? ctx.sourcePath) : bytesOrPath(outputs.get(input)!),
+          ctx,
+        ).catch((err: unknown) => {
+          // An input that cannot be decoded: each step opens it on its own, and fails with its name.
+          ctx.logger.debug({ error: describeError(err) }, "pipeline: no shared decode");
+          return new Map<string | undefined, Buffer>();
+        });
+    await Promise.all(
+      group.map(async (name) => {
+        await slots.take();
+        try {
+          if (signal.aborted) {
+            results[name] = { error: `${NOT_RUN}the pipeline was stopped` };
+            return;
+          }
+          results[name] = await runStep(name, shared);
+        } catch (err) {
+          results[name] = { error: describeError(err) };
+          failure ??= { name, err };
+          ctx.logger.info(
+            { step: name, step_type: typeOf(name), error: describeError(err) },
+            "pipeline step failed",
+          );
+          if (!keepPartial) stop.abort(new Error(`step ${name} failed`));
+        } finally {
+          slots.give();
+        }
+        if (outputs.has(name)) return runReaders(name);
+        const error = results[name]?.error;
+        const why =
+          typeof error !== "string"
+            ? "wrote no output"
+            : error.startsWith(NOT_RUN)
+              ? "did not run"
+              : "failed";
+        for (const reader of readersOf(name)) skip(reader, `${NOT_RUN}its input step ${name} ${why}`);
+      }),
+    );
+  };
+  /** A step that will not run, and every step after it. */
+  const skip = (name: string, error: string) => {
+    results[name] = { error };
+    for (const reader of readersOf(name)) skip(reader, `${NOT_RUN}its input step ${name} did not run`);
+  };
+  await runReaders(undefined);
   const ordered = Object.fromEntries(
     Object.keys(steps).map((name) => [name, results[name] ?? { error: `${NOT_RUN}an earlier step failed` }]),
   );

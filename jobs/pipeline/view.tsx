@@ -1,5 +1,5 @@
 // A pipeline's steps as their graph, on the job's page at every state: a column for the source, then
-// one for each wave (waves.ts, the runner's order), a node for each step with its name, type, what
+// one for each wave (waves.ts: a step's column after its input's), a node for each step with its name, type, what
 // it reads, its state in words and a shape (waiting, running with its percent, completed with its
 // output, failed with its error, not run with why), and the edges from each step's input drawn
 // between the columns. The job page keeps `job` up to date from the job's stream (steps_progress),

@@ -1,6 +1,7 @@
 // The order of a pipeline's steps in waves (Kahn's order): every step of a wave reads the source or
 // a step of an earlier wave. Pure and free of imports, so that the checks of a submission
-// (graph.ts), the runner's order and the dashboard's drawing of a pipeline (view.tsx) follow one rule.
+// (graph.ts), the resources and deadline reckoned from them (core/policy.ts) and the dashboard's
+// drawing of a pipeline (view.tsx) follow one rule.
 
 /** What the order needs of a step: the step it reads, if not the source. */
 export interface StepInput {

@@ -12,6 +12,10 @@ let stack: TestStack;
 const ALICE = "alice-key-0123456789";
 const BOB = "bob-key-0123456789";
 const ADMIN = "admin-key-0123456789";
+const CAROL = "carol-key-0123456789";
+/** The limits of this stack: templates a client may store, versions kept of each. */
+const PER_CLIENT = 30;
+const VERSIONS = 3;
 
 before(async () => {
   stack = await startTestStack({
@@ -21,8 +25,10 @@ before(async () => {
           { name: "alice", keys: [ALICE] },
           { name: "bob", keys: [BOB] },
           { name: "ops", keys: [ADMIN], admin: true },
+          { name: "carol", keys: [CAROL] },
         ],
       },
+      limits: { templates_per_client: PER_CLIENT, template_versions: VERSIONS },
       templates: {
         "site-thumb": {
           type: "image_resize",
@@ -495,5 +501,41 @@ describe("templates: used by submits", () => {
       String(other.body.error),
       /template gallery is a pipeline template, not image_resize: submit it to POST \/api\/v1\/jobs\/pipeline/,
     );
+  });
+});
+
+describe("templates: limits", () => {
+  const body = (width: number) => ({ type: "image_resize", parameters: { width, height: 48 } });
+
+  test("a new name beyond limits.templates_per_client is refused (409) until one is deleted; versions of one are not", async () => {
+    for (let i = 0; i < PER_CLIENT; i++) assert.equal((await put(CAROL, `t${i}`, body(64))).status, 201);
+    const refused = await put(CAROL, "one-more", body(64));
+    assert.equal(refused.status, 409);
+    assert.equal(
+      refused.body.error,
+      `client carol has ${PER_CLIENT} templates, the most limits.templates_per_client allows: delete one, or store this as a version of one`,
+    );
+    assert.equal((await call(CAROL, "/api/v1/templates/one-more")).status, 404, "nothing was stored");
+    assert.equal((await put(CAROL, "t0", body(80))).status, 200, "a new version of one it has");
+    assert.equal((await put(ALICE, "alice-own", body(64))).status, 201, "another client's count is its own");
+    assert.equal((await call(CAROL, "/api/v1/templates/t1", { method: "DELETE" })).status, 200);
+    assert.equal((await put(CAROL, "one-more", body(64))).status, 201);
+  });
+
+  test("storing a version beyond limits.template_versions drops the oldest", async () => {
+    for (let width = 1; width <= VERSIONS + 2; width++) await put(ALICE, "many", body(width));
+    const kept = VERSIONS + 2 - VERSIONS + 1;
+    for (let version = 1; version <= VERSIONS + 2; version++) {
+      const read = await call(ALICE, `/api/v1/templates/many?version=${version}`);
+      if (version < kept) {
+        assert.equal(read.status, 404, `version ${version} dropped`);
+        assert.equal(read.body.error, `template many has no version ${version}`);
+      } else {
+        assert.equal(read.status, 200, `version ${version} kept`);
+        assert.equal((read.body.parameters as Body).width, version);
+      }
+    }
+    const current = await call(ALICE, "/api/v1/templates/many");
+    assert.equal(current.body.version, VERSIONS + 2);
   });
 });

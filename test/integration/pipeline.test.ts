@@ -3,7 +3,8 @@
 // store), each output read back; a chain that gives the pixels of three single jobs one after
 // another; a video's probe, thumbnail and ladder on one download; a failing step (outputs removed,
 // or kept with keep_partial, the job failed with its steps' results, in the record and the
-// webhook); a cancelled pipeline whose ffmpeg steps all stop.
+// webhook); a step that starts as soon as its input is ready; a cancelled pipeline whose ffmpeg
+// steps all stop.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -273,6 +274,37 @@ describe("pipeline: a source that does not decode", () => {
     const steps = stepsOf(job);
     assert.match(String(steps.a!.error), /truncated or corrupt/);
     assert.match(String(steps.b!.error), /truncated or corrupt/);
+  });
+});
+
+describe("pipeline: a step starts when its input is ready", () => {
+  test("a resize of the poster frame completes while a long transcode beside the poster still runs", async () => {
+    await put("in/long-slow.mp4", await readFile(await makeVideo({ durationSeconds: 60 })));
+    const id = await submit(stack, "pipeline", {
+      ...location("in/long-slow.mp4", "out/ready"),
+      steps: {
+        slow: { type: "video_transcode", parameters: { video_codec: "h265", preset: "slow" } },
+        poster: { type: "video_thumbnail", parameters: { timestamp: "00:00:01" } },
+        small: { type: "image_resize", input: "poster", parameters: { width: 64, height: 48 } },
+      },
+    });
+    // Run by waves, `small` would wait for the whole first wave, the minutes-long transcode too.
+    const deadline = Date.now() + 60_000;
+    let job = await stack.services.store.getJob(id);
+    while ((job?.steps_progress?.small ?? 0) < 100) {
+      assert.ok(Date.now() < deadline, "the resize of the poster completes");
+      assert.notEqual(job?.status, "completed", "not after the transcode");
+      await new Promise((r) => setTimeout(r, 100));
+      job = await stack.services.store.getJob(id);
+    }
+    assert.equal(job?.status, "processing");
+    assert.ok(
+      (job?.steps_progress?.slow ?? 0) < 100,
+      `the transcode still runs: ${job?.steps_progress?.slow}%`,
+    );
+    const res = await stack.request(`/api/v1/jobs/${id}/cancel`, { method: "POST" });
+    assert.equal(res.status, 200);
+    assert.equal((await finished(stack, id)).state, "cancelled");
   });
 });
 

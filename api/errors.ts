@@ -1,5 +1,7 @@
 import type { FastifyError, FastifyInstance } from "fastify";
+import { ClientLimitError } from "../core/jobs/client-limits.js";
 import { InvalidJobError } from "../core/jobs/spec.js";
+import { CLIENT_LIMIT_RETRY_AFTER_SECONDS } from "../core/policy.js";
 import {
   ConflictError,
   IllegalTransitionError,
@@ -35,6 +37,9 @@ export function installErrorHandlers(app: FastifyInstance, limits: { maxBodyByte
       request.log.debug({ status, error: clip(err.message) }, "request refused: queue store unavailable");
     } else if (status >= 500) {
       request.log.error({ err: loggableError(err) }, "request failed");
+    } else if (err instanceof ClientLimitError) {
+      // An operator sees which client meets which limit; the client is told the same.
+      request.log.info({ status, limit: err.limit, error: message }, "request refused by a client's limit");
     } else if (status === 429) {
       // The rate limiter has said so once for this window (api/rate-limit.ts).
       request.log.debug({ status, error: message }, "request refused");
@@ -42,6 +47,9 @@ export function installErrorHandlers(app: FastifyInstance, limits: { maxBodyByte
       request.log.info({ status, error: message }, "request refused");
     }
     if (status === 503) reply.header("Retry-After", "5");
+    if (err instanceof ClientLimitError && status === 429) {
+      reply.header("Retry-After", String(CLIENT_LIMIT_RETRY_AFTER_SECONDS));
+    }
     // The rest of a body that timed out may still arrive: it must not be read as the next request.
     if (status === 408) reply.header("Connection", "close");
     return reply.code(status).send({ error: message });
@@ -56,6 +64,7 @@ const MAX_ERROR_CHARS = 1000;
 
 function statusOf(err: FastifyError): number {
   if (err instanceof InvalidJobError || err instanceof SearchTooBroadError) return 400;
+  if (err instanceof ClientLimitError) return err.status;
   if (err instanceof ConflictError) return 409;
   if (err instanceof NotFoundError) return 404;
   if (err instanceof IllegalTransitionError) return 409;

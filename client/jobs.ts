@@ -312,5 +312,26 @@ export async function stats(api: ApiClient, out: Output): Promise<number> {
   ]);
   // FAILED without the cancelled ones, which have a column of their own.
   out.print(table(out.out, ["QUEUE", "PENDING", "PROCESSING", "COMPLETED", "FAILED", "CANCELLED"], rows));
+  // With named clients: each client's jobs against its limits (every client for an admin).
+  if (s.clients && s.clients.length > 0) {
+    const ofLimit = (n: number, limit: number | undefined) =>
+      limit === undefined ? `${n}` : `${n}/${limit}`;
+    out.print("");
+    out.print(
+      table(
+        out.out,
+        ["CLIENT", "RUNNING", "PENDING", "WEIGHT", "JOB TYPES", "MAX PRIORITY", "REFUSED"],
+        s.clients.map((c) => [
+          c.name,
+          ofLimit(c.running, c.max_running),
+          ofLimit(c.pending, c.max_pending),
+          c.weight,
+          c.job_types?.join(",") ?? "all",
+          c.max_priority ?? "any",
+          Object.values(c.refused).reduce((sum, n) => sum + n, 0),
+        ]),
+      ),
+    );
+  }
   return EXIT.ok;
 }

@@ -15,7 +15,7 @@ export { JOB_DURATION_BUCKETS };
 /** What the job metrics are read from: the store's counters, histograms and webhook counts. */
 export type JobFigures = Pick<
   JobStore,
-  "counters" | "durationHistograms" | "webhookDeliveries" | "idempotencyOutcomes"
+  "counters" | "durationHistograms" | "webhookDeliveries" | "idempotencyOutcomes" | "clientLoads"
 >;
 
 type Snapshot = {
@@ -23,6 +23,7 @@ type Snapshot = {
   histograms: Awaited<ReturnType<JobFigures["durationHistograms"]>>;
   webhooks: Record<string, number>;
   idempotency: Record<string, number>;
+  clients: Awaited<ReturnType<JobFigures["clientLoads"]>>;
 };
 
 /**
@@ -41,12 +42,14 @@ export function createMetricsRegistry(figures: JobFigures | undefined, prefix = 
       figures.durationHistograms(),
       figures.webhookDeliveries(),
       figures.idempotencyOutcomes(),
+      figures.clientLoads(),
     ])
-      .then(([counters, histograms, webhooks, idempotency]) => ({
+      .then(([counters, histograms, webhooks, idempotency, clients]) => ({
         counters,
         histograms,
         webhooks,
         idempotency,
+        clients,
       }))
       .finally(() => {
         // Metrics of one scrape share one read; the next scrape reads again.
@@ -132,6 +135,33 @@ export function createMetricsRegistry(figures: JobFigures | undefined, prefix = 
       async () => {
         const { idempotency } = await snapshot();
         return Object.entries(idempotency).map(([outcome, value]) => ({ labels: { outcome }, value }));
+      },
+    ),
+  );
+  registry.registerMetric(
+    storeMetric(
+      "media_client_jobs",
+      'Each client\'s jobs now, by client ("-": without one) and state: pending (waiting in the queues, what max_pending counts), running (claimed or processing, what max_running counts)',
+      "gauge",
+      async () => {
+        const { clients } = await snapshot();
+        return [...clients].flatMap(([client, load]) => [
+          { labels: { client, state: "pending" }, value: load.pending },
+          { labels: { client, state: "running" }, value: load.running },
+        ]);
+      },
+    ),
+  );
+  registry.registerMetric(
+    storeMetric(
+      "media_client_refused_total",
+      "Submissions a client's limits refused, by client and limit (max_pending: 429; job_types, max_priority: 403)",
+      "counter",
+      async () => {
+        const { clients } = await snapshot();
+        return [...clients].flatMap(([client, load]) =>
+          Object.entries(load.refused).map(([limit, value]) => ({ labels: { client, limit }, value })),
+        );
       },
     ),
   );

@@ -275,3 +275,23 @@ export function pipelineResources(
   const cpus = Math.max(1, Math.floor(parseQuantity(limits.cpu)));
   return { requests: side("requests", cpus), limits };
 }
+
+/**
+ * What Retry-After says to a submission its client's max_pending refuses (429), in seconds: its
+ * jobs leave the queue as runners take them, at a pace the API cannot know; a few seconds is a
+ * short enough wait to be fair and long enough not to be a busy loop.
+ */
+export const CLIENT_LIMIT_RETRY_AFTER_SECONDS = 10;
+
+/**
+ * The largest source a job may read and the setting that says so: `limits.max_source_bytes`, or its
+ * client's `max_source_bytes` (server.clients, recorded on the job at submit) when that is smaller.
+ */
+export function sourceLimit(
+  jobLimit: number | undefined,
+  maxSourceBytes: number,
+): { maxBytes: number; limitName: string } {
+  return jobLimit !== undefined && jobLimit < maxSourceBytes
+    ? { maxBytes: jobLimit, limitName: "its client's server.clients max_source_bytes" }
+    : { maxBytes: maxSourceBytes, limitName: "limits.max_source_bytes" };
+}

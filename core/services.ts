@@ -67,6 +67,7 @@ export function openCoreServices(config: Config, logger: Logger, name: string): 
     retentionMs: config.limits.retentionMs,
     eventsMaxLen: config.limits.eventsMaxLen,
     maxAttempts: config.executor.maxAttempts,
+    clients: new Map(config.server.clients.map((client) => [client.name, client])),
   });
   const events = new JobEventHub(subscriber, store.keys);
   const storeEvents = new StoreEventHub(store, redis, logger);

@@ -59,6 +59,8 @@ export interface DownloadResult {
 
 interface DownloadOptions {
   maxBytes: number;
+  /** The setting `maxBytes` comes from, as an error names it; default limits.max_source_bytes. */
+  limitName?: string;
   signal: AbortSignal;
   role?: "source" | "object";
 }
@@ -81,6 +83,7 @@ async function getObject(
   received: () => number;
 }> {
   const role = options.role ?? "source";
+  const limit = options.limitName ?? "limits.max_source_bytes";
   let response;
   try {
     response = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }), {
@@ -93,7 +96,7 @@ async function getObject(
   if (size !== undefined && size > options.maxBytes) {
     (response.Body as Readable | undefined)?.destroy();
     throw new PermanentError(
-      `${role} ${where(bucket, key)} is ${size} bytes, more than limits.max_source_bytes (${options.maxBytes})`,
+      `${role} ${where(bucket, key)} is ${size} bytes, more than ${limit} (${options.maxBytes})`,
     );
   }
   if (size === 0) throw new PermanentError(`${role} ${where(bucket, key)} is empty`);
@@ -105,9 +108,7 @@ async function getObject(
       bytes += chunk.length;
       if (bytes > options.maxBytes) {
         body.destroy(
-          new PermanentError(
-            `${role} ${where(bucket, key)} is larger than limits.max_source_bytes (${options.maxBytes})`,
-          ),
+          new PermanentError(`${role} ${where(bucket, key)} is larger than ${limit} (${options.maxBytes})`),
         );
       }
     });

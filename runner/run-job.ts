@@ -7,7 +7,13 @@ import { RUNNER_ENV } from "../core/config/runner-env.js";
 import type { Job } from "../core/jobs/records.js";
 import type { Logger } from "../core/logger.js";
 import type { JobStore } from "../core/store/store.js";
-import { EXIT, jobDeadline, timeoutMessage, type Deadline } from "../core/policy.js";
+import {
+  EXIT,
+  jobDeadline,
+  sourceLimit as sourceLimitOf,
+  timeoutMessage,
+  type Deadline,
+} from "../core/policy.js";
 import { describeError, FailedWithResultError, isPermanent, PermanentError, TimeoutError } from "./errors.js";
 import { downloadObject, fetchSource, objectWriter, uploadOutput } from "./object-io.js";
 import type { ProcessContext } from "./processor.js";
@@ -125,8 +131,9 @@ export async function runJob(jobId: string, deps: RunnerDeps, startedJob?: Job):
 
   try {
     const sourcePath = join(scratchDir, `source${safeExtension(job.source_key)}`);
+    const sourceLimit = sourceLimitOf(job.max_source_bytes, config.limits.maxSourceBytes);
     const source = await fetchSource(s3, job.source_bucket, job.source_key, {
-      maxBytes: config.limits.maxSourceBytes,
+      ...sourceLimit,
       inMemoryBytes: IN_MEMORY_TYPES.has(job.type) ? config.limits.inMemorySourceBytes : 0,
       toFile: async () => join(await scratch(), basename(sourcePath)),
       signal,
@@ -153,7 +160,7 @@ export async function runJob(jobId: string, deps: RunnerDeps, startedJob?: Job):
       fetchObject: async (bucket, key) => {
         const path = join(await scratch(), `object-${++fetched}${safeExtension(key)}`);
         await downloadObject(s3, bucket, key, path, {
-          maxBytes: config.limits.maxSourceBytes,
+          ...sourceLimit,
           signal,
           role: "object",
         });

@@ -48,7 +48,7 @@ export function batchRoutes(app: App, ctx: ApiContext): void {
         body,
         response: {
           201: submitResponse("Created: the batch and its jobs are queued", BatchCreateResponse),
-          ...errorResponses(...BODY_ERRORS, ...IDEMPOTENCY_ERRORS, 404),
+          ...errorResponses(...BODY_ERRORS, ...IDEMPOTENCY_ERRORS, 403, 404),
         },
       },
     },

@@ -81,7 +81,7 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
           body,
           response: {
             202: submitResponse("Accepted: the job is queued", Type.Ref(SubmitResponse)),
-            ...errorResponses(...BODY_ERRORS, ...IDEMPOTENCY_ERRORS, 404),
+            ...errorResponses(...BODY_ERRORS, ...IDEMPOTENCY_ERRORS, 403, 404),
           },
         },
       },
@@ -164,7 +164,7 @@ export function jobRoutes(app: App, ctx: ApiContext): void {
         response: {
           200: Type.Ref(RetriedAlreadyResponse),
           202: submitResponse("Accepted: the new job is queued", Type.Ref(SubmitResponse)),
-          ...errorResponses(400, 404, ...IDEMPOTENCY_ERRORS, 413, 415),
+          ...errorResponses(400, 403, 404, ...IDEMPOTENCY_ERRORS, 413, 415),
         },
       },
       // The body is optional: none is {} (no force), for validation and the Idempotency-Key alike.

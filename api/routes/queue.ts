@@ -4,7 +4,10 @@ import { clip } from "../../core/text.js";
 import { viewerOf } from "../auth.js";
 import { isStoreUnavailable, loggableError } from "../errors.js";
 import type { ApiContext, App } from "../context.js";
-import { History } from "../../core/jobs/records.js";
+import { DEFAULT_CLIENT } from "../../core/config/clients.js";
+import { ANONYMOUS_CLIENT } from "../../core/jobs/fair-share.js";
+import { History, type ClientFigures } from "../../core/jobs/records.js";
+import type { Viewer } from "../../core/store/visibility.js";
 import { HISTORY_MAX_MINUTES, HISTORY_MAX_STEP_MINUTES } from "../../core/stats/history.js";
 import { API_KEY_SECURITY, errorResponses, optionalDefaults, QueueStats } from "../schemas.js";
 
@@ -33,6 +36,37 @@ const HistoryQuery = Type.Object(
 function storeFailure(request: FastifyRequest, err: unknown, what: string): void {
   if (isStoreUnavailable(err)) request.log.debug({ error: clip((err as Error).message) }, what);
   else request.log.error({ err: loggableError(err) }, what);
+}
+
+/**
+ * Each client's jobs now and its limits: every named client's (and those of jobs without one, "-",
+ * while there are any) for an admin, a client's own for a client; undefined without named clients.
+ */
+async function clientFigures(ctx: ApiContext, viewer: Viewer): Promise<ClientFigures[] | undefined> {
+  const configured = ctx.config.server.clients;
+  // Without named clients there is none, or server.api_keys alone: one client that sees everything.
+  if (configured.every((c) => c.name === DEFAULT_CLIENT && c.admin)) return undefined;
+  const loads = await ctx.store.clientLoads();
+  const shown = "client" in viewer ? configured.filter((c) => c.name === viewer.client) : configured;
+  const figures: ClientFigures[] = shown.map((c) => {
+    const load = loads.get(c.name);
+    return {
+      name: c.name,
+      pending: load?.pending ?? 0,
+      running: load?.running ?? 0,
+      refused: load?.refused ?? {},
+      weight: c.weight,
+      ...(c.maxRunning !== undefined ? { max_running: c.maxRunning } : {}),
+      ...(c.maxPending !== undefined ? { max_pending: c.maxPending } : {}),
+      ...(c.jobTypes !== undefined ? { job_types: c.jobTypes } : {}),
+      ...(c.maxPriority !== undefined ? { max_priority: c.maxPriority } : {}),
+    };
+  });
+  const anonymous = loads.get(ANONYMOUS_CLIENT);
+  if ("all" in viewer && anonymous && anonymous.pending + anonymous.running > 0) {
+    figures.push({ name: ANONYMOUS_CLIENT, ...anonymous, weight: 1 });
+  }
+  return figures;
 }
 
 export function queueRoutes(app: App, ctx: ApiContext): void {
@@ -70,7 +104,7 @@ export function queueRoutes(app: App, ctx: ApiContext): void {
       schema: {
         summary: "Queue statistics",
         description:
-          "Counts per queue (one per job type) and in total: of the API key's own jobs for a client that is not an admin, of everyone's otherwise. 500 when they cannot be read.",
+          "Counts per queue (one per job type) and in total: of the API key's own jobs for a client that is not an admin, of everyone's otherwise; with named clients, each client's jobs waiting and running and its limits (`clients`: every client for an admin, its own for a client). 500 when they cannot be read.",
         tags: ["operations"],
         security: API_KEY_SECURITY,
         response: { 200: Type.Ref(QueueStats), ...errorResponses(500) },
@@ -78,7 +112,10 @@ export function queueRoutes(app: App, ctx: ApiContext): void {
     },
     async (request, reply) => {
       try {
-        return await ctx.store.queueStats(viewerOf(request));
+        const viewer = viewerOf(request);
+        const stats = await ctx.store.queueStats(viewer);
+        const clients = await clientFigures(ctx, viewer);
+        return clients ? { ...stats, clients } : stats;
       } catch (err) {
         storeFailure(request, err, "queue statistics unavailable");
         return reply

@@ -31,7 +31,7 @@ export function apiClients(apiKeys: string[], named: ApiClient[]): ApiClient[] {
         `invalid configuration: server.api_keys are the client "${DEFAULT_CLIENT}", and server.clients names another client "${DEFAULT_CLIENT}": move the keys into that client or rename it`,
       );
     }
-    clients.push({ name: DEFAULT_CLIENT, keys: plain, admin: named.length === 0 });
+    clients.push({ name: DEFAULT_CLIENT, keys: plain, admin: named.length === 0, weight: 1 });
   }
   const names = new Set<string>();
   const keys = new Map<string, string>();

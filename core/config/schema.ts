@@ -81,6 +81,46 @@ const ApiClientConfig = Type.Object(
         description: "Its requests per `server.rate_limit.window`; unset: `server.rate_limit.per_client`.",
       }),
     ),
+    // Its share and limits (docs/api.md, Clients' limits and fair share).
+    weight: Type.Integer({
+      minimum: 1,
+      maximum: 1000,
+      default: 1,
+      description:
+        "Its share of the runners: within a priority level, clients with waiting jobs take turns of `weight` jobs each.",
+    }),
+    max_running: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        description:
+          "Most of its jobs claimed or processing at once; beyond it its jobs wait and other clients' run. Unset: no limit.",
+      }),
+    ),
+    max_pending: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        description:
+          "Most of its jobs waiting in the queues; a submission that would pass it is refused whole (429). Unset: no limit.",
+      }),
+    ),
+    job_types: Type.Optional(
+      Type.Array(Type.Union(JOB_TYPES.map((t) => Type.Literal(t))), {
+        description: "The job types it may submit; another is refused (403). Unset: every type.",
+      }),
+    ),
+    max_priority: Type.Optional(
+      Type.Integer({
+        description:
+          "The highest `priority` its jobs may ask for; a higher one is refused (403). Unset: any.",
+      }),
+    ),
+    max_source_bytes: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        description:
+          "The largest source its jobs may read, in bytes, below `limits.max_source_bytes`; a job with a larger one fails, naming it. Unset: `limits.max_source_bytes`.",
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -253,6 +253,12 @@ export const Job = Type.Object(
       Type.Object({ cpu: Type.Optional(Type.String()), memory: Type.Optional(Type.String()) }),
     ),
     timeout_seconds: Type.Optional(Type.Integer()),
+    max_source_bytes: Type.Optional(
+      Type.Integer({
+        description:
+          "The largest source the job may read, in bytes, when its client has a `max_source_bytes` of its own (server.clients)",
+      }),
+    ),
     execution_class: Type.Optional(Enum(EXECUTION_CLASSES, { description: "The class the job asked for" })),
     priority: Type.Optional(
       Type.Integer({
@@ -356,6 +362,25 @@ export const QueueEntry = Type.Object({
   failed: Type.Integer({ description: "Failed jobs, the cancelled ones included" }),
   cancelled: CancelledCount("jobs of the queue"),
 });
+/** A client's jobs now and its limits (server.clients), as GET /queue/stats shows them. */
+export const ClientFigures = Type.Object({
+  name: Type.String({ description: 'The client\'s name; "-" for jobs submitted without authentication' }),
+  pending: Type.Integer({ description: "Its jobs waiting in the queues" }),
+  running: Type.Integer({
+    description: "Its jobs claimed by an executor or processing (what `max_running` counts)",
+  }),
+  refused: Type.Record(Type.String(), Type.Integer(), {
+    description:
+      "Submissions its limits refused since the store began, by limit (`max_pending`, `job_types`, `max_priority`)",
+  }),
+  weight: Type.Integer({ description: "Its fair share: turns of `weight` jobs within a priority level" }),
+  max_running: Type.Optional(Type.Integer()),
+  max_pending: Type.Optional(Type.Integer()),
+  job_types: Type.Optional(Type.Array(Enum(JOB_TYPES))),
+  max_priority: Type.Optional(Type.Integer()),
+});
+export type ClientFigures = Static<typeof ClientFigures>;
+
 export const QueueStats = Type.Object(
   {
     total_jobs: Type.Integer(),
@@ -365,6 +390,12 @@ export const QueueStats = Type.Object(
     total_failed: Type.Integer(),
     total_cancelled: CancelledCount("jobs"),
     queues: Type.Record(Type.String(), QueueEntry),
+    clients: Type.Optional(
+      Type.Array(ClientFigures, {
+        description:
+          "Per client, its jobs waiting and running and its limits (docs/api.md, Clients' limits and fair share): every named client for an admin, its own for a client that is not one; absent without named clients",
+      }),
+    ),
   },
   { $id: "QueueStats" },
 );

@@ -1,4 +1,5 @@
 import type { ChainableCommander, Redis } from "ioredis";
+import type { ClientLimits } from "../jobs/client-limits.js";
 import type { Hash } from "./codec.js";
 import { translateScriptError } from "./errors.js";
 import { Keys } from "./keys.js";
@@ -22,6 +23,11 @@ export interface StoreOptions {
    * without it; a process that never re-queues (the runner) can leave it out.
    */
   maxAttempts?: number;
+  /**
+   * The clients' limits and weights (server.clients; core/jobs/client-limits.ts), by client name: what
+   * submit and claim enforce. Unset: no limits, every client's weight 1.
+   */
+  clients?: ReadonlyMap<string, ClientLimits>;
 }
 
 /**

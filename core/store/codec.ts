@@ -13,6 +13,7 @@ const NUMBER_FIELDS = new Set([
   "timeout_seconds",
   "priority",
   "attempts",
+  "max_source_bytes",
 ]);
 const PUBLIC_FIELDS = [
   "id",
@@ -34,6 +35,7 @@ const PUBLIC_FIELDS = [
   "webhook_style",
   "resources",
   "timeout_seconds",
+  "max_source_bytes",
   "execution_class",
   "priority",
   "attempts",

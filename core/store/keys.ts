@@ -34,6 +34,26 @@ const LAYOUT = {
    * priority first, then submission order (lib.lua queue_score).
    */
   pending: "queue:*:pending",
+  /**
+   * Fair share between clients (core/jobs/fair-share.ts, lua/lib.lua fair_add): a client's waiting
+   * jobs of one type, by job type and client name ("-" for jobs without one), scored as the type's
+   * queue is; every job in a type's queue is in its client's too.
+   */
+  fair_queue: "queue:*:fair:*",
+  /** The clients with waiting jobs of a type (a set), by job type. */
+  fair_clients: "queue:*:fair",
+  /**
+   * Whose turn it is in a type's queue (a hash: `client`, `left`, the jobs left of its turn; and
+   * `indexed`, once the type's queue was copied into the clients' queues), by job type.
+   */
+  fair_turn: "queue:*:turn",
+  /**
+   * Each client's jobs waiting ("<client>|pending": in the queues) and running ("<client>|running":
+   * claimed, in the warm pool's queue or processing), for its max_pending and max_running (a hash).
+   */
+  client_load: "clients:load",
+  /** Submits and claims a client's limits refused, by "<client>|<limit>" (a hash of counters; metrics). */
+  client_refused: "clients:refused",
   /** The counter that numbers submissions, for the order of equal priorities (job field queue_seq). */
   queue_seq: "queue:seq",
   /**
@@ -207,6 +227,14 @@ export class Keys {
     return status
       ? keyOf(this.families[`client_${kind}_by_status`], client, status)
       : keyOf(this.families[`client_${kind}_by_created`], client);
+  }
+  /** Each client's jobs waiting and running (lib.lua fair_add, hold). */
+  clientLoad() {
+    return this.families.client_load;
+  }
+  /** Refusals by a client's limits, by "<client>|<limit>". */
+  clientRefused() {
+    return this.families.client_refused;
   }
   /** The warm runner pool's queue (a list). */
   pool() {

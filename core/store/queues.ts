@@ -1,3 +1,4 @@
+import { claimSettings } from "../jobs/client-limits.js";
 import { JOB_TYPES, type JobType } from "../jobs/types.js";
 import { replies, StoreBase } from "./base.js";
 
@@ -31,7 +32,9 @@ export abstract class Queues extends StoreBase {
     owner: string,
   ): Promise<{ id: string; type: JobType } | null> {
     if (types.length === 0) return null;
-    const claimed = (await this.script("claim", types.join(","), leaseMs, owner)) as [string, JobType] | null;
+    const settings = claimSettings(this.options.clients ?? new Map());
+    const claimed = (await this.script("claim", types.join(","), leaseMs, owner, settings)) as
+      [string, JobType] | null;
     return claimed ? { id: claimed[0], type: claimed[1] } : null;
   }
 

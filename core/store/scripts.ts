@@ -4,7 +4,7 @@ import type { ChainableCommander, Redis } from "ioredis";
 import { isKeyFamily, type KeyFamily, type Keys } from "./keys.js";
 
 // Each transition is one Lua file, and so is the lists' read (list.lua, which writes nothing);
-// lib.lua holds what they share and is prepended to each.
+// lib.lua and lib_ending.lua hold what they share and are prepended to each, in that order.
 export const SCRIPT_NAMES = [
   "submit",
   "claim",
@@ -27,6 +27,9 @@ export const SCRIPT_NAMES = [
 ] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
+/** The shared functions, in the order they are prepended (a part uses those before it). */
+export const LIB_PARTS = ["lib", "lib_ending"] as const;
+
 interface Script {
   /** The key families the script takes, in KEYS order (its header's `KEYS` line). */
   keys: KeyFamily[];
@@ -38,7 +41,7 @@ let scripts: Map<ScriptName, Script> | undefined;
 
 function loadScripts(): Map<ScriptName, Script> {
   if (!scripts) {
-    const lib = readFileSync(new URL("lib.lua", dir), "utf8");
+    const lib = LIB_PARTS.map((part) => readFileSync(new URL(`${part}.lua`, dir), "utf8")).join("\n");
     scripts = new Map(
       SCRIPT_NAMES.map((name) => {
         const source = readFileSync(new URL(`${name}.lua`, dir), "utf8");

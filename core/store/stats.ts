@@ -30,6 +30,13 @@ export interface DurationHistogram {
   sum: number;
 }
 
+/** A client's jobs now (lib.lua client_load) and the submissions its limits refused, by limit. */
+export interface ClientLoad {
+  pending: number;
+  running: number;
+  refused: Record<string, number>;
+}
+
 /**
  * The figures the scripts keep as they change jobs: the queues' counters (everyone's and each
  * client's), the duration histograms, and the history of the last day, minute by minute.
@@ -39,6 +46,33 @@ export abstract class Stats extends StoreBase {
    * Counters of every queue, read in one round trip: everyone's, or, for a client that is not an
    * admin, its own copy (lib.lua count keeps both).
    */
+  /**
+   * Every client's jobs waiting and running and its refusals (keys.ts client_load, client_refused), by
+   * client name ("-": jobs without one); a client that never had a job is absent.
+   */
+  async clientLoads(): Promise<Map<string, ClientLoad>> {
+    const [load, refused] = (await Promise.all([
+      this.redis.hgetall(this.keys.clientLoad()),
+      this.redis.hgetall(this.keys.clientRefused()),
+    ])) as [Hash, Hash];
+    const out = new Map<string, ClientLoad>();
+    const of = (client: string) => {
+      let entry = out.get(client);
+      if (!entry) out.set(client, (entry = { pending: 0, running: 0, refused: {} }));
+      return entry;
+    };
+    // Fields are "<client>|<what>": a client name holds no "|".
+    for (const [field, value] of Object.entries(load)) {
+      const [client, what] = field.split("|") as [string, string];
+      if (what === "pending" || what === "running") of(client)[what] = Math.max(0, Number(value));
+    }
+    for (const [field, value] of Object.entries(refused)) {
+      const [client, limit] = field.split("|") as [string, string];
+      of(client).refused[limit] = Number(value);
+    }
+    return out;
+  }
+
   async counters(viewer: Viewer = EVERYONE): Promise<Record<JobType, TypeCounters>> {
     const client = "client" in viewer ? viewer.client : undefined;
     const pipeline = this.redis.pipeline();

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { checkSubmission, ClientLimitError, type ClientLimits } from "../jobs/client-limits.js";
 import { JOB_DURATION_BUCKETS } from "../jobs/duration-buckets.js";
 import type { Job } from "../jobs/records.js";
 import type { JobSpec } from "../jobs/spec.js";
@@ -68,6 +69,21 @@ export abstract class Transitions extends StoreBase {
     });
   }
 
+  /** A client's job_types and max_priority (client-limits.ts): a refusal is counted, then thrown. */
+  private async checkLimits(
+    client: string,
+    limits: ClientLimits | undefined,
+    specs: JobSpec[],
+  ): Promise<void> {
+    try {
+      checkSubmission(client, limits, specs);
+    } catch (err) {
+      if (err instanceof ClientLimitError)
+        await this.redis.hincrby(this.keys.clientRefused(), `${client}|${err.limit}`, 1);
+      throw err;
+    }
+  }
+
   private async submitJobs(
     specs: JobSpec[],
     batch: NewBatch | undefined,
@@ -75,16 +91,22 @@ export abstract class Transitions extends StoreBase {
     idempotency: IdempotentSubmit | undefined,
     retry?: { of: string; force: boolean },
   ): Promise<Submitted | { retriedAs: string }> {
+    const limits = by ? this.options.clients?.get(by.name) : undefined;
+    if (by) await this.checkLimits(by.name, limits, specs);
+    // The client's largest source goes with each job: the runner holds the download to it.
+    const sourceLimit =
+      limits?.maxSourceBytes !== undefined ? { max_source_bytes: String(limits.maxSourceBytes) } : {};
     const jobs = specs.map((spec) => ({
       id: spec.id ?? randomUUID(),
       type: spec.type,
-      fields: encodeSpec(spec),
+      fields: { ...encodeSpec(spec), ...sourceLimit },
     }));
     const batchId = batch ? (batch.id ?? randomUUID()) : undefined;
     // An id the client chose is one of its own (keys.ts storedBatchId); a generated one is unique.
     const storedId = batch?.id !== undefined ? storedBatchId(batch.id, batchScope(by)) : batchId;
     const payload = {
       ...(by ? { client: by.name, ...(by.admin ? { admin: true } : {}) } : {}),
+      ...(limits?.maxPending !== undefined ? { max_pending: limits.maxPending } : {}),
       jobs,
       ...(batch
         ? {

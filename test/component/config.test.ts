@@ -8,6 +8,7 @@ import { Value } from "@sinclair/typebox/value";
 import { ConfigError, loadConfig, type ApiClient, type Config } from "../../core/config/load.js";
 import { DURATION, KEYED_BY, type TDuration } from "../../core/config/schema.js";
 import { envSettings, resolveSettings, type Resolved } from "../../core/config/settings.js";
+import type { JobType } from "../../core/jobs/types.js";
 import { parseDuration } from "../../core/duration.js";
 
 const dir = mkdtempSync(join(tmpdir(), "media-service-config-"));
@@ -51,7 +52,7 @@ redis:
     assert.equal(config.server.readTimeoutMs, 10_000);
     assert.equal(config.server.writeTimeoutMs, 90_000);
     assert.deepEqual(config.server.clients, [
-      { name: "default", keys: ["alpha", "fallback-key"], admin: true },
+      { name: "default", keys: ["alpha", "fallback-key"], admin: true, weight: 1 },
     ]);
     assert.equal(config.redis.url, "redis://localhost:6379/2");
   });
@@ -69,9 +70,9 @@ server:
 `);
     const config = loadConfig({ file: path, env: { ALICE_NEXT: "a2" } });
     assert.deepEqual(config.server.clients, [
-      { name: "alice", keys: ["a1", "a2"], admin: false },
-      { name: "ops", keys: ["o1"], admin: true },
-      { name: "default", keys: ["plain-key"], admin: false },
+      { name: "alice", keys: ["a1", "a2"], admin: false, weight: 1 },
+      { name: "ops", keys: ["o1"], admin: true, weight: 1 },
+      { name: "default", keys: ["plain-key"], admin: false, weight: 1 },
     ]);
   });
 
@@ -125,7 +126,9 @@ server:
       },
     });
     assert.equal(config.server.port, 7001);
-    assert.deepEqual(config.server.clients, [{ name: "default", keys: ["k1", "k2"], admin: true }]);
+    assert.deepEqual(config.server.clients, [
+      { name: "default", keys: ["k1", "k2"], admin: true, weight: 1 },
+    ]);
     assert.equal(config.redis.url, "redis://r:6379");
     assert.equal(config.storage.endpoint, "http://s3:9000");
     assert.equal(config.storage.region, "eu-west-1");
@@ -203,7 +206,23 @@ export type ResolvedTypes = [
   Expect<Equal<Config["server"]["rateLimit"]["syncIntervalMs"], number>>,
   Expect<Equal<Config["webhooks"]["allowPrivate"], boolean | undefined>>,
   Expect<Equal<Config["executor"]["scratchDir"], string>>,
-  Expect<Equal<ApiClient, { name: string; keys: string[]; admin: boolean; rateLimit?: number }>>,
+  Expect<
+    Equal<
+      ApiClient,
+      {
+        name: string;
+        keys: string[];
+        admin: boolean;
+        rateLimit?: number;
+        weight: number;
+        maxRunning?: number;
+        maxPending?: number;
+        jobTypes?: JobType[];
+        maxPriority?: number;
+        maxSourceBytes?: number;
+      }
+    >
+  >,
 ];
 
 describe("the resolved configuration, derived from the schema", () => {

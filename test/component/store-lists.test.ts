@@ -8,7 +8,7 @@ import type { JobStatus, JobType } from "../../core/jobs/types.js";
 import { storedBatchId } from "../../core/store/keys.js";
 import type { JobListFilter, JobStore, ListPosition } from "../../core/store/store.js";
 import { EVERYONE, type Submitter, type Viewer } from "../../core/store/visibility.js";
-import { claimAndStart, makeSpec, sleep, storeKeys, storeSuite } from "../support/store.js";
+import { claimAndStart, claimJob, makeSpec, sleep, storeKeys, storeSuite } from "../support/store.js";
 
 let store: JobStore;
 storeSuite((s) => (store = s), { retentionMs: 50 });
@@ -201,14 +201,22 @@ describe("order and positions", () => {
 
   test("batches page the same way, with their status and time filters", async () => {
     const ids: string[] = [];
+    let first: string | undefined;
     for (let i = 0; i < 7; i++) {
-      ids.push(
-        (await store.submit([makeSpec("analyze")], { id: `batch-${i}`, failFast: false }, BY_ALICE)).batchId!,
+      const submitted = await store.submit(
+        [makeSpec("analyze")],
+        { id: `batch-${i}`, failFast: false },
+        BY_ALICE,
       );
+      ids.push(submitted.batchId!);
+      first ??= submitted.jobIds[0];
       await sleep(2);
     }
     await store.submit([makeSpec("analyze")], { id: "someone-elses", failFast: false });
-    await store.complete(await claimAndStart(store, "analyze"), {}); // batch-0 completes
+    // batch-0 completes (claimed by its id: alice and the job without a client take turns).
+    await claimJob(store, "analyze", first!);
+    await store.start(first!, 60_000);
+    await store.complete(first!, {});
     const newestFirst = [...ids].reverse();
     const page = async (filter: {
       status?: "queued" | "completed";

@@ -45,6 +45,7 @@ export function createStore(redisUrl: string, options: Partial<StoreOptions> = {
     eventsMaxLen: options.eventsMaxLen ?? 10_000,
     // The configuration's default budget; a test that needs a store without one says maxAttempts: undefined.
     maxAttempts: "maxAttempts" in options ? options.maxAttempts : 3,
+    ...(options.clients ? { clients: options.clients } : {}),
   });
 }
 

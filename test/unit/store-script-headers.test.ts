@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { STORE_EVENT_NAMES } from "../../core/store/events.js";
-import { declaredKeys, SCRIPT_NAMES } from "../../core/store/scripts.js";
+import { declaredKeys, LIB_PARTS, SCRIPT_NAMES } from "../../core/store/scripts.js";
 
 const source = (name: string) =>
   readFileSync(new URL(`../../core/store/lua/${name}.lua`, import.meta.url), "utf8");
@@ -41,7 +41,8 @@ function direct(body: string, lib: ReadonlySet<string>): Reach {
 function libBodies(): Map<string, string> {
   const bodies = new Map<string, string>();
   const defined = /^(?:local function (\w+)|(\w+) = function)\([^\n]*\n([\s\S]*?)^end\b/gm;
-  for (const m of code(source("lib")).matchAll(defined)) bodies.set(m[1] ?? m[2]!, m[3]!);
+  const lib = LIB_PARTS.map((part) => code(source(part))).join("\n");
+  for (const m of lib.matchAll(defined)) bodies.set(m[1] ?? m[2]!, m[3]!);
   return bodies;
 }
 

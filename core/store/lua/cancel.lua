@@ -9,7 +9,7 @@
     KEYS  job job_channel pending active stats jobs_by_status client_jobs_by_status batch batch_jobs
           batches_by_status client_batches_by_status expiry events job_events history
           jobs_by_state client_jobs_by_state
-          client_stats
+          client_stats fair_queue fair_clients client_load
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] "job" or "batch"

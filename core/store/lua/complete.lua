@@ -5,7 +5,7 @@
   Input:
     KEYS  job job_channel active stats histogram jobs_by_status client_jobs_by_status batch
           batches_by_status client_batches_by_status expiry events job_events history
-          client_stats
+          client_stats client_load
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] job id
@@ -34,6 +34,7 @@ redis.call('HSET', j, 'status', 'completed', 'result', result_json, 'progress', 
   'completed_at', NOW_ISO, 'duration_seconds', tostring(duration))
 redis.call('HDEL', j, 'claimed_by', 'lease_until')
 redis.call('ZREM', at(K.active, type), id)
+release(id)
 count(type, 'processing', 'completed', 'completed_total', id)
 move_status_index(id, 'processing', 'completed', tonumber(h[4]))
 redis.call('ZADD', K.expiry, NOW + RETENTION_MS, expiry_member('job', id))

@@ -1,7 +1,8 @@
 --[[
-  lib: what the transition scripts share, prepended to each of them. In front of it scripts.ts puts
-  K, the script's KEYS by family name, built from the script's header (keys.ts describes the
-  families: a key name with '*' where an id goes, or a single key).
+  lib: what the transition scripts share, prepended to each of them (and lib_ending.lua after it,
+  whose functions this header describes too: fail_job, cancel_job, requeue_job and theirs). In
+  front of it scripts.ts puts K, the script's KEYS by family name, built from the script's header
+  (keys.ts describes the families: a key name with '*' where an id goes, or a single key).
 
   Input:
     KEYS: none of its own. A function here reads the families it needs from K, so a script that
@@ -16,11 +17,13 @@
         timeline            job_events
         note_ended          history (and job, client_stats when given a job id)
         note_depth          pending, history (and job, client_stats when given a job id)
-        pending_queue       pending, queue_seq, job
+        fair_add, fair_remove  job, fair_queue, fair_clients, client_load
+        hold, release       job, client_load
+        pending_queue       pending, queue_seq, job, fair_turn and fair_add's
         enqueue             pending_queue's, note_depth's
         fail_job            pending, active, expiry, batch_jobs, jobs_by_state, client_jobs_by_state
                             and those of publish, record, count, move_status_index, finalize_batch,
-                            timeline, note_ended, note_depth
+                            timeline, note_ended, note_depth, fair_remove, release
         cancel_job          fail_job's
         requeue_job         fail_job's and enqueue's (a job past its retry budget fails)
         search_index        jobs_by_id, jobs_by_source, jobs_by_dest, jobs_by_request and their
@@ -282,6 +285,16 @@ local function search_index(op, id, client, h)
   if h[5] then put(K.jobs_by_request, K.client_jobs_by_request, h[5] .. '\0' .. id) end
 end
 
+-- Whether `a` sorts before `b` byte by byte, as Redis sorts the members of one score (Lua's own `<`
+-- on strings follows the server's locale): list.lua's ids, claim.lua's client names.
+local function sorts_before(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+
 -- A number argument that is missing, NaN or out of range refuses the call before anything is written
 -- (Redis does not undo a script's writes when it fails half-way).
 local function number_arg(value, name, min)
@@ -302,8 +315,49 @@ local function queue_score(priority, seq)
   return -(tonumber(priority) or 0) * PRIORITY_STEP + (tonumber(seq) or 0)
 end
 
+-- Fair share between clients (core/jobs/fair-share.ts). Beside its type's queue, a waiting job is in
+-- its client's queue of that type (fair_queue, the same score), the type's clients with waiting jobs
+-- are a set (fair_clients), and each client's jobs are counted (client_load): "<client>|pending"
+-- while they wait in a queue, "<client>|running" while held (claimed, in the pool's queue or
+-- processing; the job's field `held`). A job without a client counts as the client '-'.
+local function fair_client(id)
+  return redis.call('HGET', at(K.job, id), 'client') or '-'
+end
+
+local function fair_add(id, type, score)
+  local client = fair_client(id)
+  if redis.call('ZADD', at(K.fair_queue, type, client), score, id) == 1 then
+    redis.call('SADD', at(K.fair_clients, type), client)
+    redis.call('HINCRBY', K.client_load, client .. '|pending', 1)
+  end
+end
+
+-- `client`: whose queue (when the caller knows it; a job pruned meanwhile has no client field).
+local function fair_remove(id, type, client)
+  client = client or fair_client(id)
+  local queue = at(K.fair_queue, type, client)
+  if redis.call('ZREM', queue, id) == 1 then
+    redis.call('HINCRBY', K.client_load, client .. '|pending', -1)
+    if redis.call('ZCARD', queue) == 0 then redis.call('SREM', at(K.fair_clients, type), client) end
+  end
+end
+
+-- A claimed job counts among its client's running until it ends or goes back to its queue.
+local function hold(id)
+  if redis.call('HSETNX', at(K.job, id), 'held', '1') == 1 then
+    redis.call('HINCRBY', K.client_load, fair_client(id) .. '|running', 1)
+  end
+end
+
+local function release(id)
+  if redis.call('HDEL', at(K.job, id), 'held') == 1 then
+    redis.call('HINCRBY', K.client_load, fair_client(id) .. '|running', -1)
+  end
+end
+
 -- The key of a type's pending queue. A queue an earlier version left as a list (first in, first out)
--- becomes a sorted set here, its jobs in their order at priority 0.
+-- becomes a sorted set here, its jobs in their order at priority 0; and the jobs a version without
+-- fair share queued are put in their clients' queues, once per type (fair_turn's `indexed`).
 local function pending_queue(type)
   local key = at(K.pending, type)
   if redis.call('TYPE', key).ok == 'list' then
@@ -315,6 +369,10 @@ local function pending_queue(type)
       redis.call('ZADD', key, queue_score(0, seq), id)
     end
   end
+  if redis.call('HSETNX', at(K.fair_turn, type), 'indexed', '1') == 1 then
+    local entries = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+    for i = 1, #entries, 2 do fair_add(entries[i], type, entries[i + 1]) end
+  end
   return key
 end
 
@@ -322,147 +380,7 @@ end
 -- the place it was submitted to (ahead of the later submissions of its priority).
 local function enqueue(id, type)
   local h = redis.call('HMGET', at(K.job, id), 'priority', 'queue_seq')
-  if redis.call('ZADD', pending_queue(type), queue_score(h[1], h[2]), id) == 1 then note_depth(type, 1, id) end
-end
-
--- Ends a pending or processing job as cancelled (job.cancelled); the caller has checked the status.
-local cancel_job
--- Set by a script that cancels a whole batch itself (cancel.lua): its jobs' failures do not stop it.
-local cancelling_batch = false
-local function stop_batch(batch_id, failed_id)
-  if cancelling_batch then return end
-  local b = at(K.batch, batch_id)
-  local h = redis.call('HMGET', b, 'fail_fast', 'stopped_by')
-  if h[1] ~= '1' or (h[2] and h[2] ~= '') then return end
-  redis.call('HSET', b, 'stopped_by', failed_id)
-  local reason = 'cancelled: batch ' .. batch_id .. ' stopped by the failure of job ' .. failed_id
-  for _, other in ipairs(redis.call('LRANGE', at(K.batch_jobs, batch_id), 0, -1)) do
-    local st = redis.call('HGET', at(K.job, other), 'status')
-    if st == 'pending' or st == 'processing' then cancel_job(other, st, reason) end
-  end
-end
-
--- What fail_job and cancel_job share: the job ends as failed, a cancellation or not. Answers the
--- fields of its event, which the caller records before ended_in_batch.
-local function end_job(id, from, message, cancelled)
-  local j = at(K.job, id)
-  local h = redis.call('HMGET', j, 'type', 'batch_id', 'created_ms', 'started_ms', 'request_id', 'webhook_url')
-  local type, batch_id, created_ms = h[1], h[2], tonumber(h[3])
-  redis.call('HSET', j, 'status', 'failed', 'error', message, 'updated_at', NOW_ISO, 'completed_at', NOW_ISO)
-  if h[4] then
-    redis.call('HSET', j, 'duration_seconds', tostring((NOW - tonumber(h[4])) / 1000))
-  end
-  -- What a person reads (the job's `state`): cancelled or failed, each in an index of its own (the
-  -- shared one, and the client's copy as move_index keeps them), and the queue's cancelled count
-  -- (`cancelled`, of its `failed`; prune.lua takes it back).
-  local state = cancelled and 'cancelled' or 'failed'
-  if cancelled then
-    redis.call('HSET', j, 'cancelled', '1', 'cancelled_at', NOW_ISO)
-    redis.call('HINCRBY', at(K.stats, type), 'cancelled_total', 1)
-    redis.call('HINCRBY', at(K.stats, type), 'cancelled', 1)
-    -- The client's own counters too (lib.lua count).
-    local client = owner_of(id)
-    if client then
-      redis.call('HINCRBY', at(K.client_stats, client, type), 'cancelled_total', 1)
-      redis.call('HINCRBY', at(K.client_stats, client, type), 'cancelled', 1)
-    end
-  end
-  redis.call('ZADD', at(K.jobs_by_state, state), created_ms, id)
-  local owner = redis.call('HMGET', j, 'client', 'client_admin')
-  if owner[1] and not owner[2] then
-    redis.call('ZADD', at(K.client_jobs_by_state, owner[1], state), created_ms, id)
-  end
-  redis.call('HDEL', j, 'claimed_by', 'lease_until')
-  if from == 'pending' then
-    -- A queue left as a list by an earlier version is converted by whoever next takes from it.
-    local queue = at(K.pending, type)
-    local removed
-    if redis.call('TYPE', queue).ok == 'list' then removed = redis.call('LREM', queue, 0, id)
-    else removed = redis.call('ZREM', queue, id) end
-    if removed > 0 then note_depth(type, -removed, id) end
-  end
-  redis.call('ZREM', at(K.active, type), id)
-  count(type, from, 'failed', 'failed_total', id)
-  move_status_index(id, from, 'failed', created_ms)
-  redis.call('ZADD', K.expiry, NOW + RETENTION_MS, expiry_member('job', id))
-  publish(id, 'complete', { status = 'failed', error = message })
-  timeline(id, cancelled and 'cancelled' or 'failed', { message = message })
-  note_ended(type, 'failed', nil, nil, id)
-  if cancelled then note_ended(type, 'cancelled', nil, nil, id) end
-  return {
-    job_id = id, type = type, batch_id = batch_id, status = 'failed', was = from, request_id = h[5],
-    webhook = h[6] and 1,
-  }
-end
-
--- The batch of a job that ended as failed, once its event is recorded: counted (a cancellation as
--- such too), stopped when it is fail_fast (stop_batch), and finished when it was its last job.
-local function ended_in_batch(id, from, batch_id, cancelled)
-  if batch_id and batch_id ~= '' then
-    batch_move(batch_id, from, 'failed')
-    -- Of the batch's failed, the cancelled ones (its record's `cancelled`).
-    if cancelled and redis.call('EXISTS', at(K.batch, batch_id)) == 1 then
-      redis.call('HINCRBY', at(K.batch, batch_id), 'cancelled', 1)
-    end
-    stop_batch(batch_id, id)
-    finalize_batch(batch_id)
-  end
-end
-
--- Ends a pending or processing job as failed (job.failed); the caller has checked the status.
-local function fail_job(id, from, message)
-  local event = end_job(id, from, message, false)
-  record('job.failed', event)
-  ended_in_batch(id, from, event.batch_id, false)
-end
-
-cancel_job = function(id, from, message)
-  local event = end_job(id, from, message, true)
-  record('job.cancelled', event)
-  ended_in_batch(id, from, event.batch_id, true)
-end
-
--- Gives a claimed or processing job back to its place in its queue (enqueue), within its retry budget:
--- start.lua charges every run one attempt, and a processing job whose attempts have reached
--- `max_attempts` is failed instead (as fail.lua fails a job: batch, fail_fast and webhook alike)
--- with the error "<reason> (gave up after <attempts> attempts)". A job that is only claimed has not
--- been charged for this run and always goes back. A hand-back (`handback`: its executor stops, the
--- run did not fail) is never failed and refunds the attempt its run was charged, so the job keeps
--- its whole budget.
--- Returns 'requeued', 'failed', or 'unchanged' when there was nothing to give back (finished, or
--- pending and unclaimed); a NOTFOUND error reply when there is no such job.
--- The error of a job that failed transiently on each of its attempts: the retry rule's last word.
-local function gave_up(reason, attempts)
-  return reason .. ' (gave up after ' .. attempts .. (attempts == 1 and ' attempt)' or ' attempts)')
-end
-
-local function requeue_job(id, reason, max_attempts, handback)
-  local j = at(K.job, id)
-  local h = redis.call('HMGET', j, 'status', 'type', 'batch_id', 'created_ms', 'attempts')
-  local status, type, batch_id = h[1], h[2], h[3]
-  if not status then return redis.error_reply('NOTFOUND job ' .. id .. ' does not exist') end
-  if status ~= 'pending' and status ~= 'processing' then return 'unchanged' end
-  local active = at(K.active, type)
-  if status == 'pending' and not redis.call('ZSCORE', active, id) then return 'unchanged' end
-  local attempts = tonumber(h[5]) or 0
-  if status == 'processing' and not handback and attempts >= max_attempts then
-    fail_job(id, status, gave_up(reason, attempts))
-    return 'failed'
-  end
-  redis.call('ZREM', active, id)
-  redis.call('HDEL', j, 'claimed_by', 'lease_until', 'progress', 'eta_seconds', 'steps_progress', 'started_at',
-    'started_ms')
-  enqueue(id, type)
-  redis.call('HSET', j, 'updated_at', NOW_ISO)
-  if status == 'processing' then
-    redis.call('HSET', j, 'status', 'pending')
-    if handback and attempts > 0 then redis.call('HINCRBY', j, 'attempts', -1) end
-    count(type, 'processing', 'pending', nil, id)
-    move_status_index(id, 'processing', 'pending', tonumber(h[4]))
-    if batch_id and batch_id ~= '' then batch_move(batch_id, 'processing', 'pending') end
-  end
-  publish(id, 'status', { status = 'pending', message = 'requeued: ' .. reason })
-  timeline(id, 'requeued', { message = reason })
-  record('job.requeued', { job_id = id, type = type, batch_id = batch_id, status = 'pending', reason = reason })
-  return 'requeued'
+  local score = queue_score(h[1], h[2])
+  if redis.call('ZADD', pending_queue(type), score, id) == 1 then note_depth(type, 1, id) end
+  fair_add(id, type, score)
 end

@@ -77,16 +77,6 @@ if cursor and type(cursor.id) ~= 'string' then
   return redis.error_reply('ERR invalid cursor id: ' .. tostring(cursor.id))
 end
 
--- Whether id `a` sorts before id `b` as Redis sorts the members of one score: byte by byte (Lua's
--- own `<` on strings follows the server's locale).
-local function sorts_before(a, b)
-  for i = 1, math.min(#a, #b) do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then return x < y end
-  end
-  return #a < #b
-end
-
 -- The reader's copy of an index: the client's own, or the shared one.
 local function index(shared, own, ...)
   if client then return at(own, client, ...) end

@@ -6,7 +6,7 @@
   (pool_taken), so that a controller can tell a queue nobody takes from.
 
   Input:
-    KEYS  job active pool pool_taken queues job_events
+    KEYS  job active pool pool_taken queues job_events client_load
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] lease, in ms
@@ -33,6 +33,8 @@ while true do
   if h[1] == 'pending' then
     redis.call('ZADD', at(K.active, h[2]), NOW + lease_ms, id)
     redis.call('HSET', j, 'claimed_by', owner, 'lease_until', NOW + lease_ms)
+    -- Held since its dispatcher claimed it (claim.lua); a job given back meanwhile is held again.
+    hold(id)
     redis.call('INCR', K.pool_taken)
     timeline(id, 'claimed', { message = owner })
     -- A dispatcher holds jobs back while the pool's queue is full: there is room now.

@@ -11,7 +11,7 @@
     KEYS  job job_channel pending active stats jobs_by_status client_jobs_by_status batch batch_jobs
           batches_by_status client_batches_by_status expiry events queues queue_seq job_events history
           jobs_by_state client_jobs_by_state
-          client_stats
+          client_stats fair_queue fair_clients fair_turn client_load
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
     ARGV[3] the retry budget (as requeue.lua's ARGV[5])

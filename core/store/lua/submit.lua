@@ -9,10 +9,10 @@
           client_batches_by_created client_batches_by_status events queues queue_seq idempotency
           job_events history jobs_by_type client_jobs_by_type client_stats jobs_by_id jobs_by_source
           jobs_by_dest jobs_by_request client_jobs_by_id client_jobs_by_source client_jobs_by_dest
-          client_jobs_by_request
+          client_jobs_by_request fair_queue fair_clients fair_turn client_load client_refused
 
     ARGV[1], ARGV[2]  lib.lua's (events stream length, retention)
-    ARGV[3] JSON {client?, admin?, batch?: {id, shown_id, fail_fast, webhook_url?}, jobs: [{id, type, fields}],
+    ARGV[3] JSON {client?, admin?, max_pending?, batch?: {id, shown_id, fail_fast, webhook_url?}, jobs: [{id, type, fields}],
       idempotency?: {client, key, fingerprint, token, ttl_ms}, retry?: {of, force?}}:
       client, the name of the submitting client, is recorded on every job and the batch, and they are
       indexed for it unless admin is true (an admin lists through the shared indexes; its records
@@ -26,6 +26,8 @@
       records it as its `retried_as` in the same step. A job retried before is not retried again
       unless force is true: the answer names its retry instead, and nothing is written; so
       concurrent retries of one job make one retry. A forced retry makes `retried_as` the newest.
+      max_pending: the client's server.clients max_pending, when it has one: how many of its jobs may
+      wait in the queues (lib.lua client_load) with this submission's
 
   Output:
     the queue position (1-based) of each job, in order: how many jobs of its queue are before it once
@@ -41,6 +43,8 @@
     CONFLICT the Idempotency-Key is in use by another request (its lock ran out and was taken again)
     ERR invalid idempotency ttl_ms: <value>
     ERR a submission needs at least one job
+    LIMIT client "<name>" has <n> jobs pending and submits <m>, over its server.clients max_pending
+      of <limit> (nothing is written)
 ]]
 local payload = cjson.decode(ARGV[3])
 local batch = payload.batch
@@ -76,6 +80,19 @@ if idem then
   local held = redis.call('HMGET', idem_key, 'state', 'token')
   if held[1] and not (held[1] == 'locked' and held[2] == idem.token) then
     return redis.error_reply('CONFLICT the Idempotency-Key is in use by another request')
+  end
+end
+
+-- The client's max_pending (server.clients): a submission that would leave more of its jobs waiting
+-- in the queues than that is refused whole, and counted (client_refused).
+local max_pending = tonumber(payload.max_pending)
+if max_pending then
+  local who = client or '-'
+  local waiting = tonumber(redis.call('HGET', K.client_load, who .. '|pending')) or 0
+  if waiting + #payload.jobs > max_pending then
+    redis.call('HINCRBY', K.client_refused, who .. '|max_pending', 1)
+    return redis.error_reply('LIMIT client "' .. who .. '" has ' .. waiting .. ' jobs pending and submits ' ..
+      #payload.jobs .. ', over its server.clients max_pending of ' .. max_pending)
   end
 end
 

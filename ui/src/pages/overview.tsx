@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useMemo, useState } from "preact/hooks";
 import { api, ApiError } from "../api.js";
 import { TimeChart, type Series } from "../chart.js";
+import { ClientTable } from "../client-table.js";
 import { LiveState, Loading, Notice } from "../components.js";
 import { formatCount, formatSeconds, typeLabel } from "../format.js";
 import { throttle, useJobChanges } from "../live.js";
@@ -91,6 +92,16 @@ export function OverviewPage() {
         {!stats && !statsError && <Loading what="the queues" />}
         {stats && <QueueTable stats={stats} />}
       </section>
+      {stats?.clients && stats.clients.length > 0 && (
+        <section aria-labelledby="clients-heading">
+          <h2 id="clients-heading">Clients</h2>
+          <p class="subtle">
+            Each client's jobs running and waiting against its limits; within a priority, clients take turns
+            of their weight.
+          </p>
+          <ClientTable clients={stats.clients} />
+        </section>
+      )}
       <section aria-labelledby="history-heading">
         <div class="section-head">
           <h2 id="history-heading">{range.heading}</h2>

@@ -34,7 +34,7 @@ export type PreviewOf = "source" | "output";
 /** A request the route refuses with `status` and `message`. */
 export class PreviewRefusal extends Error {
   constructor(
-    readonly status: 404 | 409 | 422 | 502 | 503,
+    readonly status: 400 | 404 | 409 | 422 | 502 | 503,
     message: string,
   ) {
     super(message);

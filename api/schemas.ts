@@ -9,7 +9,7 @@ import {
 import { ERROR_MESSAGE, type SchemaBounds } from "../core/jobs/bounds.js";
 import type { SubmissionFields } from "../core/jobs/spec.js";
 import { parameterSchemas } from "../core/jobs/parameters.js";
-import { JOB_DEFINITIONS } from "../core/jobs/types.js";
+import { JOB_DEFINITIONS, STEP_NAME_PATTERN } from "../core/jobs/types.js";
 import {
   Batch,
   BatchStatusSchema,
@@ -369,6 +369,17 @@ export const LadderParams = Type.Object({
 const ObjectOf = (defaultOf: "source" | "output", description: string) =>
   Enum(["source", "output"] as const, { default: defaultOf, description });
 
+/** A pipeline's step whose output a preview or a download is of. */
+const StepOf = Type.Optional(
+  Type.String({
+    pattern: STEP_NAME_PATTERN,
+    description:
+      "A pipeline's step: the output that step wrote (with `of=output`, once the step has completed, also on a pipeline that failed with keep_partial)",
+    [ERROR_MESSAGE]:
+      "must name a step of the pipeline (a lowercase letter, then lowercase letters, digits, _ or -)",
+  }),
+);
+
 export const PreviewQuery = optionalDefaults(
   Type.Object(
     {
@@ -376,6 +387,7 @@ export const PreviewQuery = optionalDefaults(
         "output",
         "The job's source image, or its output (an image, or a video_thumbnail's frame)",
       ),
+      step: StepOf,
     },
     { additionalProperties: false },
   ),
@@ -383,7 +395,10 @@ export const PreviewQuery = optionalDefaults(
 
 export const DownloadQuery = optionalDefaults(
   Type.Object(
-    { of: ObjectOf("output", "The job's output object (once it has completed), or its source") },
+    {
+      of: ObjectOf("output", "The job's output object (once it has completed), or its source"),
+      step: StepOf,
+    },
     { additionalProperties: false },
   ),
 );

@@ -3,7 +3,16 @@ import { GetObjectCommand, type GetObjectCommandOutput } from "@aws-sdk/client-s
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "../../core/typebox.js";
 import type { Job } from "../../core/jobs/records.js";
-import { JOB_MEDIA, prefixOfEntry, WRITES_OUTPUT, WRITES_UNDER_PREFIX } from "../../core/jobs/types.js";
+import {
+  JOB_MEDIA,
+  prefixOfEntry,
+  stepOutput,
+  WRITES_OUTPUT,
+  WRITES_UNDER_PREFIX,
+  type JobType,
+  type MediaKind,
+  type PipelineParameters,
+} from "../../core/jobs/types.js";
 import { addLogContext } from "../access-log.js";
 import { viewerOf } from "../auth.js";
 import type { ApiContext, App } from "../context.js";
@@ -29,16 +38,66 @@ import {
 
 const s3Uri = (bucket: string, key: string) => `s3://${bucket}/${key}`;
 
-/** Where the object a request is of lives, or the refusal (404, 409) when it has none. */
-function objectOf(job: Job, of: PreviewOf): { bucket: string; key: string } {
-  if (of === "source") return { bucket: job.source_bucket, key: job.source_key };
+/** What a request asks for: a job's source or output, or the output of one of a pipeline's steps. */
+interface Asked {
+  id: string;
+  of: PreviewOf;
+  step?: string | undefined;
+}
+
+/** An object of a job: where it lives, and what media it is. */
+interface JobObject {
+  bucket: string;
+  key: string;
+  media: MediaKind | null;
+}
+
+/** The extension of an output_url's last segment (the step's file), without its dot. */
+function extensionOfUrl(url: string): string {
+  const name = url.split("/").pop() ?? "";
+  const dot = name.lastIndexOf(".");
+  return dot < 0 ? "" : decodeURIComponent(name.slice(dot + 1));
+}
+
+/** Where the output of a pipeline's step lives, or the refusal (400, 404, 409) when it has none. */
+function stepObjectOf(job: Job, of: PreviewOf, step: string): JobObject {
+  if (job.type !== "pipeline")
+    throw new PreviewRefusal(400, `step: job ${job.id} is ${job.type}; only a pipeline has steps`);
+  if (of !== "output")
+    throw new PreviewRefusal(
+      400,
+      "step: a step's output is asked for with of=output (its steps share the job's source)",
+    );
+  const parameters = job.parameters as unknown as PipelineParameters;
+  const type = parameters.steps?.[step]?.type as JobType | undefined;
+  if (!type || !(type in WRITES_OUTPUT)) throw new PreviewRefusal(404, `job ${job.id} has no step ${step}`);
+  if (!WRITES_OUTPUT[type] || WRITES_UNDER_PREFIX[type])
+    throw new PreviewRefusal(404, `step ${step} of job ${job.id} is ${type}, which writes no output file`);
+  const record: Record<string, unknown> = job.result ?? {};
+  const results = record.steps as Record<string, { output_url?: unknown; error?: unknown }> | undefined;
+  const result = results?.[step];
+  if (typeof result?.output_url !== "string") {
+    const why = typeof result?.error === "string" ? result.error : `the job is ${job.status}`;
+    throw new PreviewRefusal(409, `step ${step} of job ${job.id} has no output: ${why}`);
+  }
+  const where = stepOutput(parameters, step, extensionOfUrl(result.output_url));
+  if (!where) throw new PreviewRefusal(404, `step ${step} of job ${job.id} writes no output file`);
+  return { ...where, media: JOB_MEDIA[type].output };
+}
+
+/** Where the object a request is of lives, or the refusal (400, 404, 409) when it has none. */
+function objectOf(job: Job, asked: Asked): JobObject {
+  const { of, step } = asked;
+  if (step !== undefined) return stepObjectOf(job, of, step);
+  if (of === "source")
+    return { bucket: job.source_bucket, key: job.source_key, media: JOB_MEDIA[job.type].source };
   if (!WRITES_OUTPUT[job.type] || !job.dest_bucket || !job.dest_key) {
     throw new PreviewRefusal(404, `job ${job.id} is ${job.type}, which writes no output file`);
   }
   if (job.status !== "completed") {
     throw new PreviewRefusal(409, `job ${job.id} is ${job.status}; its output exists once it has completed`);
   }
-  return { bucket: job.dest_bucket, key: job.dest_key };
+  return { bucket: job.dest_bucket, key: job.dest_key, media: JOB_MEDIA[job.type].output };
 }
 
 /** The object store's answer to a GET, or the refusal naming the object (404, 416, 502). */
@@ -94,15 +153,15 @@ async function withJobObject(
   ctx: ApiContext,
   request: FastifyRequest,
   reply: FastifyReply,
-  asked: { id: string; of: PreviewOf },
-  answer: (job: Job, where: { bucket: string; key: string }) => Promise<FastifyReply>,
+  asked: Asked,
+  answer: (job: Job, where: JobObject) => Promise<FastifyReply>,
 ): Promise<FastifyReply> {
-  const { id, of } = asked;
+  const { id } = asked;
   addLogContext(request, { job_id: id });
   const job = await ctx.store.getJob(id, viewerOf(request));
   if (!job) return reply.code(404).send({ error: `job ${id} not found` });
   try {
-    return await answer(job, objectOf(job, of));
+    return await answer(job, objectOf(job, asked));
   } catch (err) {
     return refuse(request, reply, err);
   }
@@ -132,7 +191,7 @@ export function objectRoutes(app: App, ctx: ApiContext): void {
     {
       schema: {
         summary: "A small preview of a job's source or output image",
-        description: `A WebP image of at most ${PREVIEW.maxSide} pixels on its longer side, oriented as the image's EXIF says: of the source of an image job, or of the output of a job that writes an image (a video_thumbnail's frame included). Made from at most ${PREVIEW.maxSourceBytes / 1024 ** 2} MiB and \`limits.max_input_pixels\`; cached in Redis for ${PREVIEW.cacheTtlMs / 3_600_000} h (at most ${PREVIEW.cacheMaxEntries} previews), and by the browser with an ETag (\`Cache-Control: private\`). A video or audio has no preview (404). Each API process makes ${PREVIEW.concurrency} previews at once; beyond that it answers 503 with Retry-After.`,
+        description: `A WebP image of at most ${PREVIEW.maxSide} pixels on its longer side, oriented as the image's EXIF says: of the source of an image job, or of the output of a job that writes an image (a video_thumbnail's frame included), or with \`step\` of the image a pipeline's step wrote. Made from at most ${PREVIEW.maxSourceBytes / 1024 ** 2} MiB and \`limits.max_input_pixels\`; cached in Redis for ${PREVIEW.cacheTtlMs / 3_600_000} h (at most ${PREVIEW.cacheMaxEntries} previews), and by the browser with an ETag (\`Cache-Control: private\`). A video or audio has no preview (404). Each API process makes ${PREVIEW.concurrency} previews at once; beyond that it answers 503 with Retry-After.`,
         tags: ["jobs"],
         security: API_KEY_SECURITY,
         params: IdParams,
@@ -160,20 +219,24 @@ export function objectRoutes(app: App, ctx: ApiContext): void {
     },
     (request, reply) => {
       const { id } = request.params;
-      const { of } = request.query;
-      return withJobObject(ctx, request, reply, { id, of }, async (job, where) => {
-        const media = of === "source" ? JOB_MEDIA[job.type].source : JOB_MEDIA[job.type].output;
+      const { of, step } = request.query;
+      return withJobObject(ctx, request, reply, { id, of, step }, async (job, where) => {
+        const { media } = where;
         if (media === "video" || media === "audio") {
+          const what =
+            step !== undefined ? `step ${step} of job ${id} writes` : `the ${of} of a ${job.type} job is`;
           throw new PreviewRefusal(
             404,
-            `the ${of} of a ${job.type} job is ${media === "audio" ? "audio" : "a video"}, which has no preview${of === "source" && job.type === "video_thumbnail" ? "; the output (the frame) has one" : ""}`,
+            `${what} ${media === "audio" ? "audio" : "a video"}, which has no preview${of === "source" && job.type === "video_thumbnail" ? "; the output (the frame) has one" : ""}`,
           );
         }
-        let preview = await ctx.store.cachedPreview(id, of);
+        // A step's preview is cached as its own object's: under "<job id>/<step>".
+        const cached = step !== undefined ? `${id}/${step}` : id;
+        let preview = await ctx.store.cachedPreview(cached, of);
         let cache = "hit";
         if (!preview) {
           cache = "miss";
-          preview = await maker.run(`${id}:${of}`, async () => {
+          preview = await maker.run(`${cached}:${of}`, async () => {
             const object = await getObject(ctx, request, of, where);
             const what = `${of} ${s3Uri(where.bucket, where.key)}`;
             const size = object.ContentLength;
@@ -183,7 +246,7 @@ export function objectRoutes(app: App, ctx: ApiContext): void {
             }
             const bytes = await readWhole(object.Body as Readable, PREVIEW.maxSourceBytes, what);
             const made = await renderPreview(bytes, ctx.config.limits.maxInputPixels, what);
-            await ctx.store.cachePreview(id, of, made, PREVIEW.cacheTtlMs, PREVIEW.cacheMaxEntries);
+            await ctx.store.cachePreview(cached, of, made, PREVIEW.cacheTtlMs, PREVIEW.cacheMaxEntries);
             request.log.debug(
               { job_id: id, of, source_bytes: bytes.length, bytes: made.length },
               "preview made",
@@ -212,7 +275,7 @@ export function objectRoutes(app: App, ctx: ApiContext): void {
       schema: {
         summary: "Download a job's output or source through the API",
         description:
-          "The object streamed through the API, with its Content-Type, Content-Length and a Content-Disposition naming the key's last segment: for a browser or client that reaches the API and not the object store (GET /jobs/{id}/output and /links give presigned store links instead). One byte range (`Range: bytes=…`) answers 206. The output exists once the job has completed (409 before; 404 for a type that writes no file).",
+          "The object (with `step`, the file a pipeline's step wrote) streamed through the API, with its Content-Type, Content-Length and a Content-Disposition naming the key's last segment: for a browser or client that reaches the API and not the object store (GET /jobs/{id}/output and /links give presigned store links instead). One byte range (`Range: bytes=…`) answers 206. The output exists once the job has completed (409 before; 404 for a type that writes no file).",
         tags: ["jobs"],
         security: API_KEY_SECURITY,
         params: IdParams,
@@ -237,8 +300,8 @@ export function objectRoutes(app: App, ctx: ApiContext): void {
     },
     (request, reply) => {
       const { id } = request.params;
-      const { of } = request.query;
-      return withJobObject(ctx, request, reply, { id, of }, async (_job, where) => {
+      const { of, step } = request.query;
+      return withJobObject(ctx, request, reply, { id, of, step }, async (_job, where) => {
         const asked = request.headers.range;
         const range = asked && SINGLE_RANGE.test(asked.trim()) ? asked.trim() : undefined;
         const object = await getObject(ctx, request, of, where, range);

@@ -6,6 +6,9 @@ import type { MediaKind } from "../../jobs/define.js";
 export * from "./states.js";
 export { JOB_DEFINITIONS, definitionOf, type DefinitionOf } from "../../jobs/registry.js";
 export { prefixOfEntry, type JobTypeDefinition } from "../../jobs/define.js";
+/** Where a pipeline's step writes its one file (the runner writes it there; the API reads it back). */
+export { stepOutput, type PipelineParameters } from "../../jobs/pipeline/graph.js";
+export { STEP_NAME_PATTERN } from "../../jobs/pipeline/definition.js";
 /** media_probe's result, which runner/av/streams.ts makes for the other ffmpeg processors too. */
 export type { ProbeResult, ProbeStream } from "../../jobs/media_probe/definition.js";
 export type { JobType, MediaKind };

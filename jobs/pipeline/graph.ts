@@ -13,6 +13,7 @@ import { shown } from "../../core/text.js";
 import type { MediaKind } from "../define.js";
 import { JOB_DEFINITIONS } from "../registry.js";
 import { PIPELINE_LIMITS, STEP_NAME_PATTERN } from "./definition.js";
+import { ordered } from "./waves.js";
 
 const PIPELINE_TYPE = "pipeline";
 
@@ -165,6 +166,24 @@ export function planPipeline(
   return { waves: order.waves };
 }
 
+/**
+ * The object a step writes its one file to: the step's dest_key, else `{dest_prefix}/{name}.{extension}`
+ * (its output's extension, processor.ts's extensionOf), in the step's dest_bucket or the
+ * pipeline's. Undefined for no such step, or one with nowhere to write (planPipeline refuses those).
+ */
+export function stepOutput(
+  parameters: PipelineParameters,
+  name: string,
+  extension: string,
+): { bucket: string; key: string } | undefined {
+  const step = parameters.steps[name];
+  const bucket = step?.dest_bucket ?? parameters.dest_bucket;
+  if (!step || bucket === undefined) return undefined;
+  if (step.dest_key !== undefined) return { bucket, key: step.dest_key };
+  if (parameters.dest_prefix === undefined) return undefined;
+  return { bucket, key: `${trimPrefix(parameters.dest_prefix)}/${name}.${extension}` };
+}
+
 /** Where each writing step writes; a sentence when one has nowhere to write or two collide. */
 function destinations(
   parameters: Record<string, unknown>,
@@ -219,27 +238,6 @@ function collide(a: { key?: string; under?: string }, b: { key?: string; under?:
  */
 export function stepTypeWaves(steps: Record<string, PipelineStep>): string[][] {
   return ordered(Object.keys(steps), steps).waves.map((wave) => wave.map((name) => steps[name]!.type));
-}
-
-/** Kahn's order in waves, and the steps left over when inputs go round in a circle. */
-function ordered(
-  names: string[],
-  steps: Record<string, PipelineStep>,
-): { waves: string[][]; left: string[] } {
-  const waves: string[][] = [];
-  const done = new Set<string>();
-  let left = names;
-  while (left.length > 0) {
-    const wave = left.filter((name) => {
-      const input = steps[name]!.input;
-      return input === undefined || done.has(input);
-    });
-    if (wave.length === 0) break;
-    waves.push(wave);
-    for (const name of wave) done.add(name);
-    left = left.filter((name) => !done.has(name));
-  }
-  return { waves, left };
 }
 
 /** The sentence naming a circle of inputs, found from the steps Kahn's order left over. */

@@ -30,7 +30,8 @@ import {
 import { sharedDecodes } from "../../runner/image/shared.js";
 import type { ObjectWriter, OutputData, ProcessContext, Processor } from "../../runner/processor.js";
 import { loadProcessor } from "../../runner/registry.js";
-import { planPipeline, trimPrefix, type PipelineParameters, type PipelineStep } from "./graph.js";
+import { planPipeline, stepOutput, trimPrefix, type PipelineParameters, type PipelineStep } from "./graph.js";
+import { NOT_RUN } from "./step-states.js";
 
 /** What a step's output is to the steps that read it. */
 type StepSource = { path: string; contentType: string } | { buffer: Buffer; contentType: string };
@@ -192,10 +193,10 @@ export const pipeline: Processor = async (ctx) => {
     signal.throwIfAborted();
     let result: Record<string, unknown> = { ...out.result };
     if (out.output) {
-      if (bucket === undefined) throw new PermanentError(`${type} needs a dest_bucket`);
-      const key = step.dest_key ?? `${prefix}/${name}.${extensionOf(out.output)}`;
-      const where = await upload(bucket, key, out.output, signal);
-      written.add(bucket, key);
+      const to = stepOutput(parameters, name, extensionOf(out.output));
+      if (!to) throw new PermanentError(`${type} needs a dest_bucket and a dest_key or dest_prefix`);
+      const where = await upload(to.bucket, to.key, out.output, signal);
+      written.add(to.bucket, to.key);
       result = { ...where, ...result };
       if (readBy.has(name)) outputs.set(name, out.output);
     }
@@ -254,7 +255,7 @@ export const pipeline: Processor = async (ctx) => {
         await slots.take();
         try {
           if (signal.aborted) {
-            results[name] = { error: "not run: the pipeline was stopped" };
+            results[name] = { error: `${NOT_RUN}the pipeline was stopped` };
             return;
           }
           results[name] = await runStep(name, shared);
@@ -274,21 +275,21 @@ export const pipeline: Processor = async (ctx) => {
         const why =
           typeof error !== "string"
             ? "wrote no output"
-            : error.startsWith("not run")
+            : error.startsWith(NOT_RUN)
               ? "did not run"
               : "failed";
-        for (const reader of readersOf(name)) skip(reader, `not run: its input step ${name} ${why}`);
+        for (const reader of readersOf(name)) skip(reader, `${NOT_RUN}its input step ${name} ${why}`);
       }),
     );
   };
   /** A step that will not run, and every step after it. */
   const skip = (name: string, error: string) => {
     results[name] = { error };
-    for (const reader of readersOf(name)) skip(reader, `not run: its input step ${name} did not run`);
+    for (const reader of readersOf(name)) skip(reader, `${NOT_RUN}its input step ${name} did not run`);
   };
   await runReaders(undefined);
   const ordered = Object.fromEntries(
-    Object.keys(steps).map((name) => [name, results[name] ?? { error: "not run: an earlier step failed" }]),
+    Object.keys(steps).map((name) => [name, results[name] ?? { error: `${NOT_RUN}an earlier step failed` }]),
   );
   if (!failure) return { result: { steps: ordered } };
 

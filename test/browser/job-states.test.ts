@@ -11,9 +11,9 @@ import { startTestStack, type TestStack } from "../support/api.js";
 import {
   assertClean,
   launchBrowser,
-  openPage,
   SCREENSHOTS,
   screenshot,
+  signedInAt,
   waitForText,
   type WatchedPage,
 } from "../support/browser.js";
@@ -38,15 +38,7 @@ after(async () => {
 });
 
 /** A page signed in with the key, at `path`. */
-async function signedIn(path: string): Promise<WatchedPage> {
-  const watched = await openPage(browser);
-  const { page } = watched;
-  await page.goto(at(path));
-  await page.getByLabel("API key").fill(KEY);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("navigation", { name: "Main" }).waitFor();
-  return watched;
-}
+const signedIn = (path: string): Promise<WatchedPage> => signedInAt(browser, at(path), KEY);
 
 const colors = () =>
   submit(stack, "image/colors", { source_bucket: stack.bucket, source_key: "in/none.jpg" });

@@ -72,6 +72,25 @@ export async function openPage(
   return { page, problems };
 }
 
+/**
+ * A watched page at `url`, signed in with `key` typed on the login view (as a person would); the
+ * options are openPage's.
+ */
+export async function signedInAt(
+  browser: Browser,
+  url: string,
+  key: string,
+  options: Parameters<typeof openPage>[1] = {},
+): Promise<WatchedPage> {
+  const watched = await openPage(browser, options);
+  const { page } = watched;
+  await page.goto(url);
+  await page.getByLabel("API key").fill(key);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("navigation", { name: "Main" }).waitFor();
+  return watched;
+}
+
 export function assertClean(watched: WatchedPage): void {
   assert.deepEqual(watched.problems, [], "the page logged errors");
 }

@@ -1,6 +1,6 @@
 // Submitting a job through a test stack's API and waiting for it to end.
 import assert from "node:assert/strict";
-import { HeadObjectCommand } from "@aws-sdk/client-s3";
+import { GetObjectCommand, HeadObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import type { Job } from "../../core/jobs/records.js";
 import type { TestStack } from "./api.js";
 
@@ -47,4 +47,27 @@ export async function exists(stack: TestStack, key: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** Puts an object in the stack's bucket (with its content type, when given). */
+export async function putObject(
+  stack: TestStack,
+  key: string,
+  body: Buffer,
+  contentType?: string,
+): Promise<void> {
+  await stack.services.s3.send(
+    new PutObjectCommand({
+      Bucket: stack.bucket,
+      Key: key,
+      Body: body,
+      ...(contentType ? { ContentType: contentType } : {}),
+    }),
+  );
+}
+
+/** The bytes of an object of the stack's bucket. */
+export async function objectBytes(stack: TestStack, key: string): Promise<Buffer> {
+  const answer = await stack.services.s3.send(new GetObjectCommand({ Bucket: stack.bucket, Key: key }));
+  return Buffer.from(await answer.Body!.transformToByteArray());
 }

@@ -2,7 +2,6 @@
 // store, jobs submitted through its API and claimed as the controller claims them before it starts
 // a runner, and a job run in-process by runJob, the code path of `runner --job`.
 import assert from "node:assert/strict";
-import { PutObjectCommand } from "@aws-sdk/client-s3";
 import { pino } from "pino";
 import type { Job } from "../../core/jobs/records.js";
 import type { JobType } from "../../core/jobs/types.js";
@@ -11,10 +10,7 @@ import { runJob, type RunOutcome } from "../../runner/run-job.js";
 import type { TestStack } from "./api.js";
 import { claimJob } from "./store.js";
 
-/** Puts an object in the stack's bucket. */
-export async function putObject(stack: TestStack, key: string, body: Buffer): Promise<void> {
-  await stack.services.s3.send(new PutObjectCommand({ Bucket: stack.bucket, Key: key, Body: body }));
-}
+export { putObject } from "./jobs.js";
 
 /**
  * Submits a job through the API (`path` under /api/v1/jobs/) and claims it, as the controller does

@@ -51,8 +51,12 @@ async function slot<T>(use: () => Promise<T>): Promise<T> {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function readPreview(id: string, of: ObjectOf): Promise<Preview> {
-  const path = `/jobs/${encodeURIComponent(id)}/preview?of=${of}`;
+/** The query naming an object of a job: its source or output, or (`step`) a pipeline's step's output. */
+const objectQuery = (of: ObjectOf, step?: string) =>
+  `of=${of}${step !== undefined ? `&step=${encodeURIComponent(step)}` : ""}`;
+
+async function readPreview(id: string, of: ObjectOf, step?: string): Promise<Preview> {
+  const path = `/jobs/${encodeURIComponent(id)}/preview?${objectQuery(of, step)}`;
   for (let attempt = 0; ; attempt++) {
     try {
       const blob = await slot(() => apiBlob(path));
@@ -68,11 +72,11 @@ async function readPreview(id: string, of: ObjectOf): Promise<Preview> {
   }
 }
 
-function preview(id: string, of: ObjectOf): Promise<Preview> {
-  const key = `${id}:${of}`;
+function preview(id: string, of: ObjectOf, step?: string): Promise<Preview> {
+  const key = `${id}:${of}:${step ?? ""}`;
   let entry = previews.get(key);
   if (!entry) {
-    entry = readPreview(id, of);
+    entry = readPreview(id, of, step);
     previews.set(key, entry);
     // A failed read is not kept: the next use reads again.
     void entry.then((p) => p.state === "error" && previews.get(key) === entry && previews.delete(key));
@@ -85,8 +89,8 @@ function preview(id: string, of: ObjectOf): Promise<Preview> {
   return entry;
 }
 
-/** The preview of a job's source or output while `wanted`. */
-export function usePreview(id: string, of: ObjectOf, wanted: boolean): Preview | null {
+/** The preview of a job's source or output (`step`: of a pipeline's step's output) while `wanted`. */
+export function usePreview(id: string, of: ObjectOf, wanted: boolean, step?: string): Preview | null {
   const [shown, setShown] = useState<Preview | null>(null);
   useEffect(() => {
     if (!wanted) {
@@ -95,11 +99,11 @@ export function usePreview(id: string, of: ObjectOf, wanted: boolean): Preview |
     }
     let current = true;
     setShown({ state: "loading" });
-    void preview(id, of).then((p) => current && setShown(p));
+    void preview(id, of, step).then((p) => current && setShown(p));
     return () => {
       current = false;
     };
-  }, [id, of, wanted]);
+  }, [id, of, wanted, step]);
   return shown;
 }
 
@@ -114,8 +118,8 @@ export function fileName(key: string | undefined, fallback: string): string {
  * Downloads a job's object through the API: read with the key into a Blob, then saved from a blob:
  * URL under the key's name. The whole file passes through the page's memory.
  */
-export async function downloadObject(id: string, of: ObjectOf, name: string): Promise<void> {
-  const blob = await apiBlob(`/jobs/${encodeURIComponent(id)}/download?of=${of}`);
+export async function downloadObject(id: string, of: ObjectOf, name: string, step?: string): Promise<void> {
+  const blob = await apiBlob(`/jobs/${encodeURIComponent(id)}/download?${objectQuery(of, step)}`);
   const url = URL.createObjectURL(blob);
   const a = document.createElement("a");
   a.href = url;

@@ -6,7 +6,7 @@ import { describeTimeLeft } from "../../../core/jobs/eta.js";
 import { formatDateTime, formatSeconds, formatTime, typeLabel } from "../format.js";
 import { throttle, type LiveStateName } from "../live.js";
 import { downloadObject, fileName, useJobLinks, type ObjectOf } from "../preview.js";
-import { resultView } from "../result-views.js";
+import { isLive, resultView } from "../result-views.js";
 import { FactList } from "../results.js";
 import { Link, navigate } from "../router.js";
 import { dataOf, openSse } from "../sse.js";
@@ -79,14 +79,29 @@ export function JobPage(props: { id: string }) {
         onDown: (retryMs) => setLive(retryMs === null ? "off" : "retrying"),
         onEvent: (message) => {
           const data =
-            dataOf<{ status?: Job["status"]; percent?: number; eta_seconds?: number }>(message) ?? {};
+            dataOf<{
+              status?: Job["status"];
+              percent?: number;
+              eta_seconds?: number;
+              steps?: Record<string, number>;
+            }>(message) ?? {};
           if (message.event === "status" && data.status) {
             setJob((j) => (j ? { ...j, status: data.status! } : j));
             refreshEvents();
           } else if (message.event === "progress" && typeof data.percent === "number") {
             setProgress(data.percent);
             setEta(typeof data.eta_seconds === "number" ? data.eta_seconds : null);
-            setJob((j) => (j && j.status === "pending" ? { ...j, status: "processing" } : j));
+            // A pipeline's percent per step, for its graph (the record's steps_progress).
+            const steps = data.steps;
+            setJob((j) =>
+              j && (j.status === "pending" || steps)
+                ? {
+                    ...j,
+                    status: j.status === "pending" ? "processing" : j.status,
+                    ...(steps ? { steps_progress: steps } : {}),
+                  }
+                : j,
+            );
           } else if (message.event === "complete" || message.event === "error") {
             stream.close();
             setLive("off");
@@ -193,6 +208,7 @@ export function JobPage(props: { id: string }) {
             {actionError && <Notice kind="error">{actionError}</Notice>}
           </section>
           {job.status === "failed" && <FailureView job={job} />}
+          <LiveView job={job} />
           {/* A failed job with a result: a pipeline's completed steps, kept with keep_partial. */}
           {(job.status === "completed" || (job.status === "failed" && job.result)) && (
             <ResultView job={job} />
@@ -258,13 +274,20 @@ function FailureView(props: { job: Job }) {
   );
 }
 
+/** The view of a type shown at every state of the job (a pipeline's steps as a graph), if any. */
+function LiveView(props: { job: Job }) {
+  const View = isLive(props.job.type) ? resultView(props.job.type) : undefined;
+  return View ? <View job={props.job} result={props.job.result ?? {}} /> : null;
+}
+
 /** The result shown for what it is. */
 function ResultView(props: { job: Job }) {
   const { job } = props;
   const result = (job.result ?? {}) as Record<string, unknown>;
   const writesFile = typeof result.output_url === "string";
   const links = useJobLinks(job.id, writesFile, job.status);
-  const View = resultView(job.type);
+  // A live view is shown above at every state (LiveView), not again here.
+  const View = isLive(job.type) ? undefined : resultView(job.type);
   return (
     <section class="result" aria-labelledby="result-heading" data-testid="job-result">
       <h2 id="result-heading">Result</h2>

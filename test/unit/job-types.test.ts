@@ -123,7 +123,7 @@ describe("the job types", () => {
         assert.ok(values.runner.timeouts[type], "runner.timeouts");
         assert.ok(values.pool.classes[type], "pool.classes");
         const schema = readFileSync(join(CHART, "values.schema.json"), "utf8");
-        assert.equal(schema.split(`"${type}": {`).length - 1, 4, "values.schema.json's four per-type maps");
+        assert.equal(schema.split(`"${type}": {`).length - 1, 5, "values.schema.json's five per-type maps");
       });
 
       test("docs/job-types.md describes it", () => {

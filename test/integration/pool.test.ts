@@ -187,12 +187,19 @@ describe("the warm runner pool", () => {
       const pooledEntry = (await stack.services.store.jobTimeline(id))!.find((e) => e.event === "pooled");
       assert.ok(pooledEntry, "its timeline says it went to the pool");
     }
+    // Claimed by the dispatcher alone: a second claim only after it handed the job back for want of
+    // room in its own executor at that moment (seen once in CI, under load).
+    const why = (await stack.services.store.jobTimeline(largeColors))!;
+    const owners = await claims(largeColors);
+    assert.ok(owners.length >= 1, "claimed");
     assert.deepEqual(
-      await claims(largeColors),
-      [local],
+      owners,
+      owners.map(() => local),
       "the large source ran on the controller's own runners",
     );
-    const why = (await stack.services.store.jobTimeline(largeColors))!;
+    const handedBack = why.filter((e) => e.event === "requeued");
+    assert.equal(handedBack.length, owners.length - 1, "a claim after the first follows a hand-back");
+    for (const entry of handedBack) assert.equal(entry.message, "waiting for room in the executor");
     assert.equal(
       why.some((e) => e.event === "pooled"),
       false,

@@ -59,13 +59,15 @@ function extensionOfUrl(url: string): string {
   return dot < 0 ? "" : decodeURIComponent(name.slice(dot + 1));
 }
 
-/** Where the output of a pipeline's step lives, or the refusal (400, 404, 409) when it has none. */
+/** Where the output of a pipeline's step lives, or the refusal (404, 409) when it has none. */
 function stepObjectOf(job: Job, of: PreviewOf, step: string): JobObject {
+  // 404, not 400: the query is well formed, and what it names does not exist (a step of a job that
+  // has none; a step's own source, which is the job's or another step's output).
   if (job.type !== "pipeline")
-    throw new PreviewRefusal(400, `step: job ${job.id} is ${job.type}; only a pipeline has steps`);
+    throw new PreviewRefusal(404, `step: job ${job.id} is ${job.type}; only a pipeline has steps`);
   if (of !== "output")
     throw new PreviewRefusal(
-      400,
+      404,
       "step: a step's output is asked for with of=output (its steps share the job's source)",
     );
   const parameters = job.parameters as unknown as PipelineParameters;
@@ -85,7 +87,7 @@ function stepObjectOf(job: Job, of: PreviewOf, step: string): JobObject {
   return { ...where, media: JOB_MEDIA[type].output };
 }
 
-/** Where the object a request is of lives, or the refusal (400, 404, 409) when it has none. */
+/** Where the object a request is of lives, or the refusal (404, 409) when it has none. */
 function objectOf(job: Job, asked: Asked): JobObject {
   const { of, step } = asked;
   if (step !== undefined) return stepObjectOf(job, of, step);

@@ -117,11 +117,11 @@ describe("a pipeline's step's file through the API", () => {
 
   test("refusals name what is wrong", async () => {
     assert.deepEqual(await refusal(`${single}/preview?step=small`), [
-      400,
+      404,
       `step: job ${single} is image_resize; only a pipeline has steps`,
     ]);
     assert.deepEqual(await refusal(`${completed}/download?of=source&step=small`), [
-      400,
+      404,
       "step: a step's output is asked for with of=output (its steps share the job's source)",
     ]);
     assert.deepEqual(await refusal(`${completed}/preview?step=nope`), [

@@ -9,7 +9,7 @@
 // (/proc/stat: every CPU's time but idle and iowait), which holds what the cluster does for a job
 // (the node's kubelet and containerd, a pod's start, the control plane's work) beside the runners'
 // own and the local API's. One run of each: a batch of tens of jobs is its own average.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { PutObjectCommand } from "@aws-sdk/client-s3";
 import type { Job } from "../core/jobs/records.js";
@@ -21,6 +21,7 @@ import { ensureImage, watchPods } from "./k8s-cluster.js";
 import { errorText, knob, load, log, ratio, step } from "./k8s-common.js";
 import { startKube } from "./k8s-targets.js";
 import { pipelineJob, singleJobs, sourceSize, tenOutputs } from "./pipeline.js";
+import { machineCpuSeconds } from "./procs.js";
 import { printTable } from "./stats.js";
 
 interface BatchFigures {
@@ -33,14 +34,6 @@ interface BatchFigures {
   seconds: number;
   /** CPU seconds of the whole machine meanwhile. */
   machineCpu: number;
-}
-
-/** The machine's busy CPU seconds so far: /proc/stat's first line, all but idle and iowait (USER_HZ 100). */
-function machineCpuSeconds(): number {
-  const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
-  // user nice system idle iowait irq softirq steal (guest time is inside user already)
-  const [user, nice, system, , , irq, softirq, steal] = fields as [number, ...number[]];
-  return (user + nice! + system! + irq! + softirq! + steal!) / 100;
 }
 
 const sourceKey = (i: number) => `in/photo-${i}.jpg`;

@@ -1,5 +1,6 @@
 // What the bench servers read of their child processes from /proc: the runner processes among
 // them, a process's memory figures, and the CPU time of this process and every process below it.
+import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 
 /** Linux's USER_HZ: the unit of the times in /proc/<pid>/stat (100 on every Linux this runs on). */
@@ -102,4 +103,12 @@ export function cpuSince(
     children -= total;
   }
   return { own: end.own - start.own, children, apart: picked, childrenOwn };
+}
+
+/** The machine's busy CPU seconds so far: /proc/stat's first line, all but idle and iowait. */
+export function machineCpuSeconds(): number {
+  const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal (guest time is inside user already)
+  const [user, nice, system, , , irq, softirq, steal] = fields as [number, ...number[]];
+  return (user + nice! + system! + irq! + softirq! + steal!) / CLOCK_TICKS;
 }

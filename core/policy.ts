@@ -145,6 +145,42 @@ export function waitMessage(seconds: number, what = "a node", detail?: string): 
   return `job waited ${seconds} s for ${what} (${WAIT_SETTING})${detail ? `: ${detail}` : ""}`;
 }
 
+/**
+ * The kubelet's words when it evicts a pod for using more local disk than the pod itself may (its
+ * emptyDir's sizeLimit, its containers' ephemeral-storage limits): the job's own doing, unlike an
+ * eviction for the node's want of room (node pressure), which another node may not repeat.
+ */
+const DISK_LIMIT_EVICTIONS = [
+  /^Usage of EmptyDir volume "[^"]*" exceeds the limit/,
+  /^Pod ephemeral local storage usage exceeds the total limit of containers/,
+  /^Container \S+ exceeded its local ephemeral storage limit/,
+];
+
+/** The setting that bounds a job type's local disk on Kubernetes (and its scratch emptyDir). */
+export function diskLimitSetting(type: string): string {
+  return `kubernetes.resources.${type}.limits.ephemeral_storage`;
+}
+
+/**
+ * What becomes of a job whose runner pod the kubelet evicted with `message`: over its own disk limit,
+ * it fails at once (the same input fills the same disk again; retried, it would only be evicted again),
+ * naming the limit and the setting to raise; evicted for the node's sake, the Job's retries apply.
+ */
+export function evictionVerdict(
+  message: string,
+  type: string | undefined,
+  limit: string | undefined,
+): RunVerdict {
+  if (DISK_LIMIT_EVICTIONS.some((pattern) => pattern.test(message))) {
+    const setting = type ? diskLimitSetting(type) : diskLimitSetting("<type>");
+    return {
+      action: "fail",
+      error: `disk limit exceeded: the runner wrote more than its local disk limit${limit ? ` of ${limit}` : ""} (raise ${setting}): ${message}`,
+    };
+  }
+  return { action: "retry", reason: `the runner pod was evicted${message ? `: ${message}` : ""}` };
+}
+
 export const ADMISSION_SETTING = "kubernetes.max_waiting_admission";
 
 /** What a job's timeline says while Kueue has not admitted its runner Job. */
@@ -249,27 +285,28 @@ export function pipelineProgress(
   return total === 0 ? 0 : Math.round((done / total) * 10) / 10;
 }
 
-type Resources = { cpu: string; memory: string };
+type Resources = { cpu: string; memory: string; ephemeralStorage: string };
 
 /**
  * What a pipeline's runner gets on Kubernetes, before its own `resources` (which win, as for every
  * type): per resource, the most any of its waves asks for, at least kubernetes.resources.pipeline, at
- * most kubernetes.max_resources. A wave's limits are the sum of its steps' (each step its type's
- * kubernetes.resources.<type>). Its requests are the sum of those of the steps that can run at once:
- * the runner runs as many of a wave's steps at once as it has CPUs (runner/cpus.ts: its CPU limit,
- * whole CPUs, at least 1), so the heaviest that many. A request for every step of a wide wave would
- * ask a node for more than the runner uses: ten image steps, 2.5 CPUs, more than a 2-CPU node has.
+ * most kubernetes.max_resources (which bounds CPU and memory only). A wave's limits are the sum of its
+ * steps' (each step its type's kubernetes.resources.<type>). Its requests are the sum of those of the
+ * steps that can run at once: the runner runs as many of a wave's steps at once as it has CPUs
+ * (runner/cpus.ts: its CPU limit, whole CPUs, at least 1), so the heaviest that many. A request for
+ * every step of a wide wave would ask a node for more than the runner uses: ten image steps, 2.5 CPUs,
+ * more than a 2-CPU node has.
  */
 export function pipelineResources(
   parameters: Record<string, unknown>,
   perType: Readonly<Record<string, { requests: Resources; limits: Resources }>>,
   floor: { requests: Resources; limits: Resources },
-  max: Resources,
+  max: Pick<Resources, "cpu" | "memory">,
 ): { requests: Resources; limits: Resources } {
   const waves = stepTypeWaves((parameters.steps ?? {}) as Record<string, PipelineStep>);
   const side = (which: "requests" | "limits", atOnce: number): Resources => {
     // The quantity as configured where it is the answer (the floor, the maximum), else reckoned.
-    const pick = (resource: "cpu" | "memory", format: (value: number) => string) => {
+    const pick = (resource: keyof Resources, format: (value: number) => string) => {
       let most = { value: parseQuantity(floor[which][resource]), text: floor[which][resource] };
       for (const wave of waves) {
         const sum = wave
@@ -280,11 +317,14 @@ export function pipelineResources(
         const one = wave.length === 1 ? perType[wave[0]!]?.[which][resource] : undefined;
         if (sum > most.value) most = { value: sum, text: one ?? format(sum) };
       }
-      return most.value > parseQuantity(max[resource]) ? max[resource] : most.text;
+      const bound = resource === "ephemeralStorage" ? undefined : max[resource];
+      return bound !== undefined && most.value > parseQuantity(bound) ? bound : most.text;
     };
+    const mebibytes = (bytes: number) => `${Math.ceil(bytes / 2 ** 20)}Mi`;
     return {
       cpu: pick("cpu", (cores) => `${Math.ceil(cores * 1000)}m`),
-      memory: pick("memory", (bytes) => `${Math.ceil(bytes / 2 ** 20)}Mi`),
+      memory: pick("memory", mebibytes),
+      ephemeralStorage: pick("ephemeralStorage", mebibytes),
     };
   };
   const limits = side("limits", Number.POSITIVE_INFINITY);

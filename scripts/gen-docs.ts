@@ -232,7 +232,12 @@ export async function updateConfigurationDoc(doc: string): Promise<string> {
 /** The configuration's defaults (the file with nothing in it, every default applied). */
 function configDefaults(): {
   executor: { timeouts: Record<string, string>; pool: { classes: Record<string, string> } };
-  kubernetes: { resources: Record<string, Record<"requests" | "limits", { cpu: string; memory: string }>> };
+  kubernetes: {
+    resources: Record<
+      string,
+      Record<"requests" | "limits", { cpu: string; memory: string; ephemeral_storage: string }>
+    >;
+  };
 } {
   return Value.Default(ConfigFile, {}) as ReturnType<typeof configDefaults>;
 }
@@ -262,8 +267,8 @@ export function chartValues(text: string): string {
   const defaults = configDefaults();
   const resources = (type: string) => {
     const r = defaults.kubernetes.resources[type]!;
-    const list = (l: { cpu: string; memory: string }) =>
-      `{ cpu: ${yamlScalar(l.cpu)}, memory: ${yamlScalar(l.memory)} }`;
+    const list = (l: { cpu: string; memory: string; ephemeral_storage: string }) =>
+      `{ cpu: ${yamlScalar(l.cpu)}, memory: ${yamlScalar(l.memory)}, ephemeral_storage: ${yamlScalar(l.ephemeral_storage)} }`;
     return `${type}: { requests: ${list(r.requests)}, limits: ${list(r.limits)} }`;
   };
   let out = replaceYamlBlock(text, ["runner", "resources"], JOB_TYPES.map(resources));

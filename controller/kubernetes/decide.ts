@@ -252,7 +252,11 @@ function observedActions(
       // Its pod, still waiting, would start a runner for a job that has ended.
       if (!observed.deleteJob) return [fail];
       const why =
-        reason === "admission" ? "Kueue did not admit it in time" : "its runner waited too long to start";
+        reason === "admission"
+          ? "Kueue did not admit it in time"
+          : reason === "disk_limit"
+            ? "its runner was evicted over its disk limit"
+            : "its runner waited too long to start";
       return [fail, { kind: "delete", name, why }];
     }
     case "stuck": {

@@ -103,9 +103,14 @@ function jobLabels(job: Job, settings: KubernetesSettings): Record<string, strin
   };
 }
 
+/** A resource list of the configuration as Kubernetes spells it (`ephemeral-storage`). */
+function resourceList(r: { cpu: string; memory: string; ephemeralStorage: string }): Record<string, string> {
+  return { cpu: r.cpu, memory: r.memory, "ephemeral-storage": r.ephemeralStorage };
+}
+
 /**
  * Per-type defaults (a pipeline's from its steps: core/policy.ts pipelineResources), then the job's
- * own `resources` (each given value is both request and limit).
+ * own `resources` (each given value is both request and limit; a job asks for CPU and memory only).
  */
 export function containerResources(job: Job, settings: KubernetesSettings): V1ResourceRequirements {
   const defaults =
@@ -117,8 +122,8 @@ export function containerResources(job: Job, settings: KubernetesSettings): V1Re
           settings.maxResources,
         )
       : settings.resources[job.type];
-  const requests = { ...defaults.requests };
-  const limits = { ...defaults.limits };
+  const requests = resourceList(defaults.requests);
+  const limits = resourceList(defaults.limits);
   if (job.resources?.cpu) requests.cpu = limits.cpu = job.resources.cpu;
   if (job.resources?.memory) requests.memory = limits.memory = job.resources.memory;
   return { requests, limits };
@@ -207,6 +212,10 @@ export function buildJobManifest(
   if (!Number.isInteger(timeoutSeconds) || timeoutSeconds < 1) {
     throw new RangeError(`timeoutSeconds must be a positive integer (got ${timeoutSeconds})`);
   }
+  const resources = containerResources(job, settings);
+  // The scratch space is the disk the pod may use: a runner that fills it is evicted, and its job
+  // fails naming the setting (core/policy.ts evictionVerdict).
+  const scratchSize = settings.scratchSize ?? resources.limits!["ephemeral-storage"];
   const meta = jobMetadata(job, client, settings);
   // The controller's own labels last (the configuration cannot name them anyway); Kueue's only on
   // the Job: Kueue admits the Job, its pod is no Workload of its own.
@@ -289,7 +298,7 @@ export function buildJobManifest(
               // and the processes it starts (ffmpeg) are reaped.
               command: [...RUNNER_COMMAND, "--job", job.id],
               env: runnerEnv(job, settings, timeoutSeconds),
-              resources: containerResources(job, settings),
+              resources,
               volumeMounts: [{ name: "scratch", mountPath: SCRATCH_MOUNT }],
               terminationMessagePath: TERMINATION_MESSAGE_PATH,
               terminationMessagePolicy: "FallbackToLogsOnError",
@@ -302,7 +311,7 @@ export function buildJobManifest(
               },
             },
           ],
-          volumes: [{ name: "scratch", emptyDir: { sizeLimit: settings.scratchSize } }],
+          volumes: [{ name: "scratch", emptyDir: { sizeLimit: scratchSize } }],
         },
       },
     },

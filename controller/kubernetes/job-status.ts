@@ -13,13 +13,14 @@ import type { V1ContainerStatus, V1Job, V1Pod } from "@kubernetes/client-node";
 import { KUEUE_LABELS } from "../../core/kubernetes-labels.js";
 import {
   admissionMessage,
+  evictionVerdict,
   isPermanentExit,
   permanentError,
   timeoutMessage,
   waitMessage,
   type Deadline,
 } from "../../core/policy.js";
-import { RUNNER_CONTAINER } from "./job-manifest.js";
+import { LABELS, RUNNER_CONTAINER } from "./job-manifest.js";
 
 /** Why a job failed in Kubernetes: the `reason` label of media_controller_jobs_failed_total. */
 export type FailureReason =
@@ -29,6 +30,7 @@ export type FailureReason =
   | "runner_error"
   | "no_report"
   | "evicted"
+  | "disk_limit"
   | "image_pull"
   | "config"
   | "unschedulable"
@@ -108,9 +110,23 @@ function finishedAt(pod: V1Pod): number {
   return t ? new Date(t).getTime() : 0;
 }
 
-function memoryLimit(pod: V1Pod): string | undefined {
+function runnerLimit(pod: V1Pod, resource: "memory" | "ephemeral-storage"): string | undefined {
   const container = pod.spec?.containers.find((c) => c.name === RUNNER_CONTAINER) ?? pod.spec?.containers[0];
-  return container?.resources?.limits?.memory;
+  return container?.resources?.limits?.[resource];
+}
+
+/**
+ * A pod the kubelet evicted for using more local disk than its limits: the job fails at once
+ * (core/policy.ts evictionVerdict), whether or not the Job would retry it.
+ */
+function diskLimitEviction(pod: V1Pod): { reason: FailureReason; error: string } | undefined {
+  if (pod.status?.reason !== "Evicted") return undefined;
+  const verdict = evictionVerdict(
+    oneLine(pod.status.message),
+    pod.metadata?.labels?.[LABELS.jobType],
+    runnerLimit(pod, "ephemeral-storage"),
+  );
+  return verdict.action === "fail" ? { reason: "disk_limit", error: verdict.error } : undefined;
 }
 
 function oneLine(text: string | undefined): string {
@@ -120,12 +136,14 @@ function oneLine(text: string | undefined): string {
 /** Why one runner pod failed. */
 export function describePodFailure(pod: V1Pod): { reason: FailureReason; error: string } {
   if (pod.status?.reason === "Evicted") {
+    const disk = diskLimitEviction(pod);
+    if (disk) return disk;
     const message = oneLine(pod.status.message);
     return { reason: "evicted", error: `the runner pod was evicted${message ? `: ${message}` : ""}` };
   }
   const terminated = runnerStatus(pod)?.state?.terminated;
   if (terminated?.reason === "OOMKilled") {
-    const limit = memoryLimit(pod);
+    const limit = runnerLimit(pod, "memory");
     return {
       reason: "oom",
       error: `out of memory: the runner was killed at its memory limit${limit ? ` of ${limit}` : ""} (give the job more with resources.memory)`,
@@ -161,6 +179,13 @@ export function observeJob(job: V1Job, pods: V1Pod[], context: ObserveContext): 
   const failed = condition(job, "Failed");
   if (failed) return describeJobFailure(job, failed, pods, context);
 
+  // Over its disk limit, a pod's eviction ends the job, not one attempt of it: the Job's next pod
+  // would fill the same disk (the kubelet marks no DisruptionTarget, so the pod failure policy cannot
+  // tell it from a crash).
+  for (const pod of pods) {
+    const disk = pod.status?.phase === "Failed" ? diskLimitEviction(pod) : undefined;
+    if (disk) return { state: "failed", ...disk, deleteJob: true };
+  }
   const live = pods.filter((p) => !p.metadata?.deletionTimestamp);
   if (live.some((p) => p.status?.phase === "Running" || runnerStatus(p)?.state?.running)) {
     return { state: "running" };

@@ -83,11 +83,11 @@ function checkQuantities(k: ConfigFile["kubernetes"]): void {
       throw new ConfigError(`invalid configuration: kubernetes.${field}: ${(err as Error).message}`);
     }
   };
-  quantity("scratch_size", k.scratch_size);
+  if (k.scratch_size !== undefined) quantity("scratch_size", k.scratch_size);
   quantity("max_resources.cpu", k.max_resources.cpu);
   quantity("max_resources.memory", k.max_resources.memory);
   for (const type of JOB_TYPES) {
-    for (const resource of ["cpu", "memory"] as const) {
+    for (const resource of ["cpu", "memory", "ephemeral_storage"] as const) {
       const { requests, limits } = k.resources[type];
       const request = quantity(`resources.${type}.requests.${resource}`, requests[resource]);
       const limit = quantity(`resources.${type}.limits.${resource}`, limits[resource]);

@@ -413,29 +413,45 @@ export const ExecutorConfig = Section(
   "How jobs are run.",
 );
 
-const ResourceList = ([cpu, memory]: [string, string], what: string) =>
+const Storage = (def: string, description: string) =>
+  Type.String({ pattern: MEMORY_QUANTITY, title: "storage quantity", default: def, description });
+
+const ResourceList = ([cpu, memory, storage]: [string, string, string], what: string) =>
   Type.Object(
-    { cpu: Cpu(cpu, `CPU ${what}.`), memory: Memory(memory, `Memory ${what}.`) },
+    {
+      cpu: Cpu(cpu, `CPU ${what}.`),
+      memory: Memory(memory, `Memory ${what}.`),
+      ephemeral_storage: Storage(
+        storage,
+        `Local disk (the pod's \`ephemeral-storage\`: its scratch emptyDir, its logs) ${what}.`,
+      ),
+    },
     { additionalProperties: false, default: {} },
   );
-/** The default requests and limits of each resource class a job type names (its definition's runner.resources). */
-const JOB_RESOURCES: Record<ResourceClass, [[string, string], [string, string]]> = {
+/**
+ * The default requests and limits of each resource class a job type names (its definition's
+ * runner.resources): CPU, memory and local disk. The disk limit is the runner's scratch space too
+ * (its emptyDir's sizeLimit): what a job downloads, writes and uploads, so a video encode (a source
+ * up to limits.max_source_bytes, 5 GiB, and its outputs) gets far more than an image.
+ */
+const JOB_RESOURCES: Record<ResourceClass, [[string, string, string], [string, string, string]]> = {
   image: [
-    ["250m", "256Mi"],
-    ["1", "1Gi"],
+    ["250m", "256Mi", "256Mi"],
+    ["1", "1Gi", "2Gi"],
   ],
   media: [
-    ["500m", "512Mi"],
-    ["2", "2Gi"],
+    ["500m", "512Mi", "1Gi"],
+    ["2", "2Gi", "8Gi"],
   ],
-  // Encoding whole videos: ffmpeg's threads follow the CPU limit (runner/cpus.ts).
+  // Encoding whole videos: ffmpeg's threads follow the CPU limit (runner/cpus.ts); a source, its
+  // encodes (every rendition of an adaptive ladder) and their segments on disk at once.
   video: [
-    ["2", "2Gi"],
-    ["4", "4Gi"],
+    ["2", "2Gi", "2Gi"],
+    ["4", "4Gi", "16Gi"],
   ],
   ai: [
-    ["100m", "128Mi"],
-    ["500m", "512Mi"],
+    ["100m", "128Mi", "256Mi"],
+    ["500m", "512Mi", "2Gi"],
   ],
 };
 
@@ -605,7 +621,14 @@ export const KubernetesConfig = Section(
       default: 3600,
       description: "Finished Jobs are deleted this many seconds after they end.",
     }),
-    scratch_size: Memory("2Gi", "sizeLimit of the emptyDir a runner works in (sources and outputs)."),
+    scratch_size: Type.Optional(
+      Type.String({
+        pattern: MEMORY_QUANTITY,
+        title: "storage quantity",
+        description:
+          "sizeLimit of the emptyDir every runner works in (sources and outputs). Unset: each type's `resources.<type>.limits.ephemeral_storage`, the disk its pod may use.",
+      }),
+    ),
     resources: PerJobType((type) => {
       const [requests, limits] = JOB_RESOURCES[definitionOf(type).runner.resources];
       return Type.Object(
@@ -615,7 +638,7 @@ export const KubernetesConfig = Section(
         },
         { additionalProperties: false, default: {} },
       );
-    }, "Requests and limits of the runner container per job type, unless the job sets `resources`. Checked at start as Kubernetes parses them (`512K` is refused: `k` is kilo, `Ki` kibi); a request above its limit stops the process."),
+    }, "Requests and limits of the runner container per job type (CPU and memory unless the job sets `resources`); the `ephemeral_storage` limit is also the sizeLimit of its scratch emptyDir, and a runner evicted for using more fails its job naming the setting. Checked at start as Kubernetes parses them (`512K` is refused: `k` is kilo, `Ki` kibi); a request above its limit stops the process."),
     max_resources: Type.Object(
       {
         cpu: Cpu("4", "Largest CPU a job may ask for."),

@@ -14,7 +14,16 @@ import { loadConfig, type Config } from "../../core/config/load.js";
 import type { Job } from "../../core/jobs/records.js";
 import { JOB_TYPES } from "../../core/jobs/types.js";
 import { Keys } from "../../core/store/keys.js";
-import { ALL_ON_VALUES, CHART, helm, renderChart, type K8sObject } from "./support/helm.js";
+import {
+  ALL_ON_VALUES,
+  CHART,
+  configYaml,
+  deploymentEnv,
+  helm,
+  renderChart,
+  secretData,
+  type K8sObject,
+} from "./support/helm.js";
 
 type Container = {
   name: string;
@@ -51,35 +60,6 @@ const one = (objects: K8sObject[], kind: string, nameSuffix = ""): K8sObject => 
 };
 const podSpec = (o: K8sObject) => (o.spec as { template: { spec: PodSpec } }).template.spec;
 type SecretKeyRef = { secretKeyRef?: { name: string; key: string } };
-const secretData = (objects: K8sObject[], name: string): Record<string, string> | undefined => {
-  const secret = objects.find((o) => o.kind === "Secret" && o.metadata.name === name);
-  if (!secret) return undefined;
-  const data = (secret.data ?? {}) as Record<string, string>;
-  return Object.fromEntries(
-    Object.entries(data).map(([key, value]) => [key, Buffer.from(value, "base64").toString()]),
-  );
-};
-/**
- * The environment of a Deployment's container as the kubelet would set it: its values, and its
- * Secret references read from the rendered Secrets (one the chart does not render, an
- * existingSecret, gets a placeholder naming it).
- */
-const deploymentEnv = (objects: K8sObject[], nameSuffix: string): Record<string, string> => {
-  const env: Record<string, string> = {};
-  for (const e of podSpec(one(objects, "Deployment", nameSuffix)).containers[0]!.env ?? []) {
-    const ref = (e.valueFrom as SecretKeyRef | undefined)?.secretKeyRef;
-    if (e.value !== undefined) {
-      env[e.name] = e.value;
-    } else if (ref) {
-      const data = secretData(objects, ref.name);
-      if (data) assert.ok(data[ref.key] !== undefined, `${e.name}: the Secret ${ref.name} has ${ref.key}`);
-      env[e.name] = data ? data[ref.key]! : `external:${ref.name}/${ref.key}`;
-    }
-  }
-  return env;
-};
-const configYaml = (objects: K8sObject[]) =>
-  (one(objects, "ConfigMap").data as Record<string, string>)["config.yaml"]!;
 
 let tmp: string;
 before(async () => {

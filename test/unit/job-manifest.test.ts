@@ -180,23 +180,37 @@ describe("buildJobManifest", () => {
 
   test("per-type resource defaults from the config", () => {
     // By the type's resource class (its definition's runner.resources).
-    const expected: Record<ResourceClass, [string, string, string, string]> = {
-      image: ["250m", "256Mi", "1", "1Gi"],
-      media: ["500m", "512Mi", "2", "2Gi"],
-      video: ["2", "2Gi", "4", "4Gi"],
-      ai: ["100m", "128Mi", "500m", "512Mi"],
+    // CPU, memory and local disk (ephemeral-storage: a video encode far more than an image).
+    const expected: Record<ResourceClass, [string, string, string, string, string, string]> = {
+      image: ["250m", "256Mi", "256Mi", "1", "1Gi", "2Gi"],
+      media: ["500m", "512Mi", "1Gi", "2", "2Gi", "8Gi"],
+      video: ["2", "2Gi", "2Gi", "4", "4Gi", "16Gi"],
+      ai: ["100m", "128Mi", "256Mi", "500m", "512Mi", "2Gi"],
     };
     const s = settings();
     for (const type of JOB_TYPES) {
-      const [rc, rm, lc, lm] = expected[definitionOf(type).runner.resources];
-      const r = container(buildJobManifest(job({ type }), s, 60)).resources!;
-      assert.deepEqual(r, { requests: { cpu: rc, memory: rm }, limits: { cpu: lc, memory: lm } }, type);
+      const [rc, rm, rs, lc, lm, ls] = expected[definitionOf(type).runner.resources];
+      const m = buildJobManifest(job({ type }), s, 60);
+      assert.deepEqual(
+        container(m).resources,
+        {
+          requests: { cpu: rc, memory: rm, "ephemeral-storage": rs },
+          limits: { cpu: lc, memory: lm, "ephemeral-storage": ls },
+        },
+        type,
+      );
+      // The scratch emptyDir is the disk the pod may use: the kubelet evicts a runner that fills it.
+      assert.deepEqual(m.spec!.template.spec!.volumes, [{ name: "scratch", emptyDir: { sizeLimit: ls } }]);
     }
-    const custom = settings({ resources: { audio_convert: { limits: { memory: "3Gi" } } } });
-    assert.deepEqual(container(buildJobManifest(job({ type: "audio_convert" }), custom, 60)).resources, {
-      requests: { cpu: "500m", memory: "512Mi" },
-      limits: { cpu: "2", memory: "3Gi" },
+    const custom = settings({
+      resources: { audio_convert: { limits: { memory: "3Gi", ephemeral_storage: "20Gi" } } },
     });
+    const audio = buildJobManifest(job({ type: "audio_convert" }), custom, 60);
+    assert.deepEqual(container(audio).resources, {
+      requests: { cpu: "500m", memory: "512Mi", "ephemeral-storage": "1Gi" },
+      limits: { cpu: "2", memory: "3Gi", "ephemeral-storage": "20Gi" },
+    });
+    assert.equal(audio.spec!.template.spec!.volumes![0]!.emptyDir!.sizeLimit, "20Gi");
     assert.deepEqual(config().kubernetes.maxResources, { cpu: "4", memory: "8Gi" });
   });
 
@@ -208,22 +222,29 @@ describe("buildJobManifest", () => {
     const resize = { type: "image_resize" };
     // One image step: the pipeline's own class (image), as configured.
     assert.deepEqual(resources({ a: resize }), {
-      requests: { cpu: "250m", memory: "256Mi" },
-      limits: { cpu: "1", memory: "1Gi" },
+      requests: { cpu: "250m", memory: "256Mi", "ephemeral-storage": "256Mi" },
+      limits: { cpu: "1", memory: "1Gi", "ephemeral-storage": "2Gi" },
     });
     // Three image steps at once, then a video step reading one of them: the wave of three asks
     // for more than the heaviest step's requests; the video step's limits are the most.
     assert.deepEqual(
       resources({ a: resize, b: resize, c: resize, v: { type: "video_transcode", input: "a" } }),
-      { requests: { cpu: "2", memory: "2Gi" }, limits: { cpu: "4", memory: "4Gi" } },
+      {
+        requests: { cpu: "2", memory: "2Gi", "ephemeral-storage": "2Gi" },
+        limits: { cpu: "4", memory: "4Gi", "ephemeral-storage": "16Gi" },
+      },
     );
     assert.deepEqual(resources({ a: resize, b: resize, c: resize }), {
-      requests: { cpu: "750m", memory: "768Mi" },
-      limits: { cpu: "3000m", memory: "3072Mi" },
+      requests: { cpu: "750m", memory: "768Mi", "ephemeral-storage": "768Mi" },
+      limits: { cpu: "3000m", memory: "3072Mi", "ephemeral-storage": "6144Mi" },
     });
-    // Six at once: limits capped at kubernetes.max_resources (4, 8Gi).
+    // Six at once: CPU and memory capped at kubernetes.max_resources (4, 8Gi); disk has no cap.
     const six = Object.fromEntries(["a", "b", "c", "d", "e", "f"].map((n) => [n, resize]));
-    assert.deepEqual(resources(six)!.limits, { cpu: "4", memory: "6144Mi" });
+    assert.deepEqual(resources(six)!.limits, {
+      cpu: "4",
+      memory: "6144Mi",
+      "ephemeral-storage": "12288Mi",
+    });
     // Requests: what the steps that run at once ask for. With 4 CPUs the runner runs 4 steps of a
     // wave at once, so ten image steps request four's (a photo's widths × AVIF and WebP, a watermark
     // on one, its colours), not ten's 2.5 CPUs that no 2-CPU node has.
@@ -233,14 +254,19 @@ describe("buildJobManifest", () => {
       colours: { type: "image_colors" },
     };
     assert.deepEqual(resources(ten), {
-      requests: { cpu: "1000m", memory: "1024Mi" },
-      limits: { cpu: "4", memory: "8Gi" },
+      requests: { cpu: "1000m", memory: "1024Mi", "ephemeral-storage": "1024Mi" },
+      limits: { cpu: "4", memory: "8Gi", "ephemeral-storage": "18432Mi" },
     });
-    assert.deepEqual(resources(six)!.requests, { cpu: "1000m", memory: "1024Mi" });
+    assert.deepEqual(resources(six)!.requests, {
+      cpu: "1000m",
+      memory: "1024Mi",
+      "ephemeral-storage": "1024Mi",
+    });
     // The heaviest of a wave count first: a video step beside five image steps under a 4-CPU limit.
     assert.deepEqual(resources({ ...six, v: { type: "video_transcode" } })!.requests, {
       cpu: "2750m",
       memory: "2816Mi",
+      "ephemeral-storage": "2816Mi",
     });
     // The job's own resources win, as for every type.
     assert.deepEqual(resources(six, { resources: { cpu: "1" } })!.limits?.cpu, "1");
@@ -253,19 +279,20 @@ describe("buildJobManifest", () => {
       s,
       60,
     );
+    // Local disk stays its type's: a job asks for CPU and memory only.
     assert.deepEqual(container(both).resources, {
-      requests: { cpu: "3", memory: "6Gi" },
-      limits: { cpu: "3", memory: "6Gi" },
+      requests: { cpu: "3", memory: "6Gi", "ephemeral-storage": "1Gi" },
+      limits: { cpu: "3", memory: "6Gi", "ephemeral-storage": "8Gi" },
     });
     const memoryOnly = buildJobManifest(job({ resources: { memory: "768Mi" } }), s, 60);
     assert.deepEqual(container(memoryOnly).resources, {
-      requests: { cpu: "250m", memory: "768Mi" },
-      limits: { cpu: "1", memory: "768Mi" },
+      requests: { cpu: "250m", memory: "768Mi", "ephemeral-storage": "256Mi" },
+      limits: { cpu: "1", memory: "768Mi", "ephemeral-storage": "2Gi" },
     });
     const cpuOnly = buildJobManifest(job({ resources: { cpu: "100m" } }), s, 60);
     assert.deepEqual(container(cpuOnly).resources, {
-      requests: { cpu: "100m", memory: "256Mi" },
-      limits: { cpu: "100m", memory: "1Gi" },
+      requests: { cpu: "100m", memory: "256Mi", "ephemeral-storage": "256Mi" },
+      limits: { cpu: "100m", memory: "1Gi", "ephemeral-storage": "2Gi" },
     });
     // The settings are not changed by a job's overrides.
     assert.equal(s.resources.image_resize.requests.memory, "256Mi");
@@ -338,6 +365,7 @@ describe("buildJobManifest", () => {
     assert.equal(env.MALLOC_ARENA_MAX, RUNNER_PROCESS_ENV.MALLOC_ARENA_MAX);
     const dockerfile = readFileSync(new URL("../../Dockerfile", import.meta.url), "utf8");
     assert.match(dockerfile, new RegExp(`exec node \\$${RUNNER_ENV.nodeFlags} /app/dist/cli.js`));
+    // kubernetes.scratch_size, when set, is every type's scratch size instead of its disk limit.
     const sized = buildJobManifest(job(), settings({ scratch_size: "10Gi" }), 60);
     assert.equal(sized.spec!.template.spec!.volumes![0]!.emptyDir!.sizeLimit, "10Gi");
   });
@@ -467,7 +495,7 @@ describe("kubernetes configuration", () => {
     assert.equal(k.namespace, "default");
     assert.equal(k.instance, "media-service");
     assert.equal(k.ttlSecondsAfterFinished, 3600);
-    assert.equal(k.scratchSize, "2Gi");
+    assert.equal(k.scratchSize, undefined);
     assert.deepEqual(k.imagePullSecrets, []);
     assert.equal(k.redisSecret, undefined);
   });
@@ -477,6 +505,10 @@ describe("kubernetes configuration", () => {
       [{ unknown_field: 1 }, /kubernetes\.unknown_field: unexpected property/],
       [{ ttl_seconds_after_finished: -1 }, /kubernetes\.ttl_seconds_after_finished/],
       [{ scratch_size: "lots" }, /kubernetes\.scratch_size/],
+      [
+        { resources: { video_transcode: { requests: { ephemeral_storage: "40Gi" } } } },
+        /kubernetes\.resources\.video_transcode\.requests\.ephemeral_storage 40Gi is above its limit 16Gi/,
+      ],
       [{ namespace: "Not_A_Namespace" }, /kubernetes\.namespace/],
       [
         { resources: { image_resize: { requests: { cpu: "fast" } } } },

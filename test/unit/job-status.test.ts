@@ -130,6 +130,38 @@ describe("observeJob", () => {
     });
   });
 
+  test("a pod evicted over its disk limit fails the job at once, naming the limit and the setting", () => {
+    const message = 'Usage of EmptyDir volume "scratch" exceeds the limit "16Gi". ';
+    const evicted = pod("Failed", terminated(143, "Error"), { reason: "Evicted", message });
+    evicted.metadata!.labels = { "media-service.io/job-type": "video_transcode" };
+    evicted.spec!.containers[0]!.resources = { limits: { "ephemeral-storage": "16Gi" } };
+    const error =
+      'disk limit exceeded: the runner wrote more than its local disk limit of 16Gi (raise kubernetes.resources.video_transcode.limits.ephemeral_storage): Usage of EmptyDir volume "scratch" exceeds the limit "16Gi".';
+    assert.deepEqual(describePodFailure(evicted), { reason: "disk_limit", error });
+    // The Job would retry the pod (the kubelet marks no DisruptionTarget): the job ends now, and its
+    // Job is deleted, rather than each attempt filling the same disk.
+    assert.deepEqual(observeJob(job([], 1), [evicted, pod("Pending", undefined)], ctx), {
+      state: "failed",
+      reason: "disk_limit",
+      error,
+      deleteJob: true,
+    });
+    // A Job that failed already (its retries spent) says the same.
+    assert.deepEqual(observeJob(job([{ type: "Failed", reason: "BackoffLimitExceeded" }], 1), [evicted], ctx), {
+      state: "failed",
+      reason: "disk_limit",
+      error,
+    });
+    // Evicted for the node's sake, the pod is one attempt: its replacement is waited for.
+    const pressure = pod("Failed", undefined, {
+      reason: "Evicted",
+      message: "The node was low on resource: ephemeral-storage.",
+    });
+    assert.deepEqual(observeJob(job([], 1), [pressure, pod("Pending", undefined)], ctx), {
+      state: "waiting",
+    });
+  });
+
   test("an image that cannot be pulled and a missing Secret are stuck, with the kubelet's words", () => {
     const pull = observeJob(
       job(),

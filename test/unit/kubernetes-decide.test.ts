@@ -43,6 +43,13 @@ interface SyncCase {
   expect: Action[];
 }
 
+/** A runner pod with what the Job's template gives it: its job type's label, its disk limit. */
+function diskEvicted(pod: V1Pod): V1Pod {
+  pod.metadata!.labels = { ...pod.metadata!.labels, "media-service.io/job-type": "image_resize" };
+  pod.spec!.containers[0]!.resources = { limits: { memory: "1Gi", "ephemeral-storage": "2Gi" } };
+  return pod;
+}
+
 const IMAGE_PULL = runnerPod("img", "Pending", waiting("ImagePullBackOff", 'Back-off pulling image "x"'));
 const PULL_KEY = `${NAME}-img/image_pull`;
 
@@ -240,6 +247,28 @@ const SYNC: SyncCase[] = [
     ],
     now: 10,
     expect: [fail("evicted", "the runner pod was evicted: The node was low on resource: memory.")],
+  },
+  {
+    name: "a pod evicted over its disk limit, the Job about to retry: fails naming the setting, Job deleted",
+    job: runnerJob({ failed: 1 }),
+    record: record("processing"),
+    pods: [
+      diskEvicted(
+        runnerPod("a", "Failed", exited(143, 5, 9), {
+          reason: "Evicted",
+          message: 'Usage of EmptyDir volume "scratch" exceeds the limit "2Gi". ',
+        }),
+      ),
+      runnerPod("b", "Pending", undefined, { created: 10 }),
+    ],
+    now: 10,
+    expect: [
+      fail(
+        "disk_limit",
+        'disk limit exceeded: the runner wrote more than its local disk limit of 2Gi (raise kubernetes.resources.image_resize.limits.ephemeral_storage): Usage of EmptyDir volume "scratch" exceeds the limit "2Gi".',
+      ),
+      del("its runner was evicted over its disk limit"),
+    ],
   },
   {
     name: "no pod at all (gone, or never created) within the wait: nothing",

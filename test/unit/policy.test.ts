@@ -5,6 +5,8 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import {
   activeDeadlineSeconds,
+  diskLimitSetting,
+  evictionVerdict,
   EXIT,
   executionClass,
   isPermanentExit,
@@ -23,6 +25,37 @@ import { JOB_TYPES, type JobType } from "../../core/jobs/types.js";
 const timeouts = Object.fromEntries(JOB_TYPES.map((t) => [t, 120_000])) as Record<JobType, number>;
 timeouts.audio_convert = 1_800_000;
 timeouts.image_colors = 1500;
+
+describe("a runner pod the kubelet evicted", () => {
+  // The kubelet's own messages (its eviction manager's formats), one per limit of the pod's disk.
+  const overLimit = [
+    'Usage of EmptyDir volume "scratch" exceeds the limit "2Gi". ',
+    "Pod ephemeral local storage usage exceeds the total limit of containers 2Gi. ",
+    'Container runner exceeded its local ephemeral storage limit "2Gi". ',
+  ];
+
+  test("over its own disk limit: the job fails at once, naming the limit and the setting to raise", () => {
+    for (const message of overLimit) {
+      assert.deepEqual(evictionVerdict(message.trim(), "video_transcode", "16Gi"), {
+        action: "fail",
+        error: `disk limit exceeded: the runner wrote more than its local disk limit of 16Gi (raise kubernetes.resources.video_transcode.limits.ephemeral_storage): ${message.trim()}`,
+      });
+    }
+    assert.equal(diskLimitSetting("image_colors"), "kubernetes.resources.image_colors.limits.ephemeral_storage");
+  });
+
+  test("for the node's sake (pressure, a drain's eviction): retried as any transient failure", () => {
+    for (const message of [
+      "The node was low on resource: ephemeral-storage. Threshold quantity: 1Gi, available: 512Mi. ",
+      "The node was low on resource: memory.",
+      "",
+    ]) {
+      const verdict = evictionVerdict(message, "video_transcode", "16Gi");
+      assert.equal(verdict.action, "retry", message);
+      assert.match(verdict.action === "retry" ? verdict.reason : "", /^the runner pod was evicted/);
+    }
+  });
+});
 
 describe("exit-code contract", () => {
   test("0 with the job unfinished: failed, the runner reported nothing", () => {

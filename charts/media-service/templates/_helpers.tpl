@@ -310,3 +310,45 @@ the key prefix config.extra may set over config.keyPrefix.
 {{- end -}}
 {{- if $a.keda.enabled }}keda{{ else if $a.hpa.enabled }}hpa{{ end -}}
 {{- end -}}
+
+{{/* Where a replicated component's pods go: its affinity, else the podAntiAffinity preset (soft:
+  preferred, hard: required, one replica a node on kubernetes.io/hostname), and its
+  topologySpreadConstraints, each without labelSelector given the component's labels (and
+  pod-template-hash as a match label key, so a rollout's old pods do not count against the new).
+  (dict "root" $ "component" "api" "affinity" … "podAntiAffinity" … "topologySpreadConstraints" …) */}}
+{{- define "media-service.placement" -}}
+{{- $selector := include "media-service.componentSelector" (dict "root" .root "component" .component) | fromYaml -}}
+{{- if .affinity }}
+affinity:
+  {{- toYaml .affinity | nindent 2 }}
+{{- else if eq .podAntiAffinity "hard" }}
+affinity:
+  podAntiAffinity:
+    requiredDuringSchedulingIgnoredDuringExecution:
+      - topologyKey: kubernetes.io/hostname
+        labelSelector:
+          matchLabels:
+            {{- toYaml $selector | nindent 12 }}
+{{- else if eq .podAntiAffinity "soft" }}
+affinity:
+  podAntiAffinity:
+    preferredDuringSchedulingIgnoredDuringExecution:
+      - weight: 100
+        podAffinityTerm:
+          topologyKey: kubernetes.io/hostname
+          labelSelector:
+            matchLabels:
+              {{- toYaml $selector | nindent 14 }}
+{{- end }}
+{{- with .topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- range . }}
+  {{- $c := deepCopy . }}
+  {{- if not (hasKey $c "labelSelector") }}
+  {{- $_ := set $c "labelSelector" (dict "matchLabels" $selector) }}
+  {{- if not (hasKey $c "matchLabelKeys") }}{{ $_ := set $c "matchLabelKeys" (list "pod-template-hash") }}{{ end }}
+  {{- end }}
+  - {{- toYaml $c | nindent 4 }}
+  {{- end }}
+{{- end }}
+{{- end -}}

@@ -1,6 +1,7 @@
 // The real helm CLI for the chart tests: built from its Go module by scripts/k8s/build-helm.sh and
 // cached (npm run build:helm); run with its own HOME-like dirs so a developer's helm config and
 // repositories never leak in.
+import assert from "node:assert/strict";
 import { execFile, execFileSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -83,4 +84,46 @@ export async function renderChart(args: string[] = [], release = "media"): Promi
   return parseAllDocuments(result.stdout)
     .map((doc) => doc.toJS() as K8sObject | null)
     .filter((o): o is K8sObject => o !== null);
+}
+
+/** The data of a rendered Secret, decoded; undefined when the render has no Secret of that name. */
+export function secretData(objects: K8sObject[], name: string): Record<string, string> | undefined {
+  const secret = objects.find((o) => o.kind === "Secret" && o.metadata.name === name);
+  if (!secret) return undefined;
+  const data = (secret.data ?? {}) as Record<string, string>;
+  return Object.fromEntries(
+    Object.entries(data).map(([key, value]) => [key, Buffer.from(value, "base64").toString()]),
+  );
+}
+
+type EnvVar = { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } };
+
+/**
+ * The environment of a Deployment's container as the kubelet would set it: its values, and its
+ * Secret references read from the rendered Secrets (one the chart does not render, an
+ * existingSecret, gets a placeholder naming it).
+ */
+export function deploymentEnv(objects: K8sObject[], nameSuffix: string): Record<string, string> {
+  const found = objects.filter((o) => o.kind === "Deployment" && o.metadata.name.endsWith(nameSuffix));
+  assert.equal(found.length, 1, `one Deployment named *${nameSuffix}`);
+  const spec = found[0]!.spec as { template: { spec: { containers: Array<{ env?: EnvVar[] }> } } };
+  const env: Record<string, string> = {};
+  for (const e of spec.template.spec.containers[0]!.env ?? []) {
+    const ref = e.valueFrom?.secretKeyRef;
+    if (e.value !== undefined) {
+      env[e.name] = e.value;
+    } else if (ref) {
+      const data = secretData(objects, ref.name);
+      if (data) assert.ok(data[ref.key] !== undefined, `${e.name}: the Secret ${ref.name} has ${ref.key}`);
+      env[e.name] = data ? data[ref.key]! : `external:${ref.name}/${ref.key}`;
+    }
+  }
+  return env;
+}
+
+/** The service's config.yaml in the rendered ConfigMap. */
+export function configYaml(objects: K8sObject[]): string {
+  const maps = objects.filter((o) => o.kind === "ConfigMap");
+  assert.equal(maps.length, 1, "one ConfigMap");
+  return (maps[0]!.data as Record<string, string>)["config.yaml"]!;
 }

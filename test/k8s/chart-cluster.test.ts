@@ -21,7 +21,12 @@ type Labels = Record<string, string>;
 type Resources = { requests?: Labels; limits?: Labels };
 type Selector = { matchLabels?: Labels };
 type PodSpec = {
-  containers: Array<{ name: string; resources?: Resources; livenessProbe?: unknown; readinessProbe?: unknown }>;
+  containers: Array<{
+    name: string;
+    resources?: Resources;
+    livenessProbe?: unknown;
+    readinessProbe?: unknown;
+  }>;
   securityContext?: Record<string, unknown>;
   volumes?: Array<{ name: string; emptyDir?: { sizeLimit?: string } }>;
   affinity?: {
@@ -30,7 +35,10 @@ type PodSpec = {
         weight: number;
         podAffinityTerm: { topologyKey: string; labelSelector: Selector };
       }>;
-      requiredDuringSchedulingIgnoredDuringExecution?: Array<{ topologyKey: string; labelSelector: Selector }>;
+      requiredDuringSchedulingIgnoredDuringExecution?: Array<{
+        topologyKey: string;
+        labelSelector: Selector;
+      }>;
     };
     nodeAffinity?: unknown;
   };
@@ -60,7 +68,8 @@ const matches = (labels: Labels, selector: Selector | undefined) =>
 const pods = (objects: K8sObject[]): Array<[string, Template]> =>
   objects.flatMap((o): Array<[string, Template]> => {
     const where = `${o.kind}/${o.metadata.name}`;
-    if (o.kind === "Pod") return [[where, { metadata: { labels: o.metadata.labels ?? {} }, spec: o.spec as PodSpec }]];
+    if (o.kind === "Pod")
+      return [[where, { metadata: { labels: o.metadata.labels ?? {} }, spec: o.spec as PodSpec }]];
     return ["Deployment", "StatefulSet"].includes(o.kind) ? [[where, template(o)]] : [];
   });
 
@@ -110,14 +119,20 @@ for (const [name, values] of RENDERS) {
       for (const [where, { spec }] of pods(objects)) {
         let limits = 0;
         for (const c of spec.containers) {
-          assert.ok(c.resources?.requests?.["ephemeral-storage"], `${where} ${c.name} requests ephemeral-storage`);
+          assert.ok(
+            c.resources?.requests?.["ephemeral-storage"],
+            `${where} ${c.name} requests ephemeral-storage`,
+          );
           const limit = c.resources?.limits?.["ephemeral-storage"];
           assert.ok(limit, `${where} ${c.name} limits ephemeral-storage`);
           limits += parseQuantity(limit);
         }
         const sized = (spec.volumes ?? []).filter((v) => v.emptyDir?.sizeLimit);
         const scratch = sized.reduce((sum, v) => sum + parseQuantity(v.emptyDir!.sizeLimit!), 0);
-        assert.ok(scratch <= limits, `${where}: its emptyDirs (${scratch} bytes) within its limits (${limits})`);
+        assert.ok(
+          scratch <= limits,
+          `${where}: its emptyDirs (${scratch} bytes) within its limits (${limits})`,
+        );
       }
     });
 
@@ -128,10 +143,16 @@ for (const [name, values] of RENDERS) {
         const want = config.kubernetes.resources[type];
         assert.equal(resources.requests!["ephemeral-storage"], want.requests.ephemeralStorage, type);
         assert.equal(resources.limits!["ephemeral-storage"], want.limits.ephemeralStorage, type);
-        assert.deepEqual(pod.volumes, [{ name: "scratch", emptyDir: { sizeLimit: want.limits.ephemeralStorage } }]);
+        assert.deepEqual(pod.volumes, [
+          { name: "scratch", emptyDir: { sizeLimit: want.limits.ephemeralStorage } },
+        ]);
       }
       const disk = (type: (typeof JOB_TYPES)[number]) =>
-        parseQuantity(runnerJob(config, type).spec!.template.spec!.containers[0]!.resources!.limits!["ephemeral-storage"]!);
+        parseQuantity(
+          runnerJob(config, type).spec!.template.spec!.containers[0]!.resources!.limits![
+            "ephemeral-storage"
+          ]!,
+        );
       assert.ok(disk("video_transcode") >= 8 * disk("image_colors"));
       assert.ok(disk("video_adaptive") >= 8 * disk("image_colors"));
     });
@@ -177,14 +198,21 @@ for (const [name, values] of RENDERS) {
     test("API and controller replicas are spread over nodes, preferred (a one-node cluster schedules them all)", () => {
       for (const suffix of ["-api", "-controller"]) {
         const { metadata, spec } = template(one(objects, "Deployment", suffix));
-        const [term, ...more] = spec.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution ?? [];
+        const [term, ...more] =
+          spec.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution ?? [];
         assert.ok(term, `${suffix}: preferred pod anti-affinity`);
         assert.deepEqual(more, []);
-        assert.equal(spec.affinity?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution, undefined);
+        assert.equal(
+          spec.affinity?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution,
+          undefined,
+        );
         assert.equal(term.podAffinityTerm.topologyKey, "kubernetes.io/hostname");
         assert.ok(matches(metadata.labels, term.podAffinityTerm.labelSelector), `${suffix}: its own pods`);
         // Their own pods only: the API's term does not count the controller's, nor the other way.
-        assert.equal(term.podAffinityTerm.labelSelector.matchLabels?.["app.kubernetes.io/component"], suffix.slice(1));
+        assert.equal(
+          term.podAffinityTerm.labelSelector.matchLabels?.["app.kubernetes.io/component"],
+          suffix.slice(1),
+        );
         for (const c of spec.topologySpreadConstraints ?? []) {
           assert.equal(c.whenUnsatisfiable, "ScheduleAnyway", `${suffix} ${c.topologyKey}`);
           assert.ok(matches(metadata.labels, c.labelSelector), `${suffix} ${c.topologyKey}: its own pods`);
@@ -201,7 +229,12 @@ for (const [name, values] of RENDERS) {
 
 describe("spreading values", () => {
   test("podAntiAffinity hard: one replica a node, required; an affinity given replaces the preset", async () => {
-    const hard = await renderChart(["--set", "api.podAntiAffinity=hard", "--set", "controller.podAntiAffinity="]);
+    const hard = await renderChart([
+      "--set",
+      "api.podAntiAffinity=hard",
+      "--set",
+      "controller.podAntiAffinity=",
+    ]);
     const api = template(one(hard, "Deployment", "-api")).spec.affinity?.podAntiAffinity;
     const [required] = api?.requiredDuringSchedulingIgnoredDuringExecution ?? [];
     assert.equal(required?.topologyKey, "kubernetes.io/hostname");
@@ -231,6 +264,9 @@ describe("spreading values", () => {
     assert.deepEqual(host?.matchLabelKeys, ["pod-template-hash"]);
     assert.deepEqual(zone?.labelSelector, { matchLabels: { tier: "web" } });
     assert.equal(zone?.matchLabelKeys, undefined);
-    assert.equal(template(one(objects, "Deployment", "-controller")).spec.topologySpreadConstraints, undefined);
+    assert.equal(
+      template(one(objects, "Deployment", "-controller")).spec.topologySpreadConstraints,
+      undefined,
+    );
   });
 });

@@ -804,9 +804,10 @@ describe("warm runner pool", () => {
       };
       assert.ok(matches(one(objects, "Service", "-pool").metadata.labels!, monitor.selector.matchLabels));
       const resources = container.resources;
+      // The values' CPU and memory over the chart's default local disk (Helm merges the maps).
       assert.deepEqual(resources, {
-        requests: { cpu: "1500m", memory: "1536Mi" },
-        limits: { cpu: "2", memory: "2Gi" },
+        requests: { cpu: "1500m", memory: "1536Mi", "ephemeral-storage": "1Gi" },
+        limits: { cpu: "2", memory: "2Gi", "ephemeral-storage": "4608Mi" },
       });
     });
 

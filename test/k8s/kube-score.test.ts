@@ -25,7 +25,11 @@ interface ScoredObject {
 /** kube-score's grades (scorecard.Grade): below WARNING is CRITICAL; above, OK (AlmostOK, AllOK). */
 const GRADE = { critical: 1, warning: 5 } as const;
 
-function run(command: string, args: string[], stdin: string): Promise<{ code: number; stdout: string; stderr: string }> {
+function run(
+  command: string,
+  args: string[],
+  stdin: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
@@ -67,7 +71,9 @@ describe("kube-score on the chart's renders", () => {
           counts[grade]++;
           if (grade === "ok") continue;
           const why = (check.comments ?? []).map((c) => `${c.path}: ${c.summary}`).join("; ");
-          findings.push(`${grade.toUpperCase()} ${object.type_meta.kind}/${object.object_name} ${check.check.id}: ${why}`);
+          findings.push(
+            `${grade.toUpperCase()} ${object.type_meta.kind}/${object.object_name} ${check.check.id}: ${why}`,
+          );
         }
       }
       t.diagnostic(

@@ -147,11 +147,14 @@ describe("observeJob", () => {
       deleteJob: true,
     });
     // A Job that failed already (its retries spent) says the same.
-    assert.deepEqual(observeJob(job([{ type: "Failed", reason: "BackoffLimitExceeded" }], 1), [evicted], ctx), {
-      state: "failed",
-      reason: "disk_limit",
-      error,
-    });
+    assert.deepEqual(
+      observeJob(job([{ type: "Failed", reason: "BackoffLimitExceeded" }], 1), [evicted], ctx),
+      {
+        state: "failed",
+        reason: "disk_limit",
+        error,
+      },
+    );
     // Evicted for the node's sake, the pod is one attempt: its replacement is waited for.
     const pressure = pod("Failed", undefined, {
       reason: "Evicted",

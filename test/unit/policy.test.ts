@@ -41,7 +41,10 @@ describe("a runner pod the kubelet evicted", () => {
         error: `disk limit exceeded: the runner wrote more than its local disk limit of 16Gi (raise kubernetes.resources.video_transcode.limits.ephemeral_storage): ${message.trim()}`,
       });
     }
-    assert.equal(diskLimitSetting("image_colors"), "kubernetes.resources.image_colors.limits.ephemeral_storage");
+    assert.equal(
+      diskLimitSetting("image_colors"),
+      "kubernetes.resources.image_colors.limits.ephemeral_storage",
+    );
   });
 
   test("for the node's sake (pressure, a drain's eviction): retried as any transient failure", () => {

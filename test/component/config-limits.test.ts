@@ -166,14 +166,14 @@ kubernetes:
   max_resources: { cpu: 2500m, memory: 8192Mi }
   resources:
     image_resize:
-      requests: { cpu: "1", memory: 1G }
-      limits: { cpu: 1000m, memory: 1Gi }
+      requests: { cpu: "1", memory: 1G, ephemeral_storage: 500M }
+      limits: { cpu: 1000m, memory: 1Gi, ephemeral_storage: 4Gi }
 `);
     const config = loadConfig({ file: path, env: {} });
     assert.deepEqual(config.kubernetes.maxResources, { cpu: "2500m", memory: "8192Mi" });
     assert.deepEqual(config.kubernetes.resources.image_resize, {
-      requests: { cpu: "1", memory: "1G" },
-      limits: { cpu: "1000m", memory: "1Gi" },
+      requests: { cpu: "1", memory: "1G", ephemeralStorage: "500M" },
+      limits: { cpu: "1000m", memory: "1Gi", ephemeralStorage: "4Gi" },
     });
   });
 
@@ -227,9 +227,13 @@ kubernetes:
 
   test("a request equal to its limit (in other units) is accepted", () => {
     const path = file(
-      "kubernetes:\n  resources:\n    image_colors:\n      requests: { cpu: 1000m, memory: 1024Mi }\n",
+      "kubernetes:\n  resources:\n    image_colors:\n      requests: { cpu: 1000m, memory: 1024Mi, ephemeral_storage: 2048Mi }\n",
     );
     const config = loadConfig({ file: path, env: {} });
-    assert.deepEqual(config.kubernetes.resources.image_colors.requests, { cpu: "1000m", memory: "1024Mi" });
+    assert.deepEqual(config.kubernetes.resources.image_colors.requests, {
+      cpu: "1000m",
+      memory: "1024Mi",
+      ephemeralStorage: "2048Mi",
+    });
   });
 });

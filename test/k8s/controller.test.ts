@@ -169,8 +169,17 @@ describe("runner Jobs for media jobs", () => {
     const [pod] = await cs.kubePods(id);
     assert.ok(pod);
     const container = pod.spec!.containers[0]!;
-    assert.deepEqual(container.resources!.requests, { cpu: "300m", memory: "300Mi" });
-    assert.deepEqual(container.resources!.limits, { cpu: "300m", memory: "300Mi" });
+    // Local disk stays the type's: a job asks for CPU and memory only.
+    assert.deepEqual(container.resources!.requests, {
+      cpu: "300m",
+      memory: "300Mi",
+      "ephemeral-storage": "256Mi",
+    });
+    assert.deepEqual(container.resources!.limits, {
+      cpu: "300m",
+      memory: "300Mi",
+      "ephemeral-storage": "2Gi",
+    });
     assert.equal(container.securityContext!.readOnlyRootFilesystem, true);
     assert.deepEqual(container.securityContext!.capabilities!.drop, ["ALL"]);
     assert.equal(pod.spec!.automountServiceAccountToken, false);

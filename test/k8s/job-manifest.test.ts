@@ -184,8 +184,8 @@ describe("runner Job manifest on a real control plane", () => {
     assert.equal(c.securityContext!.readOnlyRootFilesystem, true);
     assert.deepEqual(c.securityContext!.capabilities!.drop, ["ALL"]);
     assert.equal(c.terminationMessagePolicy, "FallbackToLogsOnError");
-    assert.deepEqual(c.resources!.requests, { cpu: "1500m", memory: "3Gi" });
-    assert.deepEqual(c.resources!.limits, { cpu: "1500m", memory: "3Gi" });
+    assert.deepEqual(c.resources!.requests, { cpu: "1500m", memory: "3Gi", "ephemeral-storage": "1Gi" });
+    assert.deepEqual(c.resources!.limits, { cpu: "1500m", memory: "3Gi", "ephemeral-storage": "8Gi" });
     assert.equal(
       c.env!.find((e) => e.name === "S3_SECRET_ACCESS_KEY")!.valueFrom!.secretKeyRef!.name,
       "media-s3",

@@ -108,7 +108,7 @@ describe("the warm runner pool on the real node", () => {
     const [kjob] = await cs.kubeJobs(huge!);
     assert.ok(kjob, "the large job has its own Job");
     const container = kjob.spec!.template.spec!.containers[0]!;
-    assert.deepEqual(container.resources!.limits, { cpu: "1", memory: "1Gi" });
+    assert.deepEqual(container.resources!.limits, { cpu: "1", memory: "1Gi", "ephemeral-storage": "2Gi" });
     const pooled = ((await cs.stack.services.store.jobTimeline(huge!)) ?? []).some(
       (e) => e.event === "pooled",
     );

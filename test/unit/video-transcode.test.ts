@@ -25,8 +25,8 @@ describe("video_transcode", () => {
     const deadline = jobDeadline({ type: "video_transcode" }, config.executor.timeoutsMs);
     assert.equal(timeoutMessage(deadline), "job timed out after 7200 s (executor.timeouts.video_transcode)");
     assert.deepEqual(config.kubernetes.resources.video_transcode, {
-      requests: { cpu: "2", memory: "2Gi" },
-      limits: { cpu: "4", memory: "4Gi" },
+      requests: { cpu: "2", memory: "2Gi", ephemeralStorage: "2Gi" },
+      limits: { cpu: "4", memory: "4Gi", ephemeralStorage: "16Gi" },
     });
   });
 

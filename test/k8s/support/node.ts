@@ -858,6 +858,10 @@ state = "${join(dir, "containerd/state")}"
             "imagefs.available": "1%",
             "nodefs.inodesFree": "1%",
           },
+          // How often the kubelet measures each pod's volumes (du), which its eviction of a pod over
+          // its emptyDir's sizeLimit or its ephemeral-storage limit reads (1m by default): a
+          // runner over its disk limit is evicted within seconds (test/k8s/disk-limit.test.ts).
+          volumeStatsAggPeriod: "10s",
           nodeStatusUpdateFrequency: "10s",
           syncFrequency: "10s",
           fileCheckFrequency: "10s",

@@ -207,8 +207,15 @@ describe("runner Jobs for media jobs", () => {
       const [pod, ...others] = await cs.kubePods(id);
       assert.ok(pod);
       assert.equal(others.length, 0, "one pod");
-      assert.deepEqual(pod.spec!.containers[0]!.resources!.requests, resources);
-      assert.deepEqual(pod.spec!.containers[0]!.resources!.limits, resources);
+      // Local disk stays the type's (video: 2Gi requested, 16Gi at most).
+      assert.deepEqual(pod.spec!.containers[0]!.resources!.requests, {
+        ...resources,
+        "ephemeral-storage": "2Gi",
+      });
+      assert.deepEqual(pod.spec!.containers[0]!.resources!.limits, {
+        ...resources,
+        "ephemeral-storage": "16Gi",
+      });
 
       // The runner's line when it started ffmpeg, read through the API server from the kubelet.
       const log = await cs.admin.core.readNamespacedPodLog({

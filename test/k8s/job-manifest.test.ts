@@ -190,7 +190,8 @@ describe("runner Job manifest on a real control plane", () => {
       c.env!.find((e) => e.name === "S3_SECRET_ACCESS_KEY")!.valueFrom!.secretKeyRef!.name,
       "media-s3",
     );
-    assert.equal(pod.volumes![0]!.emptyDir!.sizeLimit, "2Gi");
+    // The scratch emptyDir is the type's disk limit (video_thumbnail: 8Gi).
+    assert.equal(pod.volumes![0]!.emptyDir!.sizeLimit, "8Gi");
 
     // The Job controller creates its pod; PodSecurity admission (restricted) lets it in.
     const created = await eventually<V1Pod>("the Job's pod", async () => {

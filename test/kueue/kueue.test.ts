@@ -83,13 +83,16 @@ describe("runner Jobs admitted by Kueue", () => {
         namespaceSelector: {},
         resourceGroups: [
           {
-            coveredResources: ["cpu", "memory"],
+            // Every resource a runner pod requests: a ClusterQueue that does not cover one (runner
+            // pods request ephemeral-storage) admits none of them.
+            coveredResources: ["cpu", "memory", "ephemeral-storage"],
             flavors: [
               {
                 name: "default-flavor",
                 resources: [
                   { name: "cpu", nominalQuota: String(cpus) },
                   { name: "memory", nominalQuota: "64Gi" },
+                  { name: "ephemeral-storage", nominalQuota: "64Gi" },
                 ],
               },
             ],

@@ -11,8 +11,8 @@ import {
 
 const deadline = { seconds: 120, setting: "executor.timeouts.image_resize" };
 const T0 = Date.parse("2026-11-21T10:00:00Z");
-/** kubernetes.unschedulable_timeout's default: 5 minutes; kubernetes.max_waiting_admission's: 30. */
-const WAITS = { maxWaitMs: 300_000, maxAdmissionWaitMs: 1_800_000 };
+/** kubernetes.unschedulable_timeout's default: 5 minutes; kubernetes.max_waiting_admission's: 30; executor.lease's: 30 s. */
+const WAITS = { maxWaitMs: 300_000, maxAdmissionWaitMs: 1_800_000, nodeLostAfterMs: 30_000 };
 const ctx = { deadline, ...WAITS, now: T0 };
 
 function job(conditions: Array<{ type: string; reason?: string; message?: string }> = [], failed = 0): V1Job {

@@ -171,6 +171,8 @@ export interface SyncInput {
   stuckSince: ReadonlyMap<string, number>;
   /** The Jobs whose wait for Kueue's admission is noted on their job's timeline. */
   admissionNoted: ReadonlySet<string>;
+  /** The nodes every runner pod shows gone quiet, since when (job-status.ts quietNodes). */
+  quietNodes: ReadonlyMap<string, number>;
   settings: DecideSettings;
 }
 
@@ -217,6 +219,7 @@ function observeSynced(input: SyncInput): JobObservation | { state: "decided"; a
     maxWaitMs: settings.unschedulableTimeoutMs,
     maxAdmissionWaitMs: settings.kubernetes.maxWaitingAdmissionMs,
     nodeLostAfterMs: settings.leaseMs,
+    quietNodes: input.quietNodes,
     now,
     ...(Number.isFinite(startedAt) ? { runnerStartedAt: startedAt } : {}),
   });

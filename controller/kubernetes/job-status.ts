@@ -78,6 +78,11 @@ export interface ObserveContext {
    * in ms: the runner's node is its heartbeat).
    */
   nodeLostAfterMs: number;
+  /**
+   * The nodes whose runner pods show them quiet (quietNodes), since when: a pod there that had not
+   * started its runner yet shows nothing of it itself.
+   */
+  quietNodes?: ReadonlyMap<string, number>;
 }
 
 const IMAGE_PULL_REASONS = new Set([
@@ -181,6 +186,16 @@ export function lostNode(pod: V1Pod): { node: string; since: number } | undefine
   return since === undefined ? undefined : { node, since };
 }
 
+/** The nodes that went quiet, by what the runner pods there show (lostNode), each since its earliest. */
+export function quietNodes(pods: Iterable<V1Pod>): Map<string, number> {
+  const nodes = new Map<string, number>();
+  for (const pod of pods) {
+    const lost = lostNode(pod);
+    if (lost && lost.since < (nodes.get(lost.node) ?? Infinity)) nodes.set(lost.node, lost.since);
+  }
+  return nodes;
+}
+
 /** The error of a job whose runner's node was lost. */
 export function nodeLostMessage(node: string, seconds: number): string {
   return `the runner's node ${node} was lost: it stopped reporting to Kubernetes ${seconds} s ago (its pods were marked not ready)`;
@@ -201,12 +216,20 @@ export function observeJob(job: V1Job, pods: V1Pod[], context: ObserveContext): 
 
   const live = pods.filter((p) => !p.metadata?.deletionTimestamp);
   const runs = (p: V1Pod) => p.status?.phase === "Running" || Boolean(runnerStatus(p)?.state?.running);
-  const healthy = live.filter((p) => runs(p) && !lostNode(p));
+  // A runner pod on a node gone quiet: its own (lostNode), or one still being started there.
+  const quiet = (p: V1Pod): { node: string; since: number } | undefined => {
+    const own = lostNode(p);
+    const node = p.spec?.nodeName;
+    if (own || !node || p.status?.phase !== "Pending") return own;
+    const since = context.quietNodes?.get(node);
+    return since === undefined ? undefined : { node, since };
+  };
+  const healthy = live.filter((p) => runs(p) && !quiet(p));
   if (healthy.length > 0) return { state: "running" };
-  // A runner whose node went quiet, deleted or not (a terminating pod there never ends, and a Job with
-  // a podFailurePolicy makes no new pod until it does): running until executor.lease has passed.
+  // Deleted or not (a terminating pod there never ends, and a Job with a podFailurePolicy makes no
+  // new pod until it does): running until executor.lease has passed.
   const lost = pods
-    .map(lostNode)
+    .map(quiet)
     .filter((l) => l !== undefined)
     .sort((a, b) => a.since - b.since)[0];
   if (lost) {

@@ -6,7 +6,7 @@
 // not yet back, draining the other worker waits rather than take the last of either.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import type { V1Pod } from "@kubernetes/client-node";
+import { Watch, type V1Pod } from "@kubernetes/client-node";
 import { eventually } from "../k8s/support/eventually.js";
 import { api, burst, endings, settle } from "./support/burst.js";
 import { figure, kindTarget, kubectl, seconds, type KindTarget } from "./support/kind.js";
@@ -32,9 +32,27 @@ after(async () => {
 const evicted = (p: V1Pod) =>
   p.status?.conditions?.some((c) => c.type === "DisruptionTarget" && c.status === "True") ?? false;
 
+/**
+ * The runner pods that get Kubernetes' DisruptionTarget condition, by pod name (their job's id),
+ * watched: an evicted runner pod is deleted once it has stopped, so a list afterwards misses it.
+ */
+async function watchEvictions(): Promise<{ evicted: Map<string, string>; stop(): void }> {
+  const seen = new Map<string, string>();
+  const request = await new Watch(t.kc).watch(
+    `/api/v1/namespaces/${r.namespace}/pods`,
+    { labelSelector: "media-service.io/job-id" },
+    (_phase: string, pod: V1Pod) => {
+      if (evicted(pod)) seen.set(pod.metadata!.name!, pod.metadata!.labels!["media-service.io/job-id"]!);
+    },
+    () => undefined,
+  );
+  return { evicted: seen, stop: () => request.abort() };
+}
+
 describe("a worker drained in the middle of a burst", () => {
   test("evicted runners run again uncounted, pool jobs are handed back, the budgets hold", async () => {
     const drained = r.otherNode;
+    const evictions = await watchEvictions();
     const submitted = burst(r, JOBS);
     await eventually(
       "runner pods running on the worker to drain",
@@ -75,9 +93,8 @@ describe("a worker drained in the middle of a burst", () => {
     const { acked } = await submitted.done;
     const views = await settle(r, acked, 420_000);
     const e = await endings(r, views);
-    const runners = await podsOf(r, "runner");
-    const evictedRunners = runners.filter((p) => p.spec?.nodeName === drained && evicted(p));
-    const evictedIds = new Set(evictedRunners.map((p) => p.metadata!.labels!["media-service.io/job-id"]!));
+    evictions.stop();
+    const evictedIds = new Set(evictions.evicted.values());
     let handedBack = 0;
     for (const id of acked) {
       const { body } = await api(r, r.apiUrl, `/api/v1/jobs/${id}/events`);
@@ -90,11 +107,11 @@ describe("a worker drained in the middle of a burst", () => {
     figure("jobs acknowledged", acked.length);
     figure("completed", e.completed);
     figure("failed", e.failed);
-    figure("runner pods evicted", evictedRunners.length);
+    figure("runner pods evicted", evictions.evicted.size);
     figure("pool jobs handed back by the evicted worker", handedBack);
     figure("duplicates (two endings, or two webhooks)", e.twiceEnded.length + e.twiceNotified.length);
 
-    assert.ok(evictedRunners.length >= 1, "the drain evicted runner pods");
+    assert.ok(evictions.evicted.size >= 1, "the drain evicted runner pods");
     assert.equal(e.completed, acked.length, `every job completed: ${e.otherErrors.join("; ")}`);
     assert.deepEqual(e.twiceEnded, []);
     assert.deepEqual(e.twiceNotified, []);

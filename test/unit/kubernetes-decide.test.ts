@@ -41,6 +41,8 @@ interface SyncCase {
   stuckSince?: Array<[string, number]>;
   /** The Job's wait for Kueue's admission is noted already. */
   admissionNoted?: true;
+  /** Nodes the runner pods show gone quiet, since (seconds). */
+  quietNodes?: Array<[string, number]>;
   expect: Action[];
 }
 
@@ -334,6 +336,24 @@ const SYNC: SyncCase[] = [
     expect: [],
   },
   {
+    name: "its runner still being started on a node its other runner pods show quiet for executor.lease: lost",
+    job: runnerJob({ active: 1 }),
+    record: record("pending"),
+    pods: [runnerPod("a", "Pending", waiting("ContainerCreating"), { created: 15 })],
+    quietNodes: [["node-1", 20]],
+    now: 50,
+    expect: NODE_LOST(30),
+  },
+  {
+    name: "its runner being started on a node shown quiet less than executor.lease ago: waiting",
+    job: runnerJob({ active: 1 }),
+    record: record("pending"),
+    pods: [runnerPod("a", "Pending", waiting("ContainerCreating"), { created: 15 })],
+    quietNodes: [["node-1", 20]],
+    now: 49,
+    expect: [],
+  },
+  {
     name: "a pod not ready by the kubelet's own word (its container not ready): not a lost node",
     job: runnerJob({ active: 1 }),
     record: record("processing", { started_at: at(5).toISOString() }),
@@ -497,6 +517,7 @@ function sync(c: SyncCase, pods = c.pods ?? []): Action[] {
     now: T0 + c.now * 1000,
     stuckSince: new Map(c.stuckSince ?? []),
     admissionNoted: new Set(c.admissionNoted ? [NAME] : []),
+    quietNodes: new Map((c.quietNodes ?? []).map(([node, since]) => [node, at(since).getTime()])),
     settings,
   });
 }
@@ -538,6 +559,7 @@ describe("decideSync: a runner Job, its pods and its job's record", () => {
         now: T0,
         stuckSince: new Map(),
         admissionNoted: new Set(),
+        quietNodes: new Map(),
         settings,
       }),
       [],

@@ -83,7 +83,8 @@ export function burst(
         acked.push(res.body.job_id as string);
         return;
       }
-      if (res && res.status >= 400 && res.status < 500 && res.status !== 429) {
+      // 409: the same key's first request is still in flight (its answer lost): asked again later.
+      if (res && res.status >= 400 && res.status < 500 && res.status !== 429 && res.status !== 409) {
         throw new Error(`submit refused: ${res.status} ${JSON.stringify(res.body)}`);
       }
       await sleep(500);

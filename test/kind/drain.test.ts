@@ -1,4 +1,4 @@
-// `kubectl drain` of a worker in the middle of a burst, on the kind cluster of test/kind/scenarios.sh:
+// `kubectl drain` of a worker in the middle of a burst, on the kind cluster of test/e2e/kind.sh:
 // its runner pods are evicted and run again without a failure counted (the runner Job's
 // podFailurePolicy ignores DisruptionTarget; the job's attempt is charged once, its runner's second
 // start being the same attempt), the pool worker there hands its jobs back (their attempts refunded),
@@ -18,7 +18,7 @@ let t: KindTarget;
 let r: Release;
 
 before(async () => {
-  t = kindTarget();
+  t = await kindTarget();
   r = await installRelease(t, "drain");
 });
 

@@ -1,5 +1,5 @@
 // A node lost in the middle of a burst, on a kind cluster of one control plane and two workers
-// (test/kind/scenarios.sh): 200 image jobs in flight (resizes in runner Jobs, colour counts in the
+// (test/e2e/kind.sh): 200 image jobs in flight (resizes in runner Jobs, colour counts in the
 // warm pool), then `docker stop` of the worker that holds the leading controller, with an API pod,
 // a pool worker and runner pods. Every acknowledged job ends exactly once, completed or failed saying
 // its node was lost; the controller on the other worker takes over; the runners on the lost node are
@@ -18,7 +18,7 @@ let r: Release;
 let lost = "";
 
 before(async () => {
-  t = kindTarget();
+  t = await kindTarget();
   r = await installRelease(t, "nodeloss");
 });
 

@@ -1,5 +1,5 @@
 // The node that holds Redis stopped (`docker stop`) after a burst was acknowledged, on the kind
-// cluster of test/kind/scenarios.sh: the API on the other worker says the service is unavailable (a
+// cluster of test/e2e/kind.sh: the API on the other worker says the service is unavailable (a
 // submit answers 503 with an error, its readiness turns false), and once the node is back, Redis
 // replays its append-only file and every acknowledged job is there and ends, once. The chart's Redis
 // writes its AOF with appendfsync everysec: an acknowledged write is in the file (the kernel's page
@@ -20,7 +20,7 @@ let stopped = false;
 let forward: { url: string; stop(): void } | undefined;
 
 before(async () => {
-  t = kindTarget();
+  t = await kindTarget();
   r = await installRelease(t, "redisnode");
 });
 

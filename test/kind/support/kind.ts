@@ -1,10 +1,14 @@
-// The kind cluster the scenarios of test/kind/ run on, as test/kind/scenarios.sh hands it over: its
-// kubeconfig, the project's image loaded into its nodes, the control-plane node's address (where
-// NodePorts answer this process) and the address its pods reach this process at (the gateway of
-// kind's Docker network). A node of a kind cluster is a Docker container of the same name, so a node
-// is lost with `docker stop` and comes back with `docker start`.
+// The kind cluster the scenarios of test/kind/ run on, as test/e2e/kind.sh hands it to each test file
+// of KIND_TESTS (npm run test:kind:scenarios): its kubeconfig, the project's image loaded into its
+// nodes, the control-plane node's address (where NodePorts answer this process) and its name. A node
+// of a kind cluster is a Docker container of the same name, so a node is lost with `docker stop` and
+// comes back with `docker start`; the cluster's pods reach this process at the gateway of kind's
+// Docker network.
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+
+/** kubectl: test/e2e/kind.sh's KUBECTL, else the one on PATH. */
+const KUBECTL = process.env.KUBECTL || "kubectl";
 
 export interface KindTarget {
   cluster: string;
@@ -19,23 +23,32 @@ export interface KindTarget {
   core: CoreV1Api;
 }
 
-export function kindTarget(): KindTarget {
+export async function kindTarget(): Promise<KindTarget> {
   const env = {
-    cluster: process.env.MEDIA_KIND_CLUSTER,
+    cluster: process.env.KIND_CLUSTER,
     kubeconfigPath: process.env.MEDIA_K8S_KUBECONFIG,
     image: process.env.MEDIA_K8S_IMAGE,
     controlPlaneAddress: process.env.MEDIA_K8S_NODE_ADDRESS,
-    hostAddress: process.env.MEDIA_KIND_HOST_ADDRESS,
   };
   const missing = Object.entries(env).filter(([, v]) => !v);
   if (missing.length > 0) {
     throw new Error(
-      `test/kind/ runs from test/kind/scenarios.sh (npm run test:kind:scenarios), which sets MEDIA_KIND_CLUSTER, MEDIA_K8S_KUBECONFIG, MEDIA_K8S_IMAGE, MEDIA_K8S_NODE_ADDRESS and MEDIA_KIND_HOST_ADDRESS; missing: ${missing.map(([k]) => k).join(", ")}`,
+      `test/kind/ runs from test/e2e/kind.sh (npm run test:kind:scenarios), which sets KIND_CLUSTER, MEDIA_K8S_KUBECONFIG, MEDIA_K8S_IMAGE and MEDIA_K8S_NODE_ADDRESS; missing: ${missing.map(([k]) => k).join(", ")}`,
     );
   }
+  // The IPv4 gateway of kind's Docker network: this machine, as the nodes and their pods reach it.
+  const gateways = await docker(["network", "inspect", "kind", "-f", "{{range .IPAM.Config}}{{.Gateway}} {{end}}"]);
+  const hostAddress =
+    process.env.MEDIA_KIND_HOST_ADDRESS || gateways.split(/\s+/).find((g) => /^\d+\.\d+\.\d+\.\d+$/.test(g));
+  if (!hostAddress) throw new Error(`no IPv4 gateway on Docker network kind (${gateways})`);
   const kc = new KubeConfig();
   kc.loadFromFile(env.kubeconfigPath!);
-  return { ...(env as Omit<KindTarget, "kc" | "core">), kc, core: kc.makeApiClient(CoreV1Api) };
+  return {
+    ...(env as Omit<KindTarget, "kc" | "core" | "hostAddress">),
+    hostAddress,
+    kc,
+    core: kc.makeApiClient(CoreV1Api),
+  };
 }
 
 export interface Run {
@@ -59,7 +72,7 @@ export async function docker(args: string[]): Promise<string> {
 }
 
 export const kubectl = (t: KindTarget, args: string[]): Promise<Run> =>
-  run("kubectl", ["--kubeconfig", t.kubeconfigPath, ...args]);
+  run(KUBECTL, ["--kubeconfig", t.kubeconfigPath, ...args]);
 
 /** The worker nodes (no control-plane role), by name. */
 export async function workers(t: KindTarget): Promise<string[]> {
@@ -87,7 +100,7 @@ export async function portForward(
   port: number,
 ): Promise<{ url: string; stop(): void }> {
   const child: ChildProcess = spawn(
-    "kubectl",
+    KUBECTL,
     ["--kubeconfig", t.kubeconfigPath, "-n", namespace, "port-forward", `pod/${pod}`, `:${port}`],
     { stdio: ["ignore", "pipe", "pipe"] },
   );

@@ -70,7 +70,7 @@ export class RunnerCache {
   }
 
   /** Every pod in the cache. */
-  allPods(): V1Pod[] {
+  allPods(): readonly V1Pod[] {
     return this.pods.list(this.namespace);
   }
 

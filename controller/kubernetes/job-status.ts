@@ -229,13 +229,20 @@ export function observeJob(job: V1Job, pods: V1Pod[], context: ObserveContext): 
   // Deleted or not (a terminating pod there never ends, and a Job with a podFailurePolicy makes no
   // new pod until it does): running until executor.lease has passed.
   const lost = pods
-    .map(quiet)
-    .filter((l) => l !== undefined)
+    .map((p) => ({ pod: p, ...quiet(p) }))
+    .filter((l): l is { pod: V1Pod; node: string; since: number } => l.since !== undefined)
     .sort((a, b) => a.since - b.since)[0];
   if (lost) {
     const quietMs = context.now - lost.since;
-    if (quietMs < context.nodeLostAfterMs) return { state: "running" };
-    return { state: "lost", node: lost.node, error: nodeLostMessage(lost.node, Math.round(quietMs / 1000)) };
+    if (quietMs >= context.nodeLostAfterMs) {
+      return {
+        state: "lost",
+        node: lost.node,
+        error: nodeLostMessage(lost.node, Math.round(quietMs / 1000)),
+      };
+    }
+    // Within executor.lease a runner there is taken as running still; one being started, as waiting.
+    if (runs(lost.pod)) return { state: "running" };
   }
   if (isSuspended(job)) {
     // No pod runs while suspended, and none waits for a node: the unschedulable wait does not count.

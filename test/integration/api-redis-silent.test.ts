@@ -79,7 +79,9 @@ describe("the API with Redis gone silent (its node lost)", () => {
       if (status !== 202) await sleep(100);
     }
     assert.equal(status, 202);
-    const res = await stack.request(`/api/v1/jobs/${acknowledged}`, { signal: AbortSignal.timeout(REQUEST_TIMEOUT) });
+    const res = await stack.request(`/api/v1/jobs/${acknowledged}`, {
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT),
+    });
     assert.equal(res.status, 200);
     assert.equal(((await res.json()) as { status: string }).status, "pending");
   });

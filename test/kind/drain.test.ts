@@ -64,7 +64,9 @@ describe("a worker drained in the middle of a burst", () => {
       },
       300_000,
     );
-    const poolThere = (await podsOf(r, "pool")).filter((p) => p.spec?.nodeName === drained).map((p) => p.metadata!.name!);
+    const poolThere = (await podsOf(r, "pool"))
+      .filter((p) => p.spec?.nodeName === drained)
+      .map((p) => p.metadata!.name!);
     const started = Date.now();
     const drain = await kubectl(t, [
       "drain", drained, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=240s",
@@ -82,7 +84,8 @@ describe("a worker drained in the middle of a burst", () => {
     assert.match(`${held.stdout}\n${held.stderr}`, /disruption budget/i);
     for (const component of ["api", "controller"]) {
       const live = (await podsOf(r, component)).filter(
-        (p) => p.spec?.nodeName === r.redisNode && p.status?.phase === "Running" && !p.metadata?.deletionTimestamp,
+        (p) =>
+          p.spec?.nodeName === r.redisNode && p.status?.phase === "Running" && !p.metadata?.deletionTimestamp,
       );
       assert.equal(live.length, 1, `the ${component} replica on ${r.redisNode} stays`);
     }
@@ -100,7 +103,8 @@ describe("a worker drained in the middle of a burst", () => {
       const { body } = await api(r, r.apiUrl, `/api/v1/jobs/${id}/events`);
       const events = (body.events ?? []) as Array<{ event: string; message?: string }>;
       const claimedThere = events.some(
-        (ev) => ev.event === "claimed" && poolThere.some((pod) => (ev.message ?? "").startsWith(`pool:${pod}:`)),
+        (ev) =>
+          ev.event === "claimed" && poolThere.some((pod) => (ev.message ?? "").startsWith(`pool:${pod}:`)),
       );
       if (claimedThere && events.some((ev) => ev.event === "requeued")) handedBack++;
     }
@@ -117,7 +121,12 @@ describe("a worker drained in the middle of a burst", () => {
     assert.deepEqual(e.twiceNotified, []);
     // No failure counted for an eviction: not by the Job (its failed pods), not by the store.
     for (const id of evictedIds) {
-      const kjob = (await r.batch.listNamespacedJob({ namespace: r.namespace, labelSelector: `media-service.io/job-id=${id}` })).items;
+      const kjob = (
+        await r.batch.listNamespacedJob({
+          namespace: r.namespace,
+          labelSelector: `media-service.io/job-id=${id}`,
+        })
+      ).items;
       assert.equal(kjob.length, 1, `job ${id}: one runner Job`);
       assert.equal(kjob[0]!.status?.failed ?? 0, 0, `job ${id}: the eviction is not a failure of its Job`);
       assert.equal(views.get(id)?.attempts, 1, `job ${id}: one attempt charged`);

@@ -25,7 +25,11 @@ before(async () => {
 after(async () => {
   if (lost) {
     await docker(["start", lost]).catch(() => undefined);
-    await eventually(`node ${lost} to be Ready again`, async () => (await nodeReady(t, lost)) || undefined, 300_000);
+    await eventually(
+      `node ${lost} to be Ready again`,
+      async () => (await nodeReady(t, lost)) || undefined,
+      300_000,
+    );
   }
   await r?.close();
 });
@@ -107,7 +111,9 @@ describe("a worker lost in the middle of a burst", () => {
         const events = (body.events ?? []) as Array<{ event: string; message?: string; at: string }>;
         const ending = events.find((ev) => ev.event === "completed" || ev.event === "failed");
         if (ending && Date.parse(ending.at) <= gone) return "ended before";
-        const back = events.some((ev) => ev.event === "requeued" && /node .* was lost/.test(ev.message ?? ""));
+        const back = events.some(
+          (ev) => ev.event === "requeued" && /node .* was lost/.test(ev.message ?? ""),
+        );
         return back ? "given back" : `neither: ${JSON.stringify(events)}`;
       }),
     );

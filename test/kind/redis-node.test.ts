@@ -9,7 +9,15 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { eventually } from "../k8s/support/eventually.js";
 import { api, burst, endings, settle, sleep } from "./support/burst.js";
-import { docker, figure, kindTarget, nodeReady, portForward, seconds, type KindTarget } from "./support/kind.js";
+import {
+  docker,
+  figure,
+  kindTarget,
+  nodeReady,
+  portForward,
+  seconds,
+  type KindTarget,
+} from "./support/kind.js";
 import { installRelease, podsOf, type Release } from "./support/release.js";
 
 const JOBS = 100;
@@ -76,7 +84,11 @@ describe("the node that holds Redis stopped", () => {
     await sleep(5_000);
     await docker(["start", r.redisNode]);
     stopped = false;
-    await eventually(`node ${r.redisNode} Ready`, async () => (await nodeReady(t, r.redisNode)) || undefined, 300_000);
+    await eventually(
+      `node ${r.redisNode} Ready`,
+      async () => (await nodeReady(t, r.redisNode)) || undefined,
+      300_000,
+    );
     await eventually(
       "a submit to be taken again",
       async () => {

@@ -412,7 +412,12 @@ describe("lostNode and quietNodes: a runner pod's node that stopped reporting", 
   test("the nodes shown quiet, each since the earliest of its pods", () => {
     const fine = quiet("c", "node-3", 5);
     fine.status!.conditions![0]!.status = "True";
-    const nodes = quietNodes([quiet("a", "node-1", 30), quiet("b", "node-1", 20), quiet("d", "node-2", 40), fine]);
+    const nodes = quietNodes([
+      quiet("a", "node-1", 30),
+      quiet("b", "node-1", 20),
+      quiet("d", "node-2", 40),
+      fine,
+    ]);
     assert.deepEqual([...nodes].sort(), [
       ["node-1", T0 + 20_000],
       ["node-2", T0 + 40_000],

@@ -99,7 +99,11 @@ export function burst(
 }
 
 /** Waits until every job has ended (completed or failed), `limitMs` at most; their last views. */
-export async function settle(r: Release, ids: readonly string[], limitMs: number): Promise<Map<string, JobView>> {
+export async function settle(
+  r: Release,
+  ids: readonly string[],
+  limitMs: number,
+): Promise<Map<string, JobView>> {
   const ended = new Map<string, JobView>();
   const open = new Set(ids);
   await eventually(
@@ -118,7 +122,9 @@ export async function settle(r: Release, ids: readonly string[], limitMs: number
     limitMs,
     async () => {
       const views = await Promise.all(
-        [...open].slice(0, 10).map((id) => api(r, r.apiUrl, `/api/v1/jobs/${id}`).catch((e: Error) => e.message)),
+        [...open]
+          .slice(0, 10)
+          .map((id) => api(r, r.apiUrl, `/api/v1/jobs/${id}`).catch((e: Error) => e.message)),
       );
       return `still open (${open.size}): ${JSON.stringify(views)}`;
     },
@@ -141,7 +147,14 @@ export interface Endings {
 
 /** What the jobs became, from their records, their timelines and the webhooks received. */
 export async function endings(r: Release, views: Map<string, JobView>): Promise<Endings> {
-  const out: Endings = { completed: 0, failed: 0, nodeLost: 0, otherErrors: [], twiceEnded: [], twiceNotified: [] };
+  const out: Endings = {
+    completed: 0,
+    failed: 0,
+    nodeLost: 0,
+    otherErrors: [],
+    twiceEnded: [],
+    twiceNotified: [],
+  };
   for (const [id, job] of views) {
     if (job.status === "completed") out.completed++;
     else {

@@ -37,7 +37,13 @@ export async function kindTarget(): Promise<KindTarget> {
     );
   }
   // The IPv4 gateway of kind's Docker network: this machine, as the nodes and their pods reach it.
-  const gateways = await docker(["network", "inspect", "kind", "-f", "{{range .IPAM.Config}}{{.Gateway}} {{end}}"]);
+  const gateways = await docker([
+    "network",
+    "inspect",
+    "kind",
+    "-f",
+    "{{range .IPAM.Config}}{{.Gateway}} {{end}}",
+  ]);
   const hostAddress =
     process.env.MEDIA_KIND_HOST_ADDRESS || gateways.split(/\s+/).find((g) => /^\d+\.\d+\.\d+\.\d+$/.test(g));
   if (!hostAddress) throw new Error(`no IPv4 gateway on Docker network kind (${gateways})`);

@@ -7,13 +7,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CreateBucketCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
-import {
-  AppsV1Api,
-  BatchV1Api,
-  CoordinationV1Api,
-  StorageV1Api,
-  type V1Pod,
-} from "@kubernetes/client-node";
+import { AppsV1Api, BatchV1Api, CoordinationV1Api, StorageV1Api, type V1Pod } from "@kubernetes/client-node";
 import { makeImage } from "../../support/media.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../../support/webhook-receiver.js";
 import { eventually } from "../../k8s/support/eventually.js";
@@ -293,7 +287,10 @@ export async function podsOf(r: Release, component: string): Promise<V1Pod[]> {
 
 /** The leading controller: the Lease's holder, its pod and that pod's node. */
 export async function leader(r: Release): Promise<{ pod: string; node: string }> {
-  const lease = await r.coordination.readNamespacedLease({ name: `${FULLNAME}-controller`, namespace: r.namespace });
+  const lease = await r.coordination.readNamespacedLease({
+    name: `${FULLNAME}-controller`,
+    namespace: r.namespace,
+  });
   const pod = (lease.spec?.holderIdentity ?? "").split("_")[0] ?? "";
   const found = (await podsOf(r, "controller")).find((p) => p.metadata?.name === pod);
   return { pod, node: found?.spec?.nodeName ?? "" };

@@ -6,12 +6,12 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CreateBucketCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import { AppsV1Api, BatchV1Api, CoordinationV1Api, StorageV1Api, type V1Pod } from "@kubernetes/client-node";
 import { makeImage } from "../../support/media.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../../support/webhook-receiver.js";
-import { eventually } from "../../k8s/support/eventually.js";
 import { CHART, helm } from "../../k8s/support/helm.js";
+import { deployObjectStore } from "../../k8s/support/object-store.js";
 import { imageValues } from "../../k8s/support/target.js";
 import { docker, workers, type KindTarget } from "./kind.js";
 
@@ -97,91 +97,8 @@ async function redisVolume(t: KindTarget, namespace: string, node: string): Prom
   return name;
 }
 
-interface ObjectStore {
-  s3: S3Client;
-  accessKeyId: string;
-  secretAccessKey: string;
-}
-
-async function objectStore(t: KindTarget, r: Pick<Release, "namespace" | "apps">): Promise<ObjectStore> {
-  const { namespace } = r;
-  const labels = { app: "objects" };
-  const accessKeyId = "kind-access-key";
-  const secretAccessKey = `kind-secret-${randomBytes(8).toString("hex")}`;
-  await t.core.createNamespacedSecret({
-    namespace,
-    body: {
-      metadata: { name: "objects" },
-      stringData: { "access-key-id": accessKeyId, "secret-access-key": secretAccessKey },
-    },
-  });
-  const secretEnv = (name: string, key: string) => ({
-    name,
-    valueFrom: { secretKeyRef: { name: "objects", key } },
-  });
-  await r.apps.createNamespacedDeployment({
-    namespace,
-    body: {
-      metadata: { name: "objects", labels },
-      spec: {
-        replicas: 1,
-        selector: { matchLabels: labels },
-        template: {
-          metadata: { labels },
-          spec: {
-            ...CONTROL_PLANE,
-            automountServiceAccountToken: false,
-            containers: [
-              {
-                name: "objects",
-                image: t.image,
-                imagePullPolicy: "Never",
-                args: ["object-store"],
-                env: [
-                  { name: "EMBEDDED_S3_HOST", value: "0.0.0.0" },
-                  { name: "EMBEDDED_S3_PORT", value: "9000" },
-                  { name: "DATA_DIR", value: "/data" },
-                  secretEnv("S3_ACCESS_KEY_ID", "access-key-id"),
-                  secretEnv("S3_SECRET_ACCESS_KEY", "secret-access-key"),
-                ],
-                ports: [{ containerPort: 9000 }],
-                readinessProbe: { tcpSocket: { port: 9000 }, periodSeconds: 1 },
-                volumeMounts: [{ name: "data", mountPath: "/data" }],
-              },
-            ],
-            volumes: [{ name: "data", emptyDir: {} }],
-          },
-        },
-      },
-    },
-  });
-  await t.core.createNamespacedService({
-    namespace,
-    body: {
-      metadata: { name: "objects" },
-      spec: { type: "NodePort", selector: labels, ports: [{ port: 9000, targetPort: 9000 }] },
-    },
-  });
-  await eventually(
-    "the object store to be available",
-    async () => {
-      const d = await r.apps.readNamespacedDeployment({ name: "objects", namespace });
-      return (d.status?.availableReplicas ?? 0) >= 1 || undefined;
-    },
-    180_000,
-  );
-  const s3 = new S3Client({
-    endpoint: `http://${t.controlPlaneAddress}:${await nodePort(t, namespace, "objects")}`,
-    region: "us-east-1",
-    forcePathStyle: true,
-    credentials: { accessKeyId, secretAccessKey },
-  });
-  await eventually("the bucket to be created", async () => {
-    await s3.send(new CreateBucketCommand({ Bucket: BUCKET })).catch((err: Error) => {
-      if (err.name !== "BucketAlreadyOwnedByYou") throw err;
-    });
-    return true;
-  });
+/** The sources the bursts read, put on the store. */
+async function putSources(s3: S3Client): Promise<void> {
   await s3.send(
     new PutObjectCommand({
       Bucket: BUCKET,
@@ -196,7 +113,6 @@ async function objectStore(t: KindTarget, r: Pick<Release, "namespace" | "apps">
       Body: await makeImage({ width: 96, height: 64, format: "png" }),
     }),
   );
-  return { s3, accessKeyId, secretAccessKey };
 }
 
 async function nodePort(t: KindTarget, namespace: string, service: string): Promise<number> {
@@ -213,7 +129,17 @@ export async function installRelease(t: KindTarget, scenario: string): Promise<R
   if (!otherNode || !redisNode) throw new Error("the scenarios need a cluster with two workers");
   await t.core.createNamespace({ body: { metadata: { name: namespace } } });
   const storageClass = await redisVolume(t, namespace, redisNode);
-  const { s3, accessKeyId, secretAccessKey } = await objectStore(t, { namespace, apps });
+  const store = await deployObjectStore({
+    core: t.core,
+    apps,
+    namespace,
+    image: t.image,
+    nodeAddress: t.controlPlaneAddress,
+    bucket: BUCKET,
+    placement: CONTROL_PLANE,
+  });
+  const { s3 } = store;
+  await putSources(s3);
   const receiver = await startWebhookReceiver({ host: "0.0.0.0" });
   const work = await mkdtemp(join(tmpdir(), "media-service-kind-"));
   const image = { ...imageValues(t.image), pullPolicy: "Never" };
@@ -225,9 +151,9 @@ export async function installRelease(t: KindTarget, scenario: string): Promise<R
       resources: { requests: { cpu: "50m", memory: "64Mi" }, limits: { cpu: "1", memory: "512Mi" } },
     },
     s3: {
-      endpoint: `http://objects.${namespace}.svc:9000`,
-      accessKeyId,
-      secretAccessKey,
+      endpoint: store.endpoint,
+      accessKeyId: store.accessKeyId,
+      secretAccessKey: store.secretAccessKey,
       healthBucket: BUCKET,
     },
     api: { service: { type: "NodePort" }, affinity: spread("api"), resources: SMALL },

@@ -45,6 +45,7 @@ export function openCoreServices(config: Config, logger: Logger, name: string): 
   const connect = (suffix: string, failFast: boolean) => {
     const client = connectRedis(config.redis.url!, {
       connectTimeoutMs: config.redis.connectTimeoutMs,
+      socketTimeoutMs: config.redis.socketTimeoutMs,
       failFast,
       name: `media-service-${name}${suffix}`,
     });

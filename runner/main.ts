@@ -14,6 +14,7 @@ function openDeps(
 ): RunnerDeps & { close(): Promise<void> } {
   const redis = connectRedis(config.redis.url!, {
     connectTimeoutMs: config.redis.connectTimeoutMs,
+    socketTimeoutMs: config.redis.socketTimeoutMs,
     name: "media-service-runner",
   });
   redis.on("error", (err: Error) => logger.warn({ err: err.message }, "redis connection error"));

@@ -69,6 +69,11 @@ export class RunnerCache {
     return [...(this.podsByJob.get(name)?.values() ?? [])];
   }
 
+  /** Every pod in the cache. */
+  allPods(): readonly V1Pod[] {
+    return this.pods.list(this.namespace);
+  }
+
   /** The names of every pod in the cache. */
   podNames(): Set<string> {
     const names = new Set<string>();

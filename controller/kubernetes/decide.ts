@@ -21,6 +21,9 @@ import { bodyMessage, describeError } from "./api-errors.js";
 import { isJobFinished, observeJob, type FailureReason, type JobObservation } from "./job-status.js";
 import { jobName } from "./names.js";
 
+/** The Job controller's label on its pods: the uid of their Job. */
+const CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid";
+
 /** A finished job whose runner pod still runs after this long has its Job deleted. */
 export const TERMINAL_GRACE_MS = 15_000;
 /** No claims for this long after the API server failed a create. */
@@ -72,6 +75,8 @@ export interface DecideSettings {
   startFailureTimeoutMs: number;
   /** Claims of pool workers begin with this: their leases are theirs to renew. */
   poolOwnerPrefix: string;
+  /** executor.lease, in ms: how long a runner whose node stopped reporting is given (lostNode). */
+  leaseMs: number;
 }
 
 /** The job's own time: the one its Job gave the runner (JOB_TIMEOUT_SECONDS), else the policy's. */
@@ -166,6 +171,8 @@ export interface SyncInput {
   stuckSince: ReadonlyMap<string, number>;
   /** The Jobs whose wait for Kueue's admission is noted on their job's timeline. */
   admissionNoted: ReadonlySet<string>;
+  /** The nodes every runner pod shows gone quiet, since when (job-status.ts quietNodes). */
+  quietNodes: ReadonlyMap<string, number>;
   settings: DecideSettings;
 }
 
@@ -207,12 +214,29 @@ function observeSynced(input: SyncInput): JobObservation | { state: "decided"; a
     };
   }
   const startedAt = Date.parse(record.started_at ?? "");
-  return observeJob(kjob, input.pods, {
+  return observeJob(kjob, ownPods(kjob, input.pods), {
     deadline: runDeadline(record, settings.timeoutsMs, kjob),
     maxWaitMs: settings.unschedulableTimeoutMs,
     maxAdmissionWaitMs: settings.kubernetes.maxWaitingAdmissionMs,
+    nodeLostAfterMs: settings.leaseMs,
+    quietNodes: input.quietNodes,
     now,
     ...(Number.isFinite(startedAt) ? { runnerStartedAt: startedAt } : {}),
+  });
+}
+
+/**
+ * The pods of this Job, not of an earlier Job of the same name (the pods are found by their
+ * job-name label): a Job deleted when its runner's node was lost leaves its pod terminating there
+ * until the node returns, while its job's next Job, of the same name, runs elsewhere.
+ */
+export function ownPods(kjob: V1Job, pods: readonly V1Pod[]): V1Pod[] {
+  const uid = kjob.metadata?.uid;
+  if (!uid) return [...pods];
+  return pods.filter((pod) => {
+    const owner = pod.metadata?.ownerReferences?.find((o) => o.controller)?.uid;
+    const label = pod.metadata?.labels?.[CONTROLLER_UID_LABEL];
+    return (owner ?? label ?? uid) === uid;
   });
 }
 
@@ -229,6 +253,15 @@ function observedActions(
       return [];
     case "running":
       return record?.status === "pending" ? [{ kind: "start", id }] : [];
+    case "lost":
+      // The Job goes first, so the job's next Job (same name) is not met by this one; the job goes
+      // back counted (a job that keeps losing its node fails with the reason once its attempts are
+      // spent). A runner that was only cut off and still reports is harmless: the store's scripts
+      // take one ending of a job and refuse the rest.
+      return [
+        { kind: "delete", name, why: `its runner's node ${observed.node} was lost` },
+        { kind: "requeue", id, why: observed.error, lost: "node_lost" },
+      ];
     case "succeeded":
       // The runner reports before it exits 0, so an open record here means it never reported.
       return [

@@ -77,6 +77,7 @@ export class KubernetesExecutor implements Executor {
       unschedulableTimeoutMs: config.kubernetes.unschedulableTimeoutMs,
       startFailureTimeoutMs: config.kubernetes.startFailureTimeoutMs,
       poolOwnerPrefix: POOL_OWNER_PREFIX,
+      leaseMs: config.executor.leaseMs,
     };
     this.identity = options.identity ?? `${hostname()}_${randomUUID().slice(0, 8)}`;
     this.owner = `kubernetes:${namespace}/${instance}`;

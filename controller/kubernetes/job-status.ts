@@ -35,6 +35,7 @@ export type FailureReason =
   | "config"
   | "unschedulable"
   | "job_lost"
+  | "node_lost"
   | "rejected"
   | "admission";
 
@@ -49,6 +50,11 @@ export type JobObservation =
   /** Suspended: Kueue has not admitted its Job (yet, or again after taking it back) since `since`. */
   | { state: "admission"; since: number; queue?: string }
   | { state: "running" }
+  /**
+   * Its runner's node stopped reporting (see lostNode) for `nodeLostAfterMs`: the job goes back to
+   * its queue, counted, and the Job is deleted.
+   */
+  | { state: "lost"; node: string; error: string }
   | { state: "succeeded" }
   /**
    * `attempts`: the Job's pods that failed, when it retried (the store says it gave up after them).
@@ -69,6 +75,16 @@ export interface ObserveContext {
   runnerStartedAt?: number;
   /** How long a suspended Job may wait for Kueue's admission: kubernetes.max_waiting_admission, in ms. */
   maxAdmissionWaitMs: number;
+  /**
+   * How long a runner whose node stopped reporting is given before its job goes back (executor.lease,
+   * in ms: the runner's node is its heartbeat).
+   */
+  nodeLostAfterMs: number;
+  /**
+   * The nodes whose runner pods show them quiet (quietNodes), since when: a pod there that had not
+   * started its runner yet shows nothing of it itself.
+   */
+  quietNodes?: ReadonlyMap<string, number>;
 }
 
 const IMAGE_PULL_REASONS = new Set([
@@ -166,6 +182,43 @@ export function describePodFailure(pod: V1Pod): { reason: FailureReason; error: 
   return { reason: "runner_error", error: `the runner ${how}${message ? `: ${message}` : ""}` };
 }
 
+/**
+ * The node of a runner pod that stopped reporting, and since when: Kubernetes' node lifecycle
+ * controller, once a node has not posted its status for its grace period (node-monitor-grace-period),
+ * marks its pods not ready (the pod's Ready condition False) and leaves the kubelet's last container
+ * statuses as they were: a runner container still `running` and `ready`. The kubelet itself never
+ * reports a pod not ready with its only container ready (runner pods have no readiness probe or
+ * gate), so that pair says the node, not the runner, went quiet. A pod the taint manager deleted
+ * afterwards (a NoExecute taint for an unreachable node) keeps that pair; pods of a node that came
+ * back are reported by its kubelet again. `NodeLost` is the pod reason older node controllers set.
+ */
+export function lostNode(pod: V1Pod): { node: string; since: number } | undefined {
+  const node = pod.spec?.nodeName;
+  const phase = pod.status?.phase;
+  if (!node || (phase !== "Running" && phase !== "Pending")) return undefined;
+  const ready = pod.status?.conditions?.find((c) => c.type === "Ready");
+  const container = runnerStatus(pod);
+  const quiet = ready?.status === "False" && container?.ready === true && container.state?.running;
+  if (!quiet && pod.status?.reason !== "NodeLost") return undefined;
+  const since = time(ready?.lastTransitionTime) ?? time(pod.metadata?.deletionTimestamp);
+  return since === undefined ? undefined : { node, since };
+}
+
+/** The nodes that went quiet, by what the runner pods there show (lostNode), each since its earliest. */
+export function quietNodes(pods: Iterable<V1Pod>): Map<string, number> {
+  const nodes = new Map<string, number>();
+  for (const pod of pods) {
+    const lost = lostNode(pod);
+    if (lost && lost.since < (nodes.get(lost.node) ?? Infinity)) nodes.set(lost.node, lost.since);
+  }
+  return nodes;
+}
+
+/** The error of a job whose runner's node was lost. */
+export function nodeLostMessage(node: string, seconds: number): string {
+  return `the runner's node ${node} was lost: it stopped reporting to Kubernetes ${seconds} s ago (its pods were marked not ready)`;
+}
+
 function latestFailedPod(pods: V1Pod[]): V1Pod | undefined {
   return pods.filter((p) => p.status?.phase === "Failed").sort((a, b) => finishedAt(b) - finishedAt(a))[0];
 }
@@ -187,8 +240,34 @@ export function observeJob(job: V1Job, pods: V1Pod[], context: ObserveContext): 
     if (disk) return { state: "failed", ...disk, deleteJob: true };
   }
   const live = pods.filter((p) => !p.metadata?.deletionTimestamp);
-  if (live.some((p) => p.status?.phase === "Running" || runnerStatus(p)?.state?.running)) {
-    return { state: "running" };
+  const runs = (p: V1Pod) => p.status?.phase === "Running" || Boolean(runnerStatus(p)?.state?.running);
+  // A runner pod on a node gone quiet: its own (lostNode), or one still being started there.
+  const quiet = (p: V1Pod): { node: string; since: number } | undefined => {
+    const own = lostNode(p);
+    const node = p.spec?.nodeName;
+    if (own || !node || p.status?.phase !== "Pending") return own;
+    const since = context.quietNodes?.get(node);
+    return since === undefined ? undefined : { node, since };
+  };
+  const healthy = live.filter((p) => runs(p) && !quiet(p));
+  if (healthy.length > 0) return { state: "running" };
+  // Deleted or not (a terminating pod there never ends, and a Job with a podFailurePolicy makes no
+  // new pod until it does): running until executor.lease has passed.
+  const lost = pods
+    .map((p) => ({ pod: p, ...quiet(p) }))
+    .filter((l): l is { pod: V1Pod; node: string; since: number } => l.since !== undefined)
+    .sort((a, b) => a.since - b.since)[0];
+  if (lost) {
+    const quietMs = context.now - lost.since;
+    if (quietMs >= context.nodeLostAfterMs) {
+      return {
+        state: "lost",
+        node: lost.node,
+        error: nodeLostMessage(lost.node, Math.round(quietMs / 1000)),
+      };
+    }
+    // Within executor.lease a runner there is taken as running still; one being started, as waiting.
+    if (runs(lost.pod)) return { state: "running" };
   }
   if (isSuspended(job)) {
     // No pod runs while suspended, and none waits for a node: the unschedulable wait does not count.

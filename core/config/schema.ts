@@ -227,6 +227,10 @@ export const RedisConfig = Section(
         "Keys are `{media}:…` (one hash tag: Redis Cluster safe); lets installations share a Redis.",
     }),
     connect_timeout: Duration("5s", "Time allowed to connect to Redis."),
+    socket_timeout: Duration(
+      "10s",
+      "A connection that gets nothing back from Redis this long after sending a command is dropped and made again, and its commands fail (the API answers 503): a Redis whose node is lost sends nothing, not even a refusal, and would hold every request until TCP gives up (minutes). Longer than any command takes.",
+    ),
   },
   "Redis, the system of record: jobs, batches, queues, events.",
 );

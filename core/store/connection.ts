@@ -3,6 +3,11 @@ import { parseRedisTarget } from "./redis-target.js";
 
 export interface RedisConnectOptions {
   connectTimeoutMs: number;
+  /**
+   * redis.socket_timeout: nothing received this long after a command was sent drops the connection
+   * (its commands fail, a new one is made); a lost Redis node sends no refusal to notice otherwise.
+   */
+  socketTimeoutMs?: number;
   /** Fail commands at once while disconnected instead of queueing them (readiness, API). */
   failFast?: boolean;
   name?: string;
@@ -12,6 +17,7 @@ export function connectRedis(url: string, options: RedisConnectOptions): Redis {
   const target = parseRedisTarget(url);
   const common: RedisOptions = {
     connectTimeout: options.connectTimeoutMs,
+    ...(options.socketTimeoutMs ? { socketTimeout: options.socketTimeoutMs } : {}),
     connectionName: options.name,
     lazyConnect: false,
     enableOfflineQueue: !options.failFast,

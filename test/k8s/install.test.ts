@@ -10,7 +10,7 @@ import { readFile, writeFile, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { CreateBucketCommand, HeadObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { HeadObjectCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import {
   AppsV1Api,
   BatchV1Api,
@@ -24,13 +24,12 @@ import { makeImage } from "../support/media.js";
 import { EVERY_TYPE_SOURCES, SMALL_VIDEO_REQUESTS, submission } from "../support/submission.js";
 import { eventually, kubeConfigFrom } from "./support/cluster-stack.js";
 import { CHART, helm } from "./support/helm.js";
+import { deployObjectStore, type ObjectStore } from "./support/object-store.js";
 import { imageValues, startTarget, type Target } from "./support/target.js";
 
 const RELEASE = "media";
 const FULLNAME = `${RELEASE}-media-service`;
 const BUCKET = "media";
-const S3_ACCESS_KEY = "install-access-key";
-const S3_SECRET_KEY = `install-secret-${randomBytes(8).toString("hex")}`;
 
 let target: Target;
 let kc: KubeConfig;
@@ -39,6 +38,7 @@ let apps: AppsV1Api;
 let batch: BatchV1Api;
 let work: string;
 const namespace = `media-install-${randomBytes(3).toString("hex")}`;
+let store: ObjectStore;
 let s3: S3Client;
 let apiUrl: string;
 let apiKey: string;
@@ -51,92 +51,6 @@ async function nodePort(service: string): Promise<number> {
   const port = svc.spec?.ports?.[0]?.nodePort;
   if (!port) throw new Error(`Service ${service} has no nodePort`);
   return port;
-}
-
-/** The in-cluster object store: the project's own, from its image. */
-async function deployObjectStore(): Promise<void> {
-  const labels = { app: "objects" };
-  await core.createNamespacedSecret({
-    namespace,
-    body: {
-      metadata: { name: "objects" },
-      stringData: { "access-key-id": S3_ACCESS_KEY, "secret-access-key": S3_SECRET_KEY },
-    },
-  });
-  const secretEnv = (name: string, key: string) => ({
-    name,
-    valueFrom: { secretKeyRef: { name: "objects", key } },
-  });
-  await apps.createNamespacedDeployment({
-    namespace,
-    body: {
-      metadata: { name: "objects", labels },
-      spec: {
-        replicas: 1,
-        selector: { matchLabels: labels },
-        template: {
-          metadata: { labels },
-          spec: {
-            automountServiceAccountToken: false,
-            containers: [
-              {
-                name: "objects",
-                image: target.image,
-                imagePullPolicy: "Never",
-                args: ["object-store"],
-                env: [
-                  { name: "EMBEDDED_S3_HOST", value: "0.0.0.0" },
-                  { name: "EMBEDDED_S3_PORT", value: "9000" },
-                  { name: "DATA_DIR", value: "/data" },
-                  secretEnv("S3_ACCESS_KEY_ID", "access-key-id"),
-                  secretEnv("S3_SECRET_ACCESS_KEY", "secret-access-key"),
-                ],
-                ports: [{ containerPort: 9000 }],
-                readinessProbe: { tcpSocket: { port: 9000 }, periodSeconds: 1 },
-                resources: { requests: { cpu: "50m", memory: "64Mi" } },
-                volumeMounts: [{ name: "data", mountPath: "/data" }],
-              },
-            ],
-            volumes: [{ name: "data", emptyDir: {} }],
-          },
-        },
-      },
-    },
-  });
-  await core.createNamespacedService({
-    namespace,
-    body: {
-      metadata: { name: "objects" },
-      spec: { type: "NodePort", selector: labels, ports: [{ port: 9000, targetPort: 9000 }] },
-    },
-  });
-  await eventually(
-    "the object store to be available",
-    async () => {
-      const d = await apps.readNamespacedDeployment({ name: "objects", namespace });
-      return (d.status?.availableReplicas ?? 0) >= 1 || undefined;
-    },
-    180_000,
-    async () => {
-      const pods = await core.listNamespacedPod({ namespace, labelSelector: "app=objects" });
-      return JSON.stringify(
-        pods.items.map((p) => [p.metadata?.name, p.status?.phase, p.status?.containerStatuses]),
-      );
-    },
-  );
-  s3 = new S3Client({
-    endpoint: `http://${target.nodeAddress}:${await nodePort("objects")}`,
-    region: "us-east-1",
-    forcePathStyle: true,
-    credentials: { accessKeyId: S3_ACCESS_KEY, secretAccessKey: S3_SECRET_KEY },
-  });
-  await eventually("the bucket to be created", async () => {
-    // A retry after an answer that was lost finds the bucket made.
-    await s3.send(new CreateBucketCommand({ Bucket: BUCKET })).catch((err: Error) => {
-      if (err.name !== "BucketAlreadyOwnedByYou") throw err;
-    });
-    return true;
-  });
 }
 
 interface JobView {
@@ -210,7 +124,16 @@ before(async () => {
   batch = kc.makeApiClient(BatchV1Api);
   work = await mkdtemp(join(tmpdir(), "media-service-install-"));
   await core.createNamespace({ body: { metadata: { name: namespace } } });
-  await deployObjectStore();
+  // The in-cluster object store: the project's own, from its image.
+  store = await deployObjectStore({
+    core,
+    apps,
+    namespace,
+    image: target.image,
+    nodeAddress: target.nodeAddress,
+    bucket: BUCKET,
+  });
+  s3 = store.s3;
   await s3.send(
     new PutObjectCommand({
       Bucket: BUCKET,
@@ -245,9 +168,9 @@ before(async () => {
     image: { ...image, pullPolicy: "Never" },
     redis: { image: { ...image, pullPolicy: "Never" }, persistence: { enabled: false } },
     s3: {
-      endpoint: `http://objects.${namespace}.svc:9000`,
-      accessKeyId: S3_ACCESS_KEY,
-      secretAccessKey: S3_SECRET_KEY,
+      endpoint: store.endpoint,
+      accessKeyId: store.accessKeyId,
+      secretAccessKey: store.secretAccessKey,
       healthBucket: BUCKET,
     },
     api: { service: { type: "NodePort" } },

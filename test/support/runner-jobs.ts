@@ -29,6 +29,7 @@ export const settings: DecideSettings = {
   unschedulableTimeoutMs: 300_000,
   startFailureTimeoutMs: 60_000,
   poolOwnerPrefix: "pool:",
+  leaseMs: 30_000,
 };
 
 export function record(status: Job["status"], extra: Partial<Job> = {}): Job {
@@ -68,18 +69,42 @@ export const ended = (type: "Complete" | "Failed", reason?: string, seconds = 0)
   conditions: [{ type, status: "True", lastTransitionTime: at(seconds), ...(reason ? { reason } : {}) }],
 });
 
-/** A runner pod of the Job, created at `created` s: on node-1 unless `unscheduled`. */
+/**
+ * A runner pod of the Job, created at `created` s: on node-1 unless `unscheduled`. `quietSince`: its
+ * node stopped reporting, and the node lifecycle controller marked it not ready at that second (its
+ * container's last status, ready, left as the kubelet reported it). `jobUid`: the uid of the Job it
+ * belongs to (its controller-uid label and owner).
+ */
 export function runnerPod(
   name: string,
   phase: string,
   state: V1ContainerState | undefined,
-  o: { created?: number; unscheduled?: boolean; reason?: string; message?: string; deleting?: boolean } = {},
+  o: {
+    created?: number;
+    unscheduled?: boolean;
+    reason?: string;
+    message?: string;
+    deleting?: boolean;
+    quietSince?: number;
+    jobUid?: string;
+  } = {},
 ): V1Pod {
   const created = o.created ?? 0;
+  const quiet = o.quietSince !== undefined;
   return {
     metadata: {
       name: `${NAME}-${name}`,
-      labels: { "batch.kubernetes.io/job-name": NAME },
+      labels: {
+        "batch.kubernetes.io/job-name": NAME,
+        ...(o.jobUid ? { "batch.kubernetes.io/controller-uid": o.jobUid } : {}),
+      },
+      ...(o.jobUid
+        ? {
+            ownerReferences: [
+              { apiVersion: "batch/v1", kind: "Job", name: NAME, uid: o.jobUid, controller: true },
+            ],
+          }
+        : {}),
       creationTimestamp: at(created),
       ...(o.deleting ? { deletionTimestamp: at(created + 1) } : {}),
     },
@@ -97,9 +122,12 @@ export function runnerPod(
         o.unscheduled
           ? { type: "PodScheduled", status: "False", reason: "Unschedulable", message: NO_NODE }
           : { type: "PodScheduled", status: "True", lastTransitionTime: at(created) },
+        ...(o.quietSince !== undefined
+          ? [{ type: "Ready", status: "False", lastTransitionTime: at(o.quietSince) }]
+          : []),
       ],
       containerStatuses: state
-        ? [{ name: "runner", image: "media-service:test", imageID: "", ready: false, restartCount: 0, state }]
+        ? [{ name: "runner", image: "media-service:test", imageID: "", ready: quiet, restartCount: 0, state }]
         : [],
     },
   };

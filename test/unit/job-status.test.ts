@@ -5,14 +5,16 @@ import type { V1ContainerState, V1Job, V1Pod } from "@kubernetes/client-node";
 import {
   describePodFailure,
   isJobFinished,
+  lostNode,
   observeJob,
+  quietNodes,
   type JobObservation,
 } from "../../controller/kubernetes/job-status.js";
 
 const deadline = { seconds: 120, setting: "executor.timeouts.image_resize" };
 const T0 = Date.parse("2026-11-21T10:00:00Z");
-/** kubernetes.unschedulable_timeout's default: 5 minutes; kubernetes.max_waiting_admission's: 30. */
-const WAITS = { maxWaitMs: 300_000, maxAdmissionWaitMs: 1_800_000 };
+/** kubernetes.unschedulable_timeout's default: 5 minutes; kubernetes.max_waiting_admission's: 30; executor.lease's: 30 s. */
+const WAITS = { maxWaitMs: 300_000, maxAdmissionWaitMs: 1_800_000, nodeLostAfterMs: 30_000 };
 const ctx = { deadline, ...WAITS, now: T0 };
 
 function job(conditions: Array<{ type: string; reason?: string; message?: string }> = [], failed = 0): V1Job {
@@ -413,5 +415,47 @@ describe("observeJob: a wait to start is bounded by kubernetes.unschedulable_tim
     const p = runnerPod(0, { node: "node-1", state: { waiting: { reason: "ImagePullBackOff" } } });
     const o = observeJob(kjob(), [p], { deadline, ...WAITS, now: T0 + 400_000 });
     assert.equal(o.state === "stuck" && o.reason, "image_pull");
+  });
+});
+
+describe("lostNode and quietNodes: a runner pod's node that stopped reporting", () => {
+  const quiet = (name: string, node: string, since: number): V1Pod => ({
+    metadata: { name },
+    spec: { nodeName: node, containers: [{ name: "runner" }] },
+    status: {
+      phase: "Running",
+      conditions: [{ type: "Ready", status: "False", lastTransitionTime: new Date(T0 + since * 1000) }],
+      containerStatuses: [
+        { name: "runner", image: "x", imageID: "", ready: true, restartCount: 0, state: { running: {} } },
+      ],
+    },
+  });
+
+  test("a pod not ready whose container reads running and ready: its node, since it was marked", () => {
+    assert.deepEqual(lostNode(quiet("a", "node-1", 20)), { node: "node-1", since: T0 + 20_000 });
+  });
+
+  test("not ready by its kubelet's word (the container not ready), or ended: no node lost", () => {
+    const notReady = quiet("a", "node-1", 20);
+    notReady.status!.containerStatuses![0]!.ready = false;
+    assert.equal(lostNode(notReady), undefined);
+    const ended = quiet("b", "node-1", 20);
+    ended.status!.phase = "Failed";
+    assert.equal(lostNode(ended), undefined);
+  });
+
+  test("the nodes shown quiet, each since the earliest of its pods", () => {
+    const fine = quiet("c", "node-3", 5);
+    fine.status!.conditions![0]!.status = "True";
+    const nodes = quietNodes([
+      quiet("a", "node-1", 30),
+      quiet("b", "node-1", 20),
+      quiet("d", "node-2", 40),
+      fine,
+    ]);
+    assert.deepEqual([...nodes].sort(), [
+      ["node-1", T0 + 20_000],
+      ["node-2", T0 + 40_000],
+    ]);
   });
 });

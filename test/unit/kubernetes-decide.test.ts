@@ -12,6 +12,7 @@ import {
   syncedJobId,
   type Action,
 } from "../../controller/kubernetes/decide.js";
+import { nodeLostMessage } from "../../controller/kubernetes/job-status.js";
 import {
   del,
   ended,
@@ -40,6 +41,8 @@ interface SyncCase {
   stuckSince?: Array<[string, number]>;
   /** The Job's wait for Kueue's admission is noted already. */
   admissionNoted?: true;
+  /** Nodes the runner pods show gone quiet, since (seconds). */
+  quietNodes?: Array<[string, number]>;
   expect: Action[];
 }
 
@@ -47,6 +50,19 @@ interface SyncCase {
 function diskEvicted(pod: V1Pod): V1Pod {
   pod.metadata!.labels = { ...pod.metadata!.labels, "media-service.io/job-type": "image_resize" };
   pod.spec!.containers[0]!.resources = { limits: { memory: "1Gi", "ephemeral-storage": "2Gi" } };
+  return pod;
+}
+
+/** A Job deleted, its job back in its queue with the node's loss, `quiet` seconds after node-1 went quiet. */
+const NODE_LOST = (quiet: number): Action[] => [
+  del("its runner's node node-1 was lost"),
+  { kind: "requeue", id: ID, why: nodeLostMessage("node-1", quiet), lost: "node_lost" },
+];
+const withUid = (job: V1Job, uid: string): V1Job => ({ ...job, metadata: { ...job.metadata, uid } });
+/** The pod as its kubelet reports it when the runner's container is not ready. */
+function notReadyByKubelet(pod: V1Pod): V1Pod {
+  const [status] = pod.status?.containerStatuses ?? [];
+  if (status) status.ready = false;
   return pod;
 }
 
@@ -292,6 +308,88 @@ const SYNC: SyncCase[] = [
       del("its runner waited too long to start"),
     ],
   },
+  // Its runner's node lost: the node lifecycle controller marked its pod not ready at 20 s (the
+  // node stopped reporting), the kubelet's last word on the container (running, ready) left as it was.
+  {
+    name: "its runner's node stopped reporting less than executor.lease ago: still running, nothing",
+    job: runnerJob({ active: 1 }),
+    record: record("processing", { started_at: at(5).toISOString() }),
+    pods: [runnerPod("a", "Running", running(5), { quietSince: 20 })],
+    now: 49,
+    expect: [],
+  },
+  {
+    name: "its runner's node stopped reporting executor.lease ago: the Job deleted, the job back, counted",
+    job: runnerJob({ active: 1 }),
+    record: record("processing", { started_at: at(5).toISOString() }),
+    pods: [runnerPod("a", "Running", running(5), { quietSince: 20 })],
+    now: 50,
+    expect: NODE_LOST(30),
+  },
+  {
+    name: "its runner's pod on the lost node deleted by the taint manager, never ending there: the same",
+    job: runnerJob({ active: 1 }),
+    record: record("processing", { started_at: at(5).toISOString() }),
+    pods: [runnerPod("a", "Running", running(5), { quietSince: 20, deleting: true })],
+    now: 320,
+    expect: NODE_LOST(300),
+  },
+  {
+    name: "its runner's node lost before the runner started the job (pending): the same, uncounted by the store",
+    job: runnerJob({ active: 1 }),
+    record: record("pending"),
+    pods: [runnerPod("a", "Running", running(5), { quietSince: 20 })],
+    now: 60,
+    expect: NODE_LOST(40),
+  },
+  {
+    name: "a runner pod on a lost node and its Job's next pod running elsewhere: running, nothing",
+    job: runnerJob({ active: 1, failed: 1 }),
+    record: record("processing", { started_at: at(5).toISOString() }),
+    pods: [
+      runnerPod("a", "Running", running(5), { quietSince: 20, deleting: true }),
+      runnerPod("b", "Running", running(60), { created: 55 }),
+    ],
+    now: 100,
+    expect: [],
+  },
+  {
+    name: "the lost pod of the job's earlier Job (same name, another uid) beside this Job's pending pod: waiting",
+    job: withUid(runnerJob(), "uid-2"),
+    record: record("pending"),
+    pods: [
+      runnerPod("a", "Running", running(5), { quietSince: 20, deleting: true, jobUid: "uid-1" }),
+      runnerPod("b", "Pending", undefined, { created: 55, jobUid: "uid-2" }),
+    ],
+    now: 100,
+    expect: [],
+  },
+  {
+    name: "its runner still being started on a node its other runner pods show quiet for executor.lease: lost",
+    job: runnerJob({ active: 1 }),
+    record: record("pending"),
+    pods: [runnerPod("a", "Pending", waiting("ContainerCreating"), { created: 15 })],
+    quietNodes: [["node-1", 20]],
+    now: 50,
+    expect: NODE_LOST(30),
+  },
+  {
+    name: "its runner being started on a node shown quiet less than executor.lease ago: waiting",
+    job: runnerJob({ active: 1 }),
+    record: record("pending"),
+    pods: [runnerPod("a", "Pending", waiting("ContainerCreating"), { created: 15 })],
+    quietNodes: [["node-1", 20]],
+    now: 49,
+    expect: [],
+  },
+  {
+    name: "a pod not ready by the kubelet's own word (its container not ready): not a lost node",
+    job: runnerJob({ active: 1 }),
+    record: record("processing", { started_at: at(5).toISOString() }),
+    pods: [notReadyByKubelet(runnerPod("a", "Running", running(5), { quietSince: 20 }))],
+    now: 200,
+    expect: [],
+  },
   // The record and the Job disagree.
   {
     name: "its job record is gone (pruned): the Job is deleted",
@@ -448,6 +546,7 @@ function sync(c: SyncCase, pods = c.pods ?? []): Action[] {
     now: T0 + c.now * 1000,
     stuckSince: new Map(c.stuckSince ?? []),
     admissionNoted: new Set(c.admissionNoted ? [NAME] : []),
+    quietNodes: new Map((c.quietNodes ?? []).map(([node, since]) => [node, at(since).getTime()])),
     settings,
   });
 }
@@ -489,6 +588,7 @@ describe("decideSync: a runner Job, its pods and its job's record", () => {
         now: T0,
         stuckSince: new Map(),
         admissionNoted: new Set(),
+        quietNodes: new Map(),
         settings,
       }),
       [],

@@ -70,8 +70,9 @@ cni=github.com/containernetworking/plugins/plugins
 install_go "CNI plugins $CNI_PLUGINS_VERSION" "" "$cni/main/bridge@$CNI_PLUGINS_VERSION" \
   "$cni/ipam/host-local@$CNI_PLUGINS_VERSION" "$cni/main/loopback@$CNI_PLUGINS_VERSION" \
   "$cni/main/ptp@$CNI_PLUGINS_VERSION" "$cni/meta/portmap@$CNI_PLUGINS_VERSION"
-# flanneld without cgo leaves out only the UDP backend (host-gw is the one used).
-install_go "flanneld $FLANNEL_VERSION" "-X github.com/flannel-io/flannel/pkg/version.Version=$FLANNEL_VERSION" \
+# flanneld's UDP backend is C on amd64, as upstream builds it (linked to the host's glibc: the node
+# image's Debian is the host's, scripts/provision.sh's).
+CGO_ENABLED=1 install_go "flanneld $FLANNEL_VERSION" "-X github.com/flannel-io/flannel/pkg/version.Version=$FLANNEL_VERSION" \
   "github.com/flannel-io/flannel@$FLANNEL_VERSION"
 mv "$NEW_BIN/flannel" "$NEW_BIN/flanneld"
 install_go "local-path-provisioner $LOCAL_PATH_VERSION" "-X main.VERSION=$LOCAL_PATH_VERSION" \

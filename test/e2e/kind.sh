@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The kind cluster's own checks (test/kind/cluster.test.ts: three Ready nodes, storage, the pod network
 # across nodes) and the chart's installation scenarios (test/k8s/install.test.ts, the same code
-# `npm run test:k8s` runs on its real node) on a cluster made by kind (Kubernetes in Docker) from test/e2e/kind-config.yaml (one
-# control-plane node, two workers), for a machine with Docker Engine, kind, kubectl, Node 24 with
-# `npm ci` done, and helm (on PATH, or Go to build it with scripts/k8s/build-helm.sh). CI runs it in
-# .github/workflows/e2e-kind.yml with kind's own node image; `npm run test:kind` runs it with
-# KIND_LOCAL=1, where kind, kubectl and the node image are made here (no registry needed).
+# `npm run test:k8s` runs on its real node) on a cluster made by kind (Kubernetes in Docker) from
+# test/e2e/kind-config.yaml (one control-plane node, two workers), for a machine with Docker Engine,
+# kind, kubectl, Node 24 with `npm ci` done, and helm (on PATH, or Go to build it with
+# scripts/k8s/build-helm.sh). CI runs it in .github/workflows/e2e-kind.yml with kind's own node image;
+# `npm run test:kind` runs it with KIND_LOCAL=1, where kind, kubectl and the node image are made here
+# (no registry needed).
 #
 #   bash test/e2e/kind.sh                  build the image, make the cluster, run the scenarios, delete it
 #   KEEP_CLUSTER=1 bash test/e2e/kind.sh   leave the cluster (and the scenarios' namespace) for a look

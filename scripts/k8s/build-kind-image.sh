@@ -68,6 +68,11 @@ exec 9>"$CACHE_ROOT/.image.lock"
 flock -n 9 || {
   log "another build holds $CACHE_ROOT/.image.lock; waiting…"
   flock 9
+  if [[ "${MEDIA_KIND_REBUILD_IMAGE:-}" != 1 ]] && exists "$node_tag"; then
+    log "cached (made by a concurrent run): $node_tag"
+    print_image
+    exit 0
+  fi
 }
 started=$SECONDS
 use_go 1.26.0 "$GO_TOOLCHAIN" "${XDG_CACHE_HOME:-$HOME/.cache}/media-service/go" "-buildvcs=false"
@@ -211,17 +216,19 @@ for b in "$KIND_BIN/kubeadm" "$CP_BIN/kubelet" "$KIND_BIN/kubectl"; do
   docker cp "$b" "$cid:/usr/bin/${b##*/}"
 done
 docker exec "$cid" chown root:root /usr/bin/kubeadm /usr/bin/kubelet /usr/bin/kubectl
-docker exec -i "$cid" sh -c 'mkdir -p /kind/manifests && cat >/kind/version' <<<"$K8S_VERSION"
+printf '%s' "$K8S_VERSION" | docker exec -i "$cid" sh -c 'mkdir -p /kind/manifests && cat >/kind/version'
 sed "s#image: FLANNEL_IMAGE#image: $flannel#" "$CNI_MANIFEST" |
   docker exec -i "$cid" sh -c 'cat >/kind/manifests/default-cni.yaml'
 # kind's storage manifest as its Go source holds it (a raw string with the two image names spliced in).
 awk '/^const defaultStorageManifest = `$/ { f = 1; next } f && /^`$/ { exit } f' "$storage_go" |
   sed "s#\` + storageProvisionerImage + \`#$provisioner#g; s#\` + storageHelperImage + \`#$helper#g" >"$work/storage.yaml"
-grep -q 'provisioner: rancher.io/local-path' "$work/storage.yaml" && ! grep -q '`' "$work/storage.yaml" ||
+if ! grep -q 'provisioner: rancher.io/local-path' "$work/storage.yaml" || grep -q '`' "$work/storage.yaml"; then
   die "could not take the storage manifest out of $storage_go"
+fi
 docker exec -i "$cid" sh -c 'cat >/kind/manifests/default-storage.yaml' <"$work/storage.yaml"
 
-docker exec -d "$cid" containerd
+# Under a shell that reaps it when it stops (the container's first process, sleep, reaps nothing).
+docker exec -d "$cid" sh -c 'containerd >/dev/null 2>&1; true'
 for i in 1 2 3 4 5 6 7 8 9 10; do
   docker exec "$cid" ctr version >/dev/null 2>&1 && break
   ((i < 10)) || die "containerd in the build container did not start"
@@ -234,8 +241,12 @@ docker save "${!want[@]}" | docker exec -i "$cid" ctr --namespace=k8s.io images 
   die "importing the images into the node's containerd failed"
 for ref in "${!want[@]}"; do docker rmi "$ref" >/dev/null; done
 docker exec "$cid" ctr --namespace=k8s.io images list -q | grep -v '^sha256:' >&2
-docker exec "$cid" pkill containerd
-while docker exec "$cid" pgrep -x containerd >/dev/null; do sleep 0.2; done
+docker exec "$cid" pkill -x containerd
+for i in $(seq 50); do
+  docker exec "$cid" pgrep -x containerd >/dev/null || break
+  ((i < 50)) || die "containerd in the build container did not stop"
+  sleep 0.2
+done
 docker commit --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' "$cid" "$node_tag" >/dev/null
 prune "$node_tag"
 log "made $node_tag in $((SECONDS - T)) s ($((SECONDS - started)) s in all)"

@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034 # read by the scripts that source this
 # The versions of what scripts/k8s/build-*.sh build, in one place (sourced by build-control-plane.sh,
 # build-node.sh, build-kind.sh and build-kind-image.sh). Each can be overridden from the environment by
 # the MEDIA_* variable it is read from.

@@ -69,7 +69,7 @@ created=0
 if "$KIND" get clusters 2>/dev/null | grep -qx "$KIND_CLUSTER"; then
   log "reusing kind cluster $KIND_CLUSTER"
 else
-  log "creating kind cluster $KIND_CLUSTER ($KIND_CONFIG, node image ${KIND_NODE_IMAGE:-kind's default})"
+  log "creating kind cluster $KIND_CLUSTER ($KIND_CONFIG, node image ${KIND_NODE_IMAGE:-the default of kind})"
   t=$SECONDS
   "$KIND" create cluster --name "$KIND_CLUSTER" --config "$KIND_CONFIG" ${KIND_NODE_IMAGE:+--image "$KIND_NODE_IMAGE"} \
     --wait 180s

@@ -13,7 +13,9 @@ import { eventually, kubeConfigFrom } from "../k8s/support/cluster-stack.js";
 const kubeconfig = process.env.MEDIA_K8S_KUBECONFIG;
 const image = process.env.MEDIA_K8S_IMAGE;
 if (!kubeconfig || !image) {
-  throw new Error("run through test/e2e/kind.sh: MEDIA_K8S_KUBECONFIG and MEDIA_K8S_IMAGE name the kind cluster");
+  throw new Error(
+    "run through test/e2e/kind.sh: MEDIA_K8S_KUBECONFIG and MEDIA_K8S_IMAGE name the kind cluster",
+  );
 }
 const core = kubeConfigFrom(kubeconfig).makeApiClient(CoreV1Api);
 const namespace = `kind-cluster-${randomBytes(3).toString("hex")}`;
@@ -76,7 +78,9 @@ after(async () => {
 
 test("three nodes, Ready: one control plane, two workers", async () => {
   const nodes = (await core.listNode()).items;
-  const ready = nodes.filter((n) => n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
+  const ready = nodes.filter((n) =>
+    n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"),
+  );
   assert.equal(nodes.length, 3, `nodes: ${nodes.map((n) => n.metadata?.name).join(", ")}`);
   assert.equal(ready.length, 3, `Ready: ${ready.map((n) => n.metadata?.name).join(", ")}`);
   assert.equal(workers.length, 2, `workers: ${workers.join(", ")}`);
@@ -101,10 +105,14 @@ test("a pod on one worker reaches a Service backed by a pod on the other, by its
       spec: { selector: { app: server }, ports: [{ port: 80, targetPort: 8080 }] },
     },
   });
-  await eventually(`pod ${server} on ${there} to run`, async () => {
-    const pod = await core.readNamespacedPod({ name: server, namespace });
-    return pod.status?.containerStatuses?.[0]?.ready || pod.status?.phase === "Running" ? true : undefined;
-  }, 180_000);
+  await eventually(
+    `pod ${server} on ${there} to run`,
+    async () => {
+      const pod = await core.readNamespacedPod({ name: server, namespace });
+      return pod.status?.containerStatuses?.[0]?.ready || pod.status?.phase === "Running" ? true : undefined;
+    },
+    180_000,
+  );
   // The client retries for a minute: the Service's endpoints and the DNS record come a moment after
   // the pod runs.
   const url = `http://${server}.${namespace}.svc.cluster.local/`;
@@ -128,7 +136,8 @@ test("a pod on one worker reaches a Service backed by a pod on the other, by its
   assert.equal(phase, "Succeeded", `client on ${here}: ${log}`);
   assert.equal(log.trim(), `hello from ${server}`);
   const pods = await core.listNamespacedPod({ namespace });
-  const where = Object.fromEntries(pods.items.map((p) => [p.metadata?.name, p.spec?.nodeName]));
+  const where: Record<string, string | undefined> = {};
+  for (const p of pods.items) where[p.metadata?.name ?? ""] = p.spec?.nodeName;
   assert.deepEqual(where, { [server]: there, [client]: here });
 });
 

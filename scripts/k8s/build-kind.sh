@@ -24,7 +24,7 @@ CACHE_ROOT="${MEDIA_SERVICE_KIND_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/media-se
 BIN_DIR="$CACHE_ROOT/$KIND_VERSION/bin"
 BINARIES=(kind kubeadm kubectl crictl bridge host-local loopback ptp portmap flanneld local-path-provisioner)
 STAMP="kind=$KIND_VERSION k8s=$K8S_VERSION crictl=$CRICTL_VERSION cni-plugins=$CNI_PLUGINS_VERSION"
-STAMP+=" flannel=$FLANNEL_VERSION local-path-provisioner=$LOCAL_PATH_VERSION format=$STAMP_FORMAT"
+STAMP+=" flannel=$FLANNEL_VERSION+common-$FLANNEL_TENCENT_COMMON_VERSION local-path-provisioner=$LOCAL_PATH_VERSION format=$STAMP_FORMAT"
 
 # shellcheck source=scripts/k8s/lib.sh
 source "$HERE/lib.sh"
@@ -70,11 +70,18 @@ cni=github.com/containernetworking/plugins/plugins
 install_go "CNI plugins $CNI_PLUGINS_VERSION" "" "$cni/main/bridge@$CNI_PLUGINS_VERSION" \
   "$cni/ipam/host-local@$CNI_PLUGINS_VERSION" "$cni/main/loopback@$CNI_PLUGINS_VERSION" \
   "$cni/main/ptp@$CNI_PLUGINS_VERSION" "$cni/meta/portmap@$CNI_PLUGINS_VERSION"
-# flanneld's UDP backend is C on amd64, as upstream builds it (linked to the host's glibc: the node
+# flanneld, through a wrapper module that lifts tencentcloud-sdk-go's common module (versions.sh says
+# why). Its UDP backend is C on amd64, as upstream builds it (linked to the host's glibc: the node
 # image's Debian is the host's, scripts/provision.sh's).
-CGO_ENABLED=1 install_go "flanneld $FLANNEL_VERSION" "-X github.com/flannel-io/flannel/pkg/version.Version=$FLANNEL_VERSION" \
-  "github.com/flannel-io/flannel@$FLANNEL_VERSION"
-mv "$NEW_BIN/flannel" "$NEW_BIN/flanneld"
+T=$SECONDS
+mkdir -p "$work/flannel"
+printf 'module media-service.test/flannel\n\ngo %s\n\nrequire (\n\t%s %s\n\t%s %s\n)\n' "$MIN_GO" \
+  github.com/flannel-io/flannel "$FLANNEL_VERSION" \
+  github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/common "$FLANNEL_TENCENT_COMMON_VERSION" >"$work/flannel/go.mod"
+(cd "$work/flannel" && CGO_ENABLED=1 GOFLAGS=-mod=mod go build -trimpath -o "$NEW_BIN/flanneld" \
+  -ldflags "-s -w -X github.com/flannel-io/flannel/pkg/version.Version=$FLANNEL_VERSION" github.com/flannel-io/flannel) ||
+  die "go build of flanneld $FLANNEL_VERSION failed (see above)"
+log "built flanneld $FLANNEL_VERSION in $((SECONDS - T)) s"
 install_go "local-path-provisioner $LOCAL_PATH_VERSION" "-X main.VERSION=$LOCAL_PATH_VERSION" \
   "github.com/rancher/local-path-provisioner@$LOCAL_PATH_VERSION"
 

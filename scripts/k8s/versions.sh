@@ -19,11 +19,14 @@ GO_TOOLCHAIN="${MEDIA_K8S_GO_TOOLCHAIN:-go1.26.8}"
 # kind (sigs.k8s.io/kind: the CLI, and the node image's files from the same module) and what its node
 # image holds beside the above: crictl, the CNI plugins, the pod network (flannel) and the storage
 # provisioner (local-path-provisioner; kind's v0.33.0 ships v0.0.34, the module proxy's newest is
-# v0.0.30).
+# v0.0.30). The module proxy refuses some versions of the tencentcloud-sdk-go modules flannel needs
+# (for its Tencent Cloud backend): v0.28.10's vpc module, v0.28.4's common module; so flannel v0.28.4,
+# with the common module lifted to a version the proxy serves.
 KIND_VERSION="${MEDIA_KIND_VERSION:-v0.33.0}"
 CRICTL_VERSION="${MEDIA_CRICTL_VERSION:-v1.36.0}"
 CNI_PLUGINS_VERSION="${MEDIA_CNI_PLUGINS_VERSION:-v1.9.1}"
-FLANNEL_VERSION="${MEDIA_FLANNEL_VERSION:-v0.28.10}"
+FLANNEL_VERSION="${MEDIA_FLANNEL_VERSION:-v0.28.4}"
+FLANNEL_TENCENT_COMMON_VERSION="${MEDIA_FLANNEL_TENCENT_COMMON_VERSION:-v1.3.190}"
 LOCAL_PATH_VERSION="${MEDIA_LOCAL_PATH_VERSION:-v0.0.30}"
 # The Debian release of kind's base image (upstream's is trixie; bookworm's systemd 252 still boots on
 # cgroup v1 hosts; systemd 256 and later, trixie's among them, refuse to unless forced).

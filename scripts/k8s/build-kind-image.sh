@@ -17,6 +17,10 @@
 #      base with kubeadm, kubelet and kubectl in /usr/bin, /kind/version, the CNI and storage manifests,
 #      the images of 3. imported into its containerd (pinned), committed.
 #
+# The node's entrypoint is kind's, after kind/node-unprivileged.sh (which does something only where
+# the node is not privileged or lacks a capability: kind/docker-unprivileged.sh, test/e2e/kind.sh
+# says when).
+#
 # Each image's tag is a digest of what it is made from (versions, stamps, this script, the manifest),
 # so a second run finds it and builds nothing; older tags of the same repositories are removed.
 # Prints the node image's reference on stdout when MEDIA_KIND_PRINT_IMAGE=1 (logs go to stderr).
@@ -35,6 +39,8 @@ build_cache_init --log kind-image
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 CACHE_ROOT="${MEDIA_SERVICE_KIND_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/media-service/kind}"
 CNI_MANIFEST="$HERE/kind/default-cni.yaml"
+NODE_UNPRIVILEGED="$HERE/kind/node-unprivileged.sh"
+ENTRYPOINT='["/kind/bin/node-unprivileged.sh", "/usr/local/bin/entrypoint", "/sbin/init"]'
 # What kind's base image installs (images/base/Dockerfile), less nfs-common, open-iscsi and
 # fuse-overlayfs (volumes over NFS or iSCSI, rootless Docker), plus what the component images need.
 PACKAGES=(systemd conntrack iptables nftables iproute2 ethtool kmod libseccomp2 pigz e2fsprogs
@@ -49,7 +55,7 @@ digest() { sha256sum | cut -c1-12; }
 root_tag="media-service-kind/debian:$KIND_DEBIAN_SUITE-$(printf '%s\n' "$MIRROR" "${PACKAGES[@]}" | digest)"
 base_tag="media-service-kind/base:$({
   echo "$root_tag"
-  cat "$NODE_BIN/.stamp" "$KIND_BIN/.stamp" "${BASH_SOURCE[0]}"
+  cat "$NODE_BIN/.stamp" "$KIND_BIN/.stamp" "${BASH_SOURCE[0]}" "$NODE_UNPRIVILEGED"
 } | digest)"
 node_tag="media-service-kind/node:$K8S_VERSION-$({
   echo "$base_tag"
@@ -80,6 +86,14 @@ KIND_SRC=$(go mod download -json "sigs.k8s.io/kind@$KIND_VERSION" | mod_json_fie
 [[ -d "$KIND_SRC/images/base/files" ]] || die "no images/base/files in sigs.k8s.io/kind@$KIND_VERSION ($KIND_SRC)"
 work=$(mktemp -d "${TMPDIR:-/tmp}/kind-image.XXXXXX")
 remove_on_exit "$work"
+
+# docker build -t TAG DIR, its log shown only when it fails (the legacy builder's notice otherwise).
+build() {
+  docker build -q -t "$1" "$2" >/dev/null 2>"$work/build.log" || {
+    cat "$work/build.log" >&2
+    die "docker build of $1 failed"
+  }
+}
 
 # Keeps only the newest tag of a repository of ours (each build makes new ones).
 prune() {
@@ -122,6 +136,7 @@ else
   ctx="$work/base"
   mkdir -p "$ctx/bin" "$ctx/cni"
   cp -r --no-preserve=mode "$KIND_SRC/images/base/files" "$ctx/files"
+  install -m 755 "$NODE_UNPRIVILEGED" "$ctx/files/kind/bin/node-unprivileged.sh"
   chmod 755 "$ctx"/files/usr/local/bin/* "$ctx"/files/kind/bin/*
   cp "$NODE_BIN"/{containerd,containerd-shim-runc-v2,ctr,runc} "$KIND_BIN/crictl" "$ctx/bin/"
   cp "$KIND_BIN"/{bridge,host-local,loopback,ptp,portmap} "$ctx/cni/"
@@ -150,9 +165,9 @@ RUN find /lib/systemd/system/sysinit.target.wants/ -name systemd-tmpfiles-setup.
  && containerd --version && runc --version
 ENV container=docker
 STOPSIGNAL SIGRTMIN+3
-ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]
+ENTRYPOINT $ENTRYPOINT
 EOF
-  docker build -q -t "$base_tag" "$ctx" >/dev/null || die "docker build of $base_tag failed"
+  build "$base_tag" "$ctx"
   prune "$base_tag"
   log "made $base_tag in $((SECONDS - T)) s"
 fi
@@ -182,8 +197,7 @@ component() {
     if [[ -n "$entrypoint" ]]; then echo "ENTRYPOINT [\"$entrypoint\"]"; fi
   } >"$ctx/Dockerfile"
   built[$name]="media-service-kind/$name:$(find "$ctx" -type f -print0 | sort -z | xargs -0 cat | digest)"
-  exists "${built[$name]}" || docker build -q -t "${built[$name]}" "$ctx" >/dev/null ||
-    die "docker build of ${built[$name]} failed"
+  exists "${built[$name]}" || build "${built[$name]}" "$ctx"
   prune "${built[$name]}"
 }
 component kube-apiserver "" "$CP_BIN/kube-apiserver"
@@ -247,7 +261,7 @@ for i in $(seq 50); do
   ((i < 50)) || die "containerd in the build container did not stop"
   sleep 0.2
 done
-docker commit --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' "$cid" "$node_tag" >/dev/null
+docker commit --change "ENTRYPOINT $ENTRYPOINT" "$cid" "$node_tag" >/dev/null
 prune "$node_tag"
 log "made $node_tag in $((SECONDS - T)) s ($((SECONDS - started)) s in all)"
 print_image

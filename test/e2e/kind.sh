@@ -40,6 +40,17 @@ fail() {
   exit 1
 }
 started=$SECONDS
+created=0
+work=$(mktemp -d)
+cleanup() {
+  rm -rf "$work"
+  if [[ $created == 1 && $KEEP_CLUSTER != 1 ]]; then
+    log "deleting kind cluster $KIND_CLUSTER"
+    "$KIND" delete cluster --name "$KIND_CLUSTER" >/dev/null 2>&1 || true
+  fi
+}
+trap cleanup EXIT
+
 if [[ ${KIND_LOCAL:-0} == 1 ]]; then
   log "kind, kubectl and the node image made here (scripts/k8s/build-kind.sh, build-kind-image.sh)"
   kind_bin=$(MEDIA_KIND_PRINT_BIN=1 bash scripts/k8s/build-kind.sh)
@@ -47,6 +58,17 @@ if [[ ${KIND_LOCAL:-0} == 1 ]]; then
   KUBECTL=${KUBECTL:-$kind_bin/kubectl}
   KIND_NODE_IMAGE=${KIND_NODE_IMAGE:-$(MEDIA_KIND_PRINT_IMAGE=1 bash scripts/k8s/build-kind-image.sh)}
   log "kind and its node image ready after $((SECONDS - started)) s"
+  # kind runs its nodes with `docker run --privileged`, which fails where the machine's capability
+  # bounding set lacks one Docker Engine asks for; then kind (and every docker command here) goes
+  # through scripts/k8s/kind/docker-unprivileged.sh, which our node image copes with.
+  if ! docker run --rm --privileged --entrypoint true "$KIND_NODE_IMAGE" 2>"$work/privileged.err"; then
+    grep -q 'unable to apply caps' "$work/privileged.err" || fail "docker run --privileged: $(cat "$work/privileged.err")"
+    log "a privileged container cannot start here (a capability is missing): kind's nodes run without --privileged"
+    mkdir "$work/docker"
+    ln -s "$ROOT/scripts/k8s/kind/docker-unprivileged.sh" "$work/docker/docker"
+    KIND_REAL_DOCKER=$(command -v docker)
+    export KIND_REAL_DOCKER PATH="$work/docker:$PATH"
+  fi
 fi
 KIND=${KIND:-kind}
 KUBECTL=${KUBECTL:-kubectl}
@@ -65,7 +87,6 @@ else
 fi
 log "image $IMAGE"
 
-created=0
 if "$KIND" get clusters 2>/dev/null | grep -qx "$KIND_CLUSTER"; then
   log "reusing kind cluster $KIND_CLUSTER"
 else
@@ -76,16 +97,6 @@ else
   created=1
   log "cluster created in $((SECONDS - t)) s"
 fi
-work=$(mktemp -d)
-cleanup() {
-  rm -rf "$work"
-  if [[ $created == 1 && $KEEP_CLUSTER != 1 ]]; then
-    log "deleting kind cluster $KIND_CLUSTER"
-    "$KIND" delete cluster --name "$KIND_CLUSTER" >/dev/null 2>&1 || true
-  fi
-}
-trap cleanup EXIT
-
 "$KIND" get kubeconfig --name "$KIND_CLUSTER" >"$work/kubeconfig"
 "$KUBECTL" --kubeconfig "$work/kubeconfig" wait --for=condition=Ready nodes --all --timeout=180s >&2
 "$KIND" load docker-image --name "$KIND_CLUSTER" "$IMAGE"

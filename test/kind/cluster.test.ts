@@ -65,7 +65,7 @@ before(async () => {
   await core.createNamespace({ body: { metadata: { name: namespace } } });
   const nodes = (await core.listNode()).items;
   workers = nodes
-    .filter((n) => !(n.metadata?.labels ?? {})["node-role.kubernetes.io/control-plane"])
+    .filter((n) => !("node-role.kubernetes.io/control-plane" in (n.metadata?.labels ?? {})))
     .map((n) => n.metadata?.name ?? "")
     .sort();
 });

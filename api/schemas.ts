@@ -494,7 +494,9 @@ export const JobFilterParams = {
   id_prefix: SearchText("Only jobs whose id starts with this (a whole id finds that job)"),
   request_id: SearchText("Only jobs submitted with this request_id (matched whole)"),
   source_prefix: SearchText("Only jobs whose source, `source_bucket/source_key`, starts with this"),
-  dest_prefix: SearchText("Only jobs whose output, `dest_bucket/dest_key`, starts with this"),
+  dest_prefix: SearchText(
+    "Only jobs whose output, `dest_bucket/dest_key` (a pipeline: `dest_bucket/dest_prefix/`), starts with this",
+  ),
 };
 
 export const JobListQuery = optionalDefaults(

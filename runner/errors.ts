@@ -19,6 +19,20 @@ export class FailedWithResultError extends PermanentError {
   }
 }
 
+/**
+ * A transient failure with what the attempt did before it (a keep_partial pipeline's completed
+ * steps): kept for the attempts after it, and the job's result if its retries run out.
+ */
+export class TransientWithResultError extends Error {
+  override name = "TransientWithResultError";
+  constructor(
+    message: string,
+    readonly result: Record<string, unknown>,
+  ) {
+    super(message);
+  }
+}
+
 /** The job ran out of its time: it fails without a retry, as a Kubernetes deadline does. */
 export class TimeoutError extends PermanentError {
   override name = "TimeoutError";

@@ -14,7 +14,14 @@ import {
   timeoutMessage,
   type Deadline,
 } from "../core/policy.js";
-import { describeError, FailedWithResultError, isPermanent, PermanentError, TimeoutError } from "./errors.js";
+import {
+  describeError,
+  FailedWithResultError,
+  isPermanent,
+  PermanentError,
+  TimeoutError,
+  TransientWithResultError,
+} from "./errors.js";
 import { downloadObject, fetchSource, objectWriter, uploadOutput } from "./object-io.js";
 import type { ProcessContext } from "./processor.js";
 import { ProgressReporter } from "./progress.js";
@@ -209,6 +216,14 @@ export async function runJob(jobId: string, deps: RunnerDeps, startedJob?: Job):
       return { code: EXIT.permanent, error: message };
     }
     log.warn({ error: message }, "job hit a transient error");
+    if (err instanceof TransientWithResultError) {
+      // What this attempt did, for the job's result should its retries run out.
+      await store
+        .partial(jobId, err.result)
+        .catch((storeErr: unknown) =>
+          log.warn({ error: describeError(storeErr) }, "what the attempt did could not be recorded"),
+        );
+    }
     return { code: EXIT.transient, error: message };
   } finally {
     await progress.close();

@@ -12,6 +12,7 @@ export const SCRIPT_NAMES = [
   "pool_claim",
   "start",
   "progress",
+  "partial",
   "complete",
   "fail",
   "cancel",

@@ -191,6 +191,15 @@ export abstract class Transitions extends StoreBase {
     return (await this.script("progress", id, percent, message, eta, perStep)) === 1;
   }
 
+  /**
+   * What a processing job's attempt did before it failed transiently (a keep_partial pipeline's
+   * steps): kept for the attempts after it, and the job's result if it ends failed without one of
+   * its own (its retries spent). False unless the job is processing.
+   */
+  async partial(id: string, result: Record<string, unknown>): Promise<boolean> {
+    return (await this.script("partial", id, JSON.stringify(result))) === 1;
+  }
+
   /** processing → completed. False for a duplicate or for a job failed meanwhile. */
   async complete(id: string, result: Record<string, unknown>): Promise<boolean> {
     return (

@@ -21,7 +21,13 @@ import { withDefaults } from "../../core/jobs/parameters.js";
 import { definitionOf, type JobType } from "../../core/jobs/types.js";
 import { pipelineProgress } from "../../core/policy.js";
 import { availableCpus } from "../../runner/cpus.js";
-import { describeError, FailedWithResultError, isPermanent, PermanentError } from "../../runner/errors.js";
+import {
+  describeError,
+  FailedWithResultError,
+  isPermanent,
+  PermanentError,
+  TransientWithResultError,
+} from "../../runner/errors.js";
 import {
   CONTENT_TYPES,
   EXTENSIONS as IMAGE_EXTENSIONS,
@@ -302,7 +308,7 @@ export const pipeline: Processor = async (ctx) => {
     throw permanent ? new PermanentError(message) : ctx.signal.aborted ? err : new Error(message);
   }
   if (permanent) throw new FailedWithResultError(message, { steps: ordered });
-  throw ctx.signal.aborted ? err : new Error(message);
+  throw ctx.signal.aborted ? err : new TransientWithResultError(message, { steps: ordered });
 };
 
 const bytesOrPath = (source: StepSource): string | Buffer =>

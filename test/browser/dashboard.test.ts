@@ -6,7 +6,6 @@
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { after, before, describe, test } from "node:test";
-import { PutObjectCommand } from "@aws-sdk/client-s3";
 import type { Browser } from "playwright-core";
 import { startTestStack, type TestStack } from "../support/api.js";
 import { TestAiProvider } from "../support/ai-provider.js";
@@ -22,7 +21,7 @@ import {
   waitForText,
   type WatchedPage,
 } from "../support/browser.js";
-import { finished, submit } from "../support/jobs.js";
+import { finished, putObject, submit } from "../support/jobs.js";
 import { makeImage } from "../support/media.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.js";
 
@@ -57,16 +56,7 @@ let browser: Browser;
 let provider: TestAiProvider;
 let receiver: WebhookReceiver;
 
-async function put(key: string, body: Buffer, contentType?: string): Promise<void> {
-  await stack.services.s3.send(
-    new PutObjectCommand({
-      Bucket: stack.bucket,
-      Key: key,
-      Body: body,
-      ...(contentType ? { ContentType: contentType } : {}),
-    }),
-  );
-}
+const put = (key: string, body: Buffer, contentType?: string) => putObject(stack, key, body, contentType);
 
 const at = (path: string) => `${stack.baseUrl}/ui${path}`;
 

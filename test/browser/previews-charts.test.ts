@@ -7,7 +7,6 @@
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { after, before, describe, test } from "node:test";
-import { GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import type { Browser, BrowserContext } from "playwright-core";
 import { startTestStack, type TestStack } from "../support/api.js";
 import { makeAudio, makeVideo, removeMediaDirs } from "../support/av.js";
@@ -21,7 +20,7 @@ import {
   screenshot,
   type WatchedPage,
 } from "../support/browser.js";
-import { finished, submit } from "../support/jobs.js";
+import { finished, objectBytes, putObject, submit } from "../support/jobs.js";
 import { makeImage } from "../support/media.js";
 
 declare const document: {
@@ -41,16 +40,9 @@ const jobs: Record<"resize" | "thumbnail" | "audio" | "broken", string> = {
   broken: "",
 };
 
-async function put(key: string, body: Buffer, contentType: string): Promise<void> {
-  await stack.services.s3.send(
-    new PutObjectCommand({ Bucket: stack.bucket, Key: key, Body: body, ContentType: contentType }),
-  );
-}
+const put = (key: string, body: Buffer, contentType: string) => putObject(stack, key, body, contentType);
 
-async function object(key: string): Promise<Buffer> {
-  const answer = await stack.services.s3.send(new GetObjectCommand({ Bucket: stack.bucket, Key: key }));
-  return Buffer.from(await answer.Body!.transformToByteArray());
-}
+const object = (key: string) => objectBytes(stack, key);
 
 const at = (path: string) => `${stack.baseUrl}/ui${path}`;
 

@@ -71,3 +71,62 @@ describe("a failure with a result", () => {
     assert.equal((await store.getJob(plain))?.result, undefined);
   });
 });
+
+describe("what an attempt did before a transient failure (partial.lua)", () => {
+  const partial = { steps: { a: { output_url: "s3://b/a.jpg" }, b: { error: "store unavailable" } } };
+
+  /** Requeues a processing job after a transient failure until its budget (3) is spent. */
+  async function spendRetries(id: string): Promise<void> {
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const outcome = await store.requeueJob(id, "step b (image_resize): store unavailable");
+      if (outcome === "failed") return;
+      assert.equal(outcome, "requeued");
+      await claimAndStart(store, "image_resize", LEASE);
+      assert.equal(await store.partial(id, partial), true);
+    }
+    assert.fail("the budget was not spent");
+  }
+
+  test("the retries spent, it is the failed job's result, and the record keeps no copy", async () => {
+    const id = await running();
+    assert.equal(await store.partial(id, partial), true);
+    await spendRetries(id);
+    const job = await store.getJob(id);
+    assert.equal(job?.status, "failed");
+    assert.match(job?.error ?? "", /store unavailable \(gave up after 3 attempts\)$/);
+    assert.deepEqual(job?.result, partial);
+    assert.equal((await rawJob(store, id)).partial_result, undefined);
+  });
+
+  test("a failure with a result of its own keeps it; a completion and a cancellation drop the partial", async () => {
+    const own = await running();
+    await store.partial(own, partial);
+    const result = { steps: { a: { output_url: "s3://b/a.jpg" }, b: { error: "not decodable" } } };
+    await store.fail(own, "step b (image_resize): not decodable", { result });
+    assert.deepEqual((await store.getJob(own))?.result, result);
+
+    const done = await running();
+    await store.partial(done, partial);
+    await store.complete(done, { steps: { a: {}, b: {} } });
+    assert.deepEqual((await store.getJob(done))?.result, { steps: { a: {}, b: {} } });
+    assert.equal((await rawJob(store, done)).partial_result, undefined);
+
+    const cancelled = await running();
+    await store.partial(cancelled, partial);
+    assert.equal(await store.cancel("job", cancelled, "cancelled by its client"), "cancelled");
+    assert.equal((await store.getJob(cancelled))?.result, undefined);
+    assert.equal((await rawJob(store, cancelled)).partial_result, undefined);
+  });
+
+  test("only while processing; a result that is not a JSON object is refused", async () => {
+    const id = await running();
+    await store.complete(id, { steps: {} });
+    assert.equal(await store.partial(id, partial), false);
+    const live = await running();
+    const script = (
+      store as unknown as { script(name: string, ...args: unknown[]): Promise<unknown> }
+    ).script.bind(store);
+    await assert.rejects(script("partial", live, "{"), /invalid result/);
+    assert.equal((await rawJob(store, live)).partial_result, undefined);
+  });
+});

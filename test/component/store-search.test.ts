@@ -171,6 +171,25 @@ describe("search", () => {
     assert.deepEqual(await found({ search: { requestId: "gone" } }), []);
   });
 
+  test("a job writing under a dest_prefix (a pipeline) is found by its output as bucket/prefix/, and pruned", async () => {
+    const { dest_key: _unused, ...spec } = makeSpec("pipeline", {
+      parameters: { dest_prefix: "out/site/42//", steps: { a: { type: "image_colors" } } },
+    });
+    const { jobIds } = await store.submit([spec], undefined, BY_ALICE);
+    const [pipeline] = jobIds as [string];
+    for (const prefix of ["test-bucket/out/site/", "test-bucket/out/site/42", "test-bucket/out/site/42/"])
+      assert.deepEqual(await found({ search: { destPrefix: prefix } }), [pipeline], prefix);
+    assert.deepEqual(await found({ search: { destPrefix: "test-bucket/out/site/42//" } }), []);
+    assert.deepEqual(await found({ viewer: ALICE, search: { destPrefix: "test-bucket/out/site" } }), [
+      pipeline,
+    ]);
+    await store.fail(pipeline, "boom");
+    await sleep(80);
+    assert.equal(await store.prune(), 1);
+    const left = (await storeKeys(store)).filter((key) => /jobs:dests$/.test(key));
+    assert.deepEqual(left, [], "no output index entry outlives its job");
+  });
+
   test("a search that would read more than SEARCH_MAX index entries is refused, saying what to give instead", async () => {
     const key = store.keys.families.jobs_by_id;
     const pipeline = store.redis.pipeline();

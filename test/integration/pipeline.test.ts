@@ -254,6 +254,33 @@ describe("pipeline: a step fails", () => {
   });
 });
 
+describe("pipeline: keep_partial and a step that fails transiently on every attempt", () => {
+  test("the retries spent, the job fails with the steps the last attempt completed", async () => {
+    // The store refuses the writes of one step's output, as a store under load does (503 SlowDown).
+    proxy.refuse((request) => request.startsWith(`PUT /${stack.bucket}/out/flaky/stuck.`));
+    try {
+      const id = await submit(stack, "pipeline", {
+        ...location("in/photo.jpg", "out/flaky"),
+        keep_partial: true,
+        steps: {
+          small: { type: "image_resize", parameters: { width: 100, height: 100 } },
+          stuck: { type: "image_resize", parameters: { width: 50, height: 50 } },
+        },
+      });
+      const job = await finished(stack, id);
+      assert.equal(job.status, "failed");
+      assert.match(job.error ?? "", /^step stuck \(image_resize\): .*\(gave up after 3 attempts\)$/);
+      const steps = stepsOf(job);
+      assert.match(String(steps.small!.output_url), /out\/flaky\/small\.jpg$/);
+      assert.equal(await exists("out/flaky/small.jpg"), true, "the completed step's output is kept");
+      assert.match(String(steps.stuck!.error), /.+/);
+      assert.equal(steps.stuck!.output_url, undefined);
+    } finally {
+      proxy.refuse(undefined);
+    }
+  });
+});
+
 describe("pipeline: a source that does not decode", () => {
   test("each image step fails with its own name, whatever they would have shared", async () => {
     await put(

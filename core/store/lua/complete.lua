@@ -32,7 +32,7 @@ if status ~= 'processing' then return illegal(id, status, 'completed') end
 local duration = (NOW - tonumber(h[5])) / 1000
 redis.call('HSET', j, 'status', 'completed', 'result', result_json, 'progress', 100, 'updated_at', NOW_ISO,
   'completed_at', NOW_ISO, 'duration_seconds', tostring(duration))
-redis.call('HDEL', j, 'claimed_by', 'lease_until')
+redis.call('HDEL', j, 'claimed_by', 'lease_until', 'partial_result')
 redis.call('ZREM', at(K.active, type), id)
 release(id)
 count(type, 'processing', 'completed', 'completed_total', id)

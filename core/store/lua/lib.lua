@@ -270,8 +270,17 @@ end
 -- Adds a job to the search indexes (op 'ZADD') or removes it ('ZREM'): its id, its source and output
 -- ("bucket/key") and its request_id, each as "<value>\0<id>" in a sorted set of score 0 read by
 -- prefix (keys.ts); `client`: also that client's copies. `h`: the job's source_bucket, source_key,
--- dest_bucket, dest_key and request_id (nil when it has none).
+-- dest_bucket, dest_key, request_id and parameters (nil when it has none). A job without a dest_key
+-- whose parameters name a dest_prefix (a pipeline's steps write under it) is found by its output as
+-- "bucket/prefix/".
 local function search_index(op, id, client, h)
+  local dest = h[4]
+  if not dest and h[3] and h[6] and string.find(h[6], '"dest_prefix"', 1, true) then
+    local ok, parameters = pcall(cjson.decode, h[6])
+    if ok and type(parameters) == 'table' and type(parameters.dest_prefix) == 'string' then
+      dest = string.gsub(parameters.dest_prefix, '/+$', '') .. '/'
+    end
+  end
   local function put(shared, own, member)
     if op == 'ZADD' then redis.call('ZADD', shared, 0, member) else redis.call('ZREM', shared, member) end
     if client then
@@ -281,7 +290,7 @@ local function search_index(op, id, client, h)
   end
   put(K.jobs_by_id, K.client_jobs_by_id, id)
   if h[1] and h[2] then put(K.jobs_by_source, K.client_jobs_by_source, h[1] .. '/' .. h[2] .. '\0' .. id) end
-  if h[3] and h[4] then put(K.jobs_by_dest, K.client_jobs_by_dest, h[3] .. '/' .. h[4] .. '\0' .. id) end
+  if h[3] and dest then put(K.jobs_by_dest, K.client_jobs_by_dest, h[3] .. '/' .. dest .. '\0' .. id) end
   if h[5] then put(K.jobs_by_request, K.client_jobs_by_request, h[5] .. '\0' .. id) end
 end
 

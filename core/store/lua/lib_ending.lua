@@ -27,6 +27,14 @@ local function end_job(id, from, message, cancelled)
   local h = redis.call('HMGET', j, 'type', 'batch_id', 'created_ms', 'started_ms', 'request_id', 'webhook_url')
   local type, batch_id, created_ms = h[1], h[2], tonumber(h[3])
   redis.call('HSET', j, 'status', 'failed', 'error', message, 'updated_at', NOW_ISO, 'completed_at', NOW_ISO)
+  -- What an attempt did before a transient failure (partial.lua): the result of a failure that
+  -- brings none of its own (a retry budget spent), so a keep_partial pipeline still reports the steps
+  -- that completed. A cancellation reports nothing.
+  local partial = redis.call('HGET', j, 'partial_result')
+  if partial then
+    if not cancelled and redis.call('HEXISTS', j, 'result') == 0 then redis.call('HSET', j, 'result', partial) end
+    redis.call('HDEL', j, 'partial_result')
+  end
   if h[4] then
     redis.call('HSET', j, 'duration_seconds', tostring((NOW - tonumber(h[4])) / 1000))
   end

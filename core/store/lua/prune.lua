@@ -26,7 +26,8 @@ for _, member in ipairs(due) do
     local j = at(K.job, id)
     local h = redis.call('HMGET', j, 'type', 'status', 'client', 'cancelled', 'client_admin')
     search_index('ZREM', id, h[3] or nil,
-      redis.call('HMGET', j, 'source_bucket', 'source_key', 'dest_bucket', 'dest_key', 'request_id'))
+      redis.call('HMGET', j, 'source_bucket', 'source_key', 'dest_bucket', 'dest_key', 'request_id',
+        'parameters'))
     if h[1] and (h[2] == 'completed' or h[2] == 'failed') then
       redis.call('HINCRBY', at(K.stats, h[1]), h[2], -1)
       if h[3] and not h[5] then redis.call('HINCRBY', at(K.client_stats, h[3], h[1]), h[2], -1) end

@@ -134,7 +134,7 @@ for _, job in ipairs(payload.jobs) do
   end
   local f = job.fields
   search_index('ZADD', job.id, indexed and client or nil,
-    { f.source_bucket, f.source_key, f.dest_bucket, f.dest_key, f.request_id })
+    { f.source_bucket, f.source_key, f.dest_bucket, f.dest_key, f.request_id, f.parameters })
   record('job.created', { job_id = job.id, type = job.type, batch_id = batch and batch.id, status = 'pending' })
 end
 

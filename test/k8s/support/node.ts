@@ -21,7 +21,7 @@ import {
   rmSync,
   statSync,
 } from "node:fs";
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -432,16 +432,37 @@ async function archivedName(archive: string): Promise<string | undefined> {
   return manifest[0]?.RepoTags?.[0];
 }
 
+// An archive is named by its image's repository and id; a new one replaces the archives of the same
+// repository that no run has used for an hour (the image built here changes with every source
+// change, ~300 MB each), and archives named by id alone (an older naming) go once an hour old too.
+const ARCHIVE_KEEP_MS = 60 * 60 * 1000;
+
 async function imageArchive(ref: string): Promise<string> {
   const id = (await docker(["image", "inspect", "-f", "{{.Id}}", ref])).replace(/^sha256:/, "");
   await mkdir(IMAGE_CACHE, { recursive: true });
-  const archive = join(IMAGE_CACHE, `${id.slice(0, 24)}.tar`);
-  if (!existsSync(archive)) {
+  const named = normalizedRef(ref);
+  const repository = named.slice(0, named.lastIndexOf(":")).replace(/[^A-Za-z0-9._-]+/g, "_");
+  const archive = join(IMAGE_CACHE, `${repository}@${id.slice(0, 24)}.tar`);
+  if (existsSync(archive)) {
+    const now = new Date();
+    await utimes(archive, now, now); // used: kept by the rule above
+  } else {
     const partial = `${archive}.${process.pid}.partial`;
     await docker(["save", "-o", partial, ref]);
     await execFileP("mv", [partial, archive]);
+    await dropStaleArchives(repository, archive);
   }
   return archive;
+}
+
+async function dropStaleArchives(repository: string, keep: string): Promise<void> {
+  for (const name of await readdir(IMAGE_CACHE)) {
+    const path = join(IMAGE_CACHE, name);
+    const stale = name.startsWith(`${repository}@`) || /^[0-9a-f]{24}\.tar$/.test(name);
+    if (!stale || path === keep || !name.endsWith(".tar")) continue;
+    const info = await stat(path).catch(() => undefined);
+    if (info && Date.now() - info.mtimeMs > ARCHIVE_KEEP_MS) await rm(path, { force: true });
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -24,11 +24,12 @@
 #   MEDIA_K8S_PRINT_BIN=1    print only the bin directory on stdout (for callers); logs go to stderr
 set -euo pipefail
 
-K8S_VERSION="${MEDIA_K8S_VERSION:-v1.36.3}"
-# The Go that k8s.io/kubernetes@$K8S_VERSION's go.mod asks for (checked again against the go.mod below),
-# and the toolchain fetched from the module proxy when the installed `go` is missing or older.
+# K8S_VERSION and GO_TOOLCHAIN (the toolchain fetched from the module proxy when the installed `go` is
+# missing or older).
+# shellcheck source=scripts/k8s/versions.sh
+source "$(dirname "${BASH_SOURCE[0]}")/versions.sh"
+# The Go that k8s.io/kubernetes@$K8S_VERSION's go.mod asks for (checked again against the go.mod below).
 MIN_GO="${MEDIA_K8S_MIN_GO:-1.26.0}"
-GO_BOOTSTRAP="${MEDIA_K8S_GO_TOOLCHAIN:-go1.26.8}"
 # Bump when the set of binaries or the way they are built changes, so stale caches are rebuilt.
 STAMP_FORMAT=3
 CACHE_ROOT="${MEDIA_SERVICE_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/media-service/k8s}"
@@ -49,7 +50,7 @@ exit_if_cached
 lock_cache
 
 T0=$(now)
-use_go "$MIN_GO" "$GO_BOOTSTRAP" "$CACHE_ROOT/go" "-mod=mod -buildvcs=false"
+use_go "$MIN_GO" "$GO_TOOLCHAIN" "$CACHE_ROOT/go" "-mod=mod -buildvcs=false"
 export CGO_ENABLED=0
 log "building Kubernetes $K8S_VERSION control plane with $GO_VERSION into $BIN_DIR (first run only; takes a while)"
 
@@ -109,16 +110,10 @@ EOF
 
 # 3. Build into a staging dir, then swap it in, so an interrupted build never leaves half a cache.
 new_bin_dir
-MINOR=${K8S_VERSION#v1.}
-MINOR=${MINOR%%.*}
-VERSION_LDFLAGS=""
-for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
-  VERSION_LDFLAGS+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$MINOR"
-  VERSION_LDFLAGS+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-done
+VERSION_LDFLAGS=$(k8s_version_ldflags "$K8S_VERSION")
 
 T=$(now)
-(cd "$WORK" && go build -trimpath -ldflags="-s -w$VERSION_LDFLAGS" -o "$NEW_BIN/" \
+(cd "$WORK" && go build -trimpath -ldflags="-s -w $VERSION_LDFLAGS" -o "$NEW_BIN/" \
   k8s.io/kubernetes/cmd/kube-apiserver \
   k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler \

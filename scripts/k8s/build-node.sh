@@ -4,22 +4,16 @@
 # ctr, runc, CoreDNS for cluster DNS, and the pod sandbox ("pause") program — all from their Go modules
 # through the Go module proxy (pause from the C source k8s.io/kubernetes carries), no git clone, no
 # registry. The CNI plugins come from Debian (scripts/provision.sh k8s).
-#
-# Debian 12's containerd is 1.6, and Kubernetes 1.36 needs containerd >= 2.0; 2.2 is the newest line
-# that keeps cgroup v1 supported (its maintained branch does until 2029), which this kind of machine
-# runs.
+# The versions (and why containerd 2.2) are in versions.sh.
 #
 # Cached outside the repository in
 #   ${MEDIA_SERVICE_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/media-service/node}/<versions>/bin/
 # with a stamp; a second run only checks it. MEDIA_NODE_PRINT_BIN=1 prints only the bin directory.
 set -euo pipefail
 
-CONTAINERD_VERSION="${MEDIA_CONTAINERD_VERSION:-v2.2.9}"
-COREDNS_VERSION="${MEDIA_COREDNS_VERSION:-v1.14.7}"
-RUNC_VERSION="${MEDIA_RUNC_VERSION:-v1.3.6}"
-K8S_VERSION="${MEDIA_K8S_VERSION:-v1.36.3}"
+# shellcheck source=scripts/k8s/versions.sh
+source "$(dirname "${BASH_SOURCE[0]}")/versions.sh"
 MIN_GO=1.25.0
-GO_BOOTSTRAP=go1.26.8
 STAMP_FORMAT=2
 CACHE_ROOT="${MEDIA_SERVICE_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/media-service/node}"
 OUT_DIR="$CACHE_ROOT/containerd-${CONTAINERD_VERSION}_runc-${RUNC_VERSION}_coredns-${COREDNS_VERSION}_k8s-${K8S_VERSION}"
@@ -35,7 +29,7 @@ exit_if_cached
 lock_cache
 
 started=$SECONDS
-use_go "$MIN_GO" "$GO_BOOTSTRAP" "${XDG_CACHE_HOME:-$HOME/.cache}/media-service/go" "-buildvcs=false"
+use_go "$MIN_GO" "$GO_TOOLCHAIN" "${XDG_CACHE_HOME:-$HOME/.cache}/media-service/go" "-buildvcs=false"
 new_bin_dir
 
 # containerd: static, without the btrfs and devmapper snapshotters (cgo; overlayfs is the one used).

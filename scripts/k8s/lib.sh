@@ -42,6 +42,8 @@
 #                             (NEEDED_GO), naming MIN_GO_VAR as the setting that picks another Go
 #   module_commit             the commit the proxy recorded for the downloaded module's tag
 #                             (Origin.Hash in MOD_JSON), or nothing
+#   k8s_version_ldflags VERSION
+#                             the -X flags that give a k8s.io/kubernetes program its version
 #   refuse_replace WHAT       dies when the downloaded go.mod (MOD_GOMOD) has replace directives,
 #                             which `go install WHAT/...@version` refuses
 
@@ -167,4 +169,14 @@ refuse_replace() {
   if grep -Eq '^[[:space:]]*replace([[:space:]]|\(|$)' "$MOD_GOMOD"; then
     die "$1's go.mod has replace directives; \`go install\` cannot build it as is"
   fi
+}
+
+k8s_version_ldflags() {
+  local minor=${1#v1.} pkg flags=""
+  minor=${minor%%.*}
+  for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+    flags+=" -X $pkg.gitVersion=$1 -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    flags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+  done
+  printf '%s\n' "${flags# }"
 }

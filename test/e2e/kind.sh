@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The kind cluster's own checks (test/kind/cluster.test.ts: three Ready nodes, storage, the pod network
 # across nodes) and the chart's installation scenarios (test/k8s/install.test.ts, the same code
-# `npm run test:k8s` runs on its real node) on a cluster made by kind (Kubernetes in Docker) from
-# test/e2e/kind-config.yaml (one control-plane node, two workers), for a machine with Docker Engine,
+# `npm run test:k8s` runs on its real node) and the node scenarios of test/kind/ (a worker drained, a
+# worker lost, the Redis node stopped, each in a burst of jobs) on a cluster made by kind (Kubernetes
+# in Docker) from test/e2e/kind-config.yaml (one control-plane node, two workers), for a machine with Docker Engine,
 # kind, kubectl, Node 24 with `npm ci` done, and helm (on PATH, or Go to build it with
 # scripts/k8s/build-helm.sh). CI runs it in .github/workflows/e2e-kind.yml with kind's own node image;
 # `npm run test:kind` runs it with KIND_LOCAL=1, where kind, kubectl and the node image are made here
@@ -22,7 +23,8 @@
 # Settings (environment): KIND_CLUSTER, KEEP_CLUSTER, E2E_IMAGE (an image already built: skip step 1),
 # KIND_CONFIG (default test/e2e/kind-config.yaml), KIND_NODE_IMAGE (the node image; default kind's
 # own), KIND_TESTS (test files, space-separated, run in order on the same cluster; default
-# test/kind/cluster.test.ts test/k8s/install.test.ts), KIND and KUBECTL
+# test/kind/cluster.test.ts test/k8s/install.test.ts, then test/kind/drain.test.ts,
+# node-loss.test.ts and redis-node.test.ts, which drain and stop workers), KIND and KUBECTL
 # (the programs; default those on PATH), KIND_LOCAL=1 (build kind, kubectl and the node image here:
 # scripts/k8s/build-kind.sh and build-kind-image.sh).
 set -euo pipefail
@@ -32,7 +34,10 @@ cd "$ROOT"
 KIND_CLUSTER=${KIND_CLUSTER:-media-service-e2e}
 KEEP_CLUSTER=${KEEP_CLUSTER:-0}
 KIND_CONFIG=${KIND_CONFIG:-test/e2e/kind-config.yaml}
-KIND_TESTS=${KIND_TESTS:-test/kind/cluster.test.ts test/k8s/install.test.ts}
+# The cluster's checks and the installation scenarios first, then the node scenarios: a drain (its
+# nodes uncordoned after), a worker lost (started again and Ready before the next file), the Redis
+# node stopped (last).
+KIND_TESTS=${KIND_TESTS:-test/kind/cluster.test.ts test/k8s/install.test.ts test/kind/drain.test.ts test/kind/node-loss.test.ts test/kind/redis-node.test.ts}
 
 log() { printf '==> %s\n' "$*" >&2; }
 fail() {

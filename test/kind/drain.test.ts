@@ -128,7 +128,26 @@ describe("a worker drained in the middle of a burst", () => {
         })
       ).items;
       assert.equal(kjob.length, 1, `job ${id}: one runner Job`);
-      assert.equal(kjob[0]!.status?.failed ?? 0, 0, `job ${id}: the eviction is not a failure of its Job`);
+      // An evicted pod is deleted once it has stopped; a pod that failed otherwise stays (on kind a
+      // container can fail to start, runc's `unable to freeze`, StartError), and only those may count.
+      const failedPods = (
+        await r.t.core.listNamespacedPod({
+          namespace: r.namespace,
+          labelSelector: `media-service.io/job-id=${id}`,
+        })
+      ).items.filter((p) => p.status?.phase === "Failed" && !evicted(p));
+      for (const pod of failedPods) {
+        const state = pod.status?.containerStatuses?.[0]?.state?.terminated;
+        figure(
+          "a runner pod failed otherwise",
+          `${pod.metadata!.name}: ${state?.reason} ${state?.message ?? ""}`,
+        );
+      }
+      assert.equal(
+        kjob[0]!.status?.failed ?? 0,
+        failedPods.length,
+        `job ${id}: the eviction is not a failure of its Job`,
+      );
       assert.equal(views.get(id)?.attempts, 1, `job ${id}: one attempt charged`);
     }
     for (const [id, job] of views) assert.equal(job.attempts, 1, `job ${id}: one attempt charged`);

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Watch, type V1Pod } from "@kubernetes/client-node";
 import { eventually } from "../k8s/support/eventually.js";
-import { api, burst, endings, settle } from "./support/burst.js";
+import { answered, burst, endings, settle } from "./support/burst.js";
 import { figure, kindTarget, kubectl, seconds, type KindTarget } from "./support/kind.js";
 import { installRelease, podsOf, type Release } from "./support/release.js";
 
@@ -100,7 +100,7 @@ describe("a worker drained in the middle of a burst", () => {
     const evictedIds = new Set(evictions.evicted.values());
     let handedBack = 0;
     for (const id of acked) {
-      const { body } = await api(r, r.apiUrl, `/api/v1/jobs/${id}/events`);
+      const { body } = await answered(r, r.apiUrl, `/api/v1/jobs/${id}/events`);
       const events = (body.events ?? []) as Array<{ event: string; message?: string }>;
       const claimedThere = events.some(
         (ev) =>

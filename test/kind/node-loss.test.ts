@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { eventually } from "../k8s/support/eventually.js";
-import { api, burst, endings, settle } from "./support/burst.js";
+import { answered, burst, endings, settle } from "./support/burst.js";
 import { docker, figure, kindTarget, nodeReady, seconds, type KindTarget } from "./support/kind.js";
 import { installRelease, leader, podsOf, type Release } from "./support/release.js";
 
@@ -107,7 +107,7 @@ describe("a worker lost in the middle of a burst", () => {
     const fates = await Promise.all(
       onLost.map(async (pod) => {
         const id = pod.metadata!.labels!["media-service.io/job-id"]!;
-        const { body } = await api(r, r.apiUrl, `/api/v1/jobs/${id}/events`);
+        const { body } = await answered(r, r.apiUrl, `/api/v1/jobs/${id}/events`);
         const events = (body.events ?? []) as Array<{ event: string; message?: string; at: string }>;
         const ending = events.find((ev) => ev.event === "completed" || ev.event === "failed");
         if (ending && Date.parse(ending.at) <= gone) return "ended before";

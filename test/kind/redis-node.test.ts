@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { eventually } from "../k8s/support/eventually.js";
-import { api, burst, endings, settle, sleep } from "./support/burst.js";
+import { answered, api, burst, endings, settle, sleep } from "./support/burst.js";
 import {
   docker,
   figure,
@@ -105,7 +105,7 @@ describe("the node that holds Redis stopped", () => {
     // Every acknowledged job is there: Redis replayed its append-only file.
     const missing: string[] = [];
     for (const id of acked) {
-      const res = await api(r, r.apiUrl, `/api/v1/jobs/${id}`);
+      const res = await answered(r, r.apiUrl, `/api/v1/jobs/${id}`);
       if (res.status === 404) missing.push(id);
     }
     figure("jobs acknowledged before the stop", acked.length);

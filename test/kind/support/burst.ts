@@ -45,6 +45,19 @@ export async function api(
   return { status: res.status, body };
 }
 
+/**
+ * `api`, asked again while the request gets no answer at all (a refused or dropped connection: the
+ * Service without a ready API pod for a moment, as after a node comes back), `limitMs` at most.
+ */
+export async function answered(
+  r: Pick<Release, "apiKey">,
+  base: string,
+  path: string,
+  limitMs = 60_000,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  return eventually(`an answer to GET ${path}`, () => api(r, base, path).catch(() => undefined), limitMs);
+}
+
 /** The n-th job of a burst: a resize in a runner Job, or a colour count in the warm pool. */
 function jobOf(r: Release, n: number): { path: string; body: Record<string, unknown> } {
   const type = n % 2 === 0 ? "image_resize" : "image_colors";
@@ -162,7 +175,7 @@ export async function endings(r: Release, views: Map<string, JobView>): Promise<
       if (/node .* was lost/.test(job.error ?? "")) out.nodeLost++;
       else out.otherErrors.push(`${id}: ${job.error}`);
     }
-    const { body } = await api(r, r.apiUrl, `/api/v1/jobs/${id}/events`);
+    const { body } = await answered(r, r.apiUrl, `/api/v1/jobs/${id}/events`);
     const events = (body.events ?? []) as Array<{ event: string }>;
     if (events.filter((e) => e.event === "completed" || e.event === "failed").length !== 1) {
       out.twiceEnded.push(id);

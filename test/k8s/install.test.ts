@@ -20,11 +20,10 @@ import {
 } from "@kubernetes/client-node";
 import { definitionOf, JOB_DEFINITIONS, type JobType } from "../../core/jobs/types.js";
 import { makeAudio, makeVideo, removeMediaDirs } from "../support/av.js";
-import { makeImage } from "../support/media.js";
 import { EVERY_TYPE_SOURCES, SMALL_VIDEO_REQUESTS, submission } from "../support/submission.js";
 import { eventually, kubeConfigFrom } from "./support/cluster-stack.js";
 import { CHART, helm } from "./support/helm.js";
-import { deployObjectStore, type ObjectStore } from "./support/object-store.js";
+import { deployObjectStore, putImageSources, type ObjectStore } from "./support/object-store.js";
 import { imageValues, startTarget, type Target } from "./support/target.js";
 
 const RELEASE = "media";
@@ -134,20 +133,7 @@ before(async () => {
     bucket: BUCKET,
   });
   s3 = store.s3;
-  await s3.send(
-    new PutObjectCommand({
-      Bucket: BUCKET,
-      Key: "in/photo.jpg",
-      Body: await makeImage({ width: 640, height: 480, format: "jpeg", photo: true }),
-    }),
-  );
-  await s3.send(
-    new PutObjectCommand({
-      Bucket: BUCKET,
-      Key: "in/small.png",
-      Body: await makeImage({ width: 96, height: 64, format: "png" }),
-    }),
-  );
+  await putImageSources(s3, BUCKET);
   await s3.send(
     new PutObjectCommand({
       Bucket: BUCKET,

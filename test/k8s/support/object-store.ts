@@ -3,8 +3,9 @@
 // namespace, a bucket made on it, reached by the test process at a node's address. `placement` puts
 // it on chosen nodes (the kind scenarios keep it off the workers they stop).
 import { randomBytes } from "node:crypto";
-import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
+import { CreateBucketCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import type { AppsV1Api, CoreV1Api, V1Toleration } from "@kubernetes/client-node";
+import { makeImage } from "../../support/media.js";
 import { eventually } from "./eventually.js";
 
 export interface ObjectStoreOptions {
@@ -118,4 +119,15 @@ export async function deployObjectStore(o: ObjectStoreOptions): Promise<ObjectSt
     return true;
   });
   return { s3, endpoint: `http://objects.${namespace}.svc:9000`, accessKeyId, secretAccessKey };
+}
+
+/** The image sources the scenarios' jobs read: in/photo.jpg (640×480, photo-like) and in/small.png. */
+export async function putImageSources(s3: S3Client, bucket: string): Promise<void> {
+  const sources: Array<[string, Promise<Buffer>]> = [
+    ["in/photo.jpg", makeImage({ width: 640, height: 480, format: "jpeg", photo: true })],
+    ["in/small.png", makeImage({ width: 96, height: 64, format: "png" })],
+  ];
+  for (const [key, body] of sources) {
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: await body }));
+  }
 }

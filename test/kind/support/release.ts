@@ -6,12 +6,11 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import type { S3Client } from "@aws-sdk/client-s3";
 import { AppsV1Api, BatchV1Api, CoordinationV1Api, StorageV1Api, type V1Pod } from "@kubernetes/client-node";
-import { makeImage } from "../../support/media.js";
 import { startWebhookReceiver, type WebhookReceiver } from "../../support/webhook-receiver.js";
 import { CHART, helm } from "../../k8s/support/helm.js";
-import { deployObjectStore } from "../../k8s/support/object-store.js";
+import { deployObjectStore, putImageSources } from "../../k8s/support/object-store.js";
 import { imageValues } from "../../k8s/support/target.js";
 import { docker, workers, type KindTarget } from "./kind.js";
 
@@ -97,24 +96,6 @@ async function redisVolume(t: KindTarget, namespace: string, node: string): Prom
   return name;
 }
 
-/** The sources the bursts read, put on the store. */
-async function putSources(s3: S3Client): Promise<void> {
-  await s3.send(
-    new PutObjectCommand({
-      Bucket: BUCKET,
-      Key: "in/photo.jpg",
-      Body: await makeImage({ width: 640, height: 480, format: "jpeg", photo: true }),
-    }),
-  );
-  await s3.send(
-    new PutObjectCommand({
-      Bucket: BUCKET,
-      Key: "in/small.png",
-      Body: await makeImage({ width: 96, height: 64, format: "png" }),
-    }),
-  );
-}
-
 async function nodePort(t: KindTarget, namespace: string, service: string): Promise<number> {
   const svc = await t.core.readNamespacedService({ name: service, namespace });
   const port = svc.spec?.ports?.[0]?.nodePort;
@@ -139,7 +120,7 @@ export async function installRelease(t: KindTarget, scenario: string): Promise<R
     placement: CONTROL_PLANE,
   });
   const { s3 } = store;
-  await putSources(s3);
+  await putImageSources(s3, BUCKET);
   const receiver = await startWebhookReceiver({ host: "0.0.0.0" });
   const work = await mkdtemp(join(tmpdir(), "media-service-kind-"));
   const image = { ...imageValues(t.image), pullPolicy: "Never" };

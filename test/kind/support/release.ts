@@ -39,22 +39,6 @@ export interface Release {
   close(): Promise<void>;
 }
 
-/** Required anti-affinity on the node: the replicas of a component on different workers. */
-function spread(component: string) {
-  return {
-    podAntiAffinity: {
-      requiredDuringSchedulingIgnoredDuringExecution: [
-        {
-          labelSelector: {
-            matchLabels: { "app.kubernetes.io/instance": RELEASE, "app.kubernetes.io/component": component },
-          },
-          topologyKey: "kubernetes.io/hostname",
-        },
-      ],
-    },
-  };
-}
-
 const SMALL = { requests: { cpu: "50m", memory: "96Mi" }, limits: { cpu: "1", memory: "512Mi" } };
 const CONTROL_PLANE = {
   nodeSelector: { "node-role.kubernetes.io/control-plane": "" },
@@ -137,13 +121,13 @@ export async function installRelease(t: KindTarget, scenario: string): Promise<R
       secretAccessKey: store.secretAccessKey,
       healthBucket: BUCKET,
     },
-    api: { service: { type: "NodePort" }, affinity: spread("api"), resources: SMALL },
-    controller: { affinity: spread("controller"), resources: SMALL },
+    api: { service: { type: "NodePort" }, podAntiAffinity: "hard", resources: SMALL },
+    controller: { podAntiAffinity: "hard", resources: SMALL },
     pool: {
       enabled: true,
       replicas: 2,
       classes: { image_colors: "pool" },
-      affinity: spread("pool"),
+      podAntiAffinity: "hard",
       resources: { requests: { cpu: "100m", memory: "256Mi" }, limits: { cpu: "2", memory: "2304Mi" } },
     },
     runner: { resources: { image_resize: SMALL, image_colors: SMALL } },

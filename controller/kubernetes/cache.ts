@@ -6,6 +6,7 @@ import type { KubernetesObject, V1Job, V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "../../core/logger.js";
 import { describeError } from "./api-errors.js";
 import type { CachedInformer, KubernetesClients } from "./clients.js";
+import { quietNodes } from "./job-status.js";
 
 const INFORMER_RESTART_MS = 2000;
 const JOB_NAME_LABEL = "batch.kubernetes.io/job-name";
@@ -23,6 +24,7 @@ export class RunnerCache {
   private readonly jobs: CachedInformer<V1Job>;
   private readonly pods: CachedInformer<V1Pod>;
   private readonly podsByJob = new Map<string, Map<string, V1Pod>>();
+  private quiet: ReadonlyMap<string, number> | undefined;
   private stopped = false;
 
   constructor(
@@ -69,9 +71,12 @@ export class RunnerCache {
     return [...(this.podsByJob.get(name)?.values() ?? [])];
   }
 
-  /** Every pod in the cache. */
-  allPods(): readonly V1Pod[] {
-    return this.pods.list(this.namespace);
+  /**
+   * The nodes the runner pods show gone quiet, since when (job-status.ts quietNodes): read by every
+   * sync, worked out again only after a pod changed.
+   */
+  quietNodes(): ReadonlyMap<string, number> {
+    return (this.quiet ??= quietNodes(this.pods.list(this.namespace)));
   }
 
   /** The names of every pod in the cache. */
@@ -91,6 +96,7 @@ export class RunnerCache {
       if (kjob.metadata?.name) this.events.jobDeleted(kjob.metadata.name);
     });
     const onPod = (pod: V1Pod, deleted: boolean) => {
+      this.quiet = undefined;
       const job = pod.metadata?.labels?.[JOB_NAME_LABEL];
       const name = pod.metadata?.name;
       if (!job || !name || this.stopped) return;

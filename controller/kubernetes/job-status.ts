@@ -132,17 +132,19 @@ function runnerLimit(pod: V1Pod, resource: "memory" | "ephemeral-storage"): stri
 }
 
 /**
- * A pod the kubelet evicted for using more local disk than its limits: the job fails at once
- * (core/policy.ts evictionVerdict), whether or not the Job would retry it.
+ * Why the kubelet evicted a runner pod, as core/policy.ts evictionVerdict reads its message: over its
+ * own local disk limit the job fails at once (`disk_limit`), whether or not the Job would retry it;
+ * for the node's sake it is an eviction like any other.
  */
-function diskLimitEviction(pod: V1Pod): { reason: FailureReason; error: string } | undefined {
-  if (pod.status?.reason !== "Evicted") return undefined;
+function describeEviction(pod: V1Pod): { reason: FailureReason; error: string } {
   const verdict = evictionVerdict(
-    oneLine(pod.status.message),
+    oneLine(pod.status?.message),
     pod.metadata?.labels?.[LABELS.jobType],
     runnerLimit(pod, "ephemeral-storage"),
   );
-  return verdict.action === "fail" ? { reason: "disk_limit", error: verdict.error } : undefined;
+  return verdict.action === "fail"
+    ? { reason: "disk_limit", error: verdict.error }
+    : { reason: "evicted", error: verdict.reason };
 }
 
 function oneLine(text: string | undefined): string {
@@ -151,12 +153,7 @@ function oneLine(text: string | undefined): string {
 
 /** Why one runner pod failed. */
 export function describePodFailure(pod: V1Pod): { reason: FailureReason; error: string } {
-  if (pod.status?.reason === "Evicted") {
-    const disk = diskLimitEviction(pod);
-    if (disk) return disk;
-    const message = oneLine(pod.status.message);
-    return { reason: "evicted", error: `the runner pod was evicted${message ? `: ${message}` : ""}` };
-  }
+  if (pod.status?.reason === "Evicted") return describeEviction(pod);
   const terminated = runnerStatus(pod)?.state?.terminated;
   if (terminated?.reason === "OOMKilled") {
     const limit = runnerLimit(pod, "memory");
@@ -236,8 +233,9 @@ export function observeJob(job: V1Job, pods: V1Pod[], context: ObserveContext): 
   // would fill the same disk (the kubelet marks no DisruptionTarget, so the pod failure policy cannot
   // tell it from a crash).
   for (const pod of pods) {
-    const disk = pod.status?.phase === "Failed" ? diskLimitEviction(pod) : undefined;
-    if (disk) return { state: "failed", ...disk, deleteJob: true };
+    if (pod.status?.phase !== "Failed" || pod.status.reason !== "Evicted") continue;
+    const eviction = describeEviction(pod);
+    if (eviction.reason === "disk_limit") return { state: "failed", ...eviction, deleteJob: true };
   }
   const live = pods.filter((p) => !p.metadata?.deletionTimestamp);
   const runs = (p: V1Pod) => p.status?.phase === "Running" || Boolean(runnerStatus(p)?.state?.running);

@@ -15,7 +15,7 @@ import { describeError } from "./api-errors.js";
 import { RunnerCache } from "./cache.js";
 import type { KubernetesClients } from "./clients.js";
 import * as decide from "./decide.js";
-import { isJobFinished, quietNodes } from "./job-status.js";
+import { isJobFinished } from "./job-status.js";
 import type { ExecutorMetrics } from "./metrics.js";
 import { jobName } from "./names.js";
 import { WorkQueue } from "./work-queue.js";
@@ -194,7 +194,7 @@ export class LeaderTerm implements TermState {
       now: Date.now(),
       stuckSince: this.stuckSince,
       admissionNoted: this.admissionNoted,
-      quietNodes: quietNodes(this.cache.allPods()),
+      quietNodes: this.cache.quietNodes(),
       settings: this.o.settings,
     });
     await this.o.actions.apply(actions, this, this.log.child({ job_id: id, kubernetes_job: name }));
